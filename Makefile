@@ -1,0 +1,72 @@
+# Armada on Crossplane. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# Tool binaries are built once from the pinned modules under tools/ and
+# cached outside the repository, keyed by version.
+CACHE_DIR        ?= $(HOME)/.cache/armada-crossplane
+BIN_DIR          := $(CACHE_DIR)/bin
+CROSSPLANE_CLI   := $(BIN_DIR)/crossplane-cli-v2.5.0
+CROSSPLANE_CORE  := $(BIN_DIR)/crossplane-core-v2.4.0
+ARMADA_VERSION   := v0.22.7
+ARMADA_BIN_DIR   := $(BIN_DIR)/armada-$(ARMADA_VERSION)
+GOLANGCI_LINT    := $(BIN_DIR)/golangci-lint-v2.15.0
+export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_DIR
+
+GEN_DIR := $(CACHE_DIR)/gen
+
+.PHONY: help
+help: ## Show this help.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+##@ Development
+
+.PHONY: generate
+generate: ## Generate deepcopy code, the XRD and the Composition from apis/.
+	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
+	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
+	go run ./internal/xrdgen -crd $(GEN_DIR)/platform.armadaproject.io_xarmada.yaml -out package/xarmada
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: test
+test: tools armada-bins ## Run every test: unit, render (real Crossplane) and Armada conformance.
+	go test -count=1 ./...
+
+.PHONY: unit
+unit: ## Run only the tests that need no tool binaries.
+	go test -count=1 ./internal/... ./apis/...
+
+.PHONY: render
+render: tools ## Render the default example claim through the real function and Crossplane.
+	go run ./test/render/cmd/render examples/minimal.yaml
+
+.PHONY: run
+run: render ## The main job: for now, render the default example claim and show what it composes.
+
+.PHONY: reviewable
+reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
+
+.PHONY: check-diff
+check-diff: generate ## Fail if generated files are not committed and current.
+	@git diff --exit-code -- apis package || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis package)" || { git status --porcelain -- apis package; echo "generated files are not committed"; exit 1; }
+
+##@ Tools
+
+.PHONY: tools
+tools: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) ## Build the Crossplane CLI and core (cached).
+
+$(CROSSPLANE_CLI) $(CROSSPLANE_CORE):
+	tools/build-crossplane.sh "$(BIN_DIR)"
+
+.PHONY: armada-bins
+armada-bins: ## Build Armada's eight binaries at $(ARMADA_VERSION) (cached).
+	ARMADA_BIN_DIR=$(ARMADA_BIN_DIR) tools/armada/build.sh
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(BIN_DIR)
+	cd tools/lint && GOFLAGS=-mod=mod go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -1,0 +1,497 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// XArmada is a complete Armada installation: its eight components, their
+// configuration, database migrations, priority classes and executors. Claim
+// it with an ArmadaClaim in the namespace Armada should run in.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+type XArmada struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired Armada installation.
+	Spec ArmadaSpec `json:"spec"`
+	// Status reports what was composed and how healthy it is.
+	Status ArmadaStatus `json:"status,omitempty"`
+}
+
+// ArmadaSpec is the desired state of one Armada installation.
+// +kubebuilder:validation:XValidation:rule="self.auth.anonymous || (has(self.auth.basicUsers) && size(self.auth.basicUsers) > 0) || has(self.auth.oidc)",message="spec.auth needs at least one user-facing method: basicUsers, oidc, or anonymous: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.executors) || self.executors.all(e, !has(e.pool) || (has(self.scheduling) && has(self.scheduling.pools) ? self.scheduling.pools.exists(p, p.name == e.pool) : e.pool == 'default'))",message="every spec.executors[].pool must name a pool in spec.scheduling.pools"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.version) || !has(self.version) || self.version.split('.').map(x, int(x)) == oldSelf.version.split('.').map(x, int(x)) || (self.version.split('.').map(x, int(x))[0] * 1000000 + self.version.split('.').map(x, int(x))[1] * 1000 + self.version.split('.').map(x, int(x))[2]) > (oldSelf.version.split('.').map(x, int(x))[0] * 1000000 + oldSelf.version.split('.').map(x, int(x))[1] * 1000 + oldSelf.version.split('.').map(x, int(x))[2])",message="spec.version cannot be downgraded; roll forward to a newer release instead"
+type ArmadaSpec struct {
+	// Version is the Armada release to run, without the leading "v". It selects
+	// the image tags and names the migration Jobs, so changing it re-runs the
+	// migrations before the new images roll out. Downgrades are refused.
+	// The supported releases (the enum) and the default are injected from
+	// the function's table when the XRD is generated.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Namespace all namespaced objects are created in. Defaults to the
+	// claim's namespace; required when the XArmada is created without a claim.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// ImageRegistry is prepended to every default image repository, for
+	// example "registry.example.com/mirror". Defaults to Docker Hub.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ImageRegistry string `json:"imageRegistry,omitempty"`
+
+	// ImagePullSecrets are added to every composed pod.
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Components holds per-component settings. Every component is deployed;
+	// an empty entry uses the defaults.
+	// +optional
+	Components Components `json:"components,omitempty"`
+
+	// Auth configures how users authenticate. At least one method is
+	// required; anonymous access must be asked for explicitly.
+	Auth Auth `json:"auth"`
+
+	// Postgres is the PostgreSQL server that holds the scheduler and lookout
+	// databases.
+	Postgres Postgres `json:"postgres"`
+
+	// Redis holds the job-set event streams served by the watch API.
+	Redis Redis `json:"redis"`
+
+	// Pulsar carries Armada's event and control-plane topics.
+	Pulsar Pulsar `json:"pulsar"`
+
+	// Scheduling configures pools and priority classes.
+	// +optional
+	Scheduling Scheduling `json:"scheduling,omitempty"`
+
+	// Executors run jobs. Each entry is one executor in this cluster with its
+	// own cluster id and pool. Defaults to one executor "local" in pool
+	// "default".
+	// +listType=map
+	// +listMapKey=clusterId
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Executors []Executor `json:"executors,omitempty"`
+
+	// Ingress exposes the server's gRPC and REST APIs and Lookout.
+	// +optional
+	Ingress *Ingress `json:"ingress,omitempty"`
+}
+
+// Components holds the settings of each Armada component.
+type Components struct {
+	// Server is the Armada API server (gRPC and REST).
+	// +optional
+	Server Component `json:"server,omitempty"`
+	// Scheduler is the leader-elected scheduler that also serves executors.
+	// +optional
+	Scheduler Component `json:"scheduler,omitempty"`
+	// SchedulerIngester writes Pulsar events into the scheduler database.
+	// +optional
+	SchedulerIngester Component `json:"schedulerIngester,omitempty"`
+	// Lookout is the web UI and its API.
+	// +optional
+	Lookout Component `json:"lookout,omitempty"`
+	// LookoutIngester writes Pulsar events into the lookout database.
+	// +optional
+	LookoutIngester Component `json:"lookoutIngester,omitempty"`
+	// EventIngester writes Pulsar events into Redis for the watch API.
+	// +optional
+	EventIngester Component `json:"eventIngester,omitempty"`
+	// Binoculars serves job logs and node cordoning to Lookout.
+	// +optional
+	Binoculars Component `json:"binoculars,omitempty"`
+	// Executor holds settings shared by every executor; an executor's own
+	// entry in spec.executors wins over these.
+	// +optional
+	Executor Component `json:"executor,omitempty"`
+}
+
+// Component is the workload settings of one Armada component.
+type Component struct {
+	// Replicas of the component. Executors always run one replica.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Resources of the component's container. Defaults to 200m/512Mi
+	// requests and 300m/1Gi limits, as Armada's charts use.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Image overrides the component's image. Unset fields keep the default
+	// repository (gresearch/armada-<component>) and tag (spec.version).
+	// +optional
+	Image *Image `json:"image,omitempty"`
+
+	// NodeSelector constrains the component's pods to matching nodes.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the component's pods.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity of the component's pods (a Kubernetes Affinity). Defaults
+	// to a preferred pod anti-affinity across nodes. Its schema is checked
+	// when the workload is applied, not here, to keep the XRD small.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// TopologySpreadConstraints of the component's pods.
+	// +listType=atomic
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// Config is free-form Armada configuration merged over the generated
+	// configuration of this component: maps merge key by key, lists and
+	// scalars replace, and this value always wins. Do not put secrets here;
+	// it is stored in a Secret but is visible to anyone who can read the XR.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// Image names a container image.
+type Image struct {
+	// Repository of the image, for example "gresearch/armada-server".
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._/:-][a-z0-9]+)*$`
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// Tag of the image. Defaults to spec.version.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+}
+
+// Auth configures authentication for users and between components.
+// Components always authenticate to each other with generated basic-auth
+// credentials kept in a Secret.
+type Auth struct {
+	// Anonymous lets unauthenticated requests in as the principal
+	// "anonymous", with every permission. Only for throwaway installations.
+	// +kubebuilder:default=false
+	// +optional
+	Anonymous bool `json:"anonymous"`
+
+	// BasicUsers are static users whose passwords are generated and stored
+	// in the Secret named in status.credentialsSecret.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	BasicUsers []BasicUser `json:"basicUsers,omitempty"`
+
+	// OIDC validates bearer tokens from an OpenID Connect provider, and
+	// enables the OIDC login flow in Lookout.
+	// +optional
+	OIDC *OIDC `json:"oidc,omitempty"`
+
+	// AdminGroups are granted every Armada permission. Defaults to
+	// ["armada-admins"].
+	// +listType=set
+	// +optional
+	AdminGroups []string `json:"adminGroups,omitempty"`
+}
+
+// BasicUser is a static user with a generated password.
+type BasicUser struct {
+	// Name of the user.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9]{0,31}$`
+	Name string `json:"name"`
+	// Groups the user belongs to; use an admin group for full rights.
+	// +listType=set
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+}
+
+// OIDC configures OpenID Connect authentication.
+type OIDC struct {
+	// ProviderURL is the issuer URL, e.g. https://login.example.com/realms/armada.
+	// +kubebuilder:validation:Pattern=`^https://`
+	ProviderURL string `json:"providerUrl"`
+	// ClientID the tokens must be issued for.
+	// +kubebuilder:validation:MinLength=1
+	ClientID string `json:"clientId"`
+	// GroupsClaim names the token claim holding the user's groups.
+	// Defaults to "groups".
+	// +optional
+	GroupsClaim string `json:"groupsClaim,omitempty"`
+	// Scope Lookout requests in its browser login flow. Defaults to
+	// "openid email profile".
+	// +optional
+	Scope string `json:"scope,omitempty"`
+}
+
+// SecretKeyRef selects a key of a Secret in the target namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// Postgres is how Armada reaches PostgreSQL.
+type Postgres struct {
+	// Mode of the database. External uses an existing server.
+	// +kubebuilder:validation:Enum=External
+	// +kubebuilder:default=External
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// Host of the server.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+	// Port of the server. Defaults to 5432.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// User Armada connects as. It must be able to create tables in both
+	// databases.
+	// +kubebuilder:validation:MinLength=1
+	User string `json:"user"`
+	// PasswordSecretRef selects the user's password.
+	PasswordSecretRef SecretKeyRef `json:"passwordSecretRef"`
+	// SSLMode of the connection. Defaults to "require".
+	// +kubebuilder:validation:Enum=disable;allow;prefer;require;verify-ca;verify-full
+	// +optional
+	SSLMode string `json:"sslMode,omitempty"`
+	// Databases names the two databases, which must already exist.
+	// +optional
+	Databases Databases `json:"databases,omitempty"`
+}
+
+// Databases names Armada's databases.
+type Databases struct {
+	// Scheduler database. Defaults to "scheduler".
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	Scheduler string `json:"scheduler,omitempty"`
+	// Lookout database, also used by the server for queues. Defaults to
+	// "lookout".
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	Lookout string `json:"lookout,omitempty"`
+}
+
+// Redis is how Armada reaches Redis.
+type Redis struct {
+	// Mode of Redis. External uses an existing server.
+	// +kubebuilder:validation:Enum=External
+	// +kubebuilder:default=External
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// Addrs are host:port addresses of the Redis server or cluster.
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	Addrs []string `json:"addrs"`
+	// DB number shared by the server and the event ingester. Defaults to 1.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
+	// +optional
+	DB *int32 `json:"db,omitempty"`
+	// PasswordSecretRef selects the Redis password, if it has one.
+	// +optional
+	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
+}
+
+// Pulsar is how Armada reaches Apache Pulsar.
+type Pulsar struct {
+	// Mode of Pulsar. External uses an existing cluster.
+	// +kubebuilder:validation:Enum=External
+	// +kubebuilder:default=External
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// URL of the broker, pulsar://host:6650 or pulsar+ssl://host:6651.
+	// +kubebuilder:validation:Pattern=`^pulsar(\+ssl)?://[^\s/]+$`
+	URL string `json:"url"`
+	// Tenant holding Armada's topics. Defaults to "public".
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	// +optional
+	Tenant string `json:"tenant,omitempty"`
+	// Namespace holding Armada's topics. Defaults to "default".
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// TokenSecretRef selects a JWT the components authenticate with.
+	// +optional
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
+	// CASecretRef selects a PEM CA bundle for pulsar+ssl:// URLs.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
+}
+
+// Scheduling configures pools and priority classes.
+type Scheduling struct {
+	// Pools jobs are scheduled into. Every executor's pool must be listed.
+	// Defaults to one pool named "default".
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Pools []Pool `json:"pools,omitempty"`
+
+	// PriorityClasses Armada jobs may use. Each becomes a Kubernetes
+	// PriorityClass and an entry in the scheduler's and server's config.
+	// PriorityClass objects are cluster-wide, so two Armadas in one cluster
+	// need different names. Defaults to armada-default (1000) and
+	// armada-preemptible (900, preemptible).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	PriorityClasses []PriorityClass `json:"priorityClasses,omitempty"`
+
+	// DefaultPriorityClass is used by jobs that name none. Defaults to the
+	// first priority class.
+	// +optional
+	DefaultPriorityClass string `json:"defaultPriorityClass,omitempty"`
+}
+
+// Pool is a scheduling pool.
+type Pool struct {
+	// Name of the pool.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// PriorityClass is an Armada priority class.
+type PriorityClass struct {
+	// Name of the priority class.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	Name string `json:"name"`
+	// Priority value of the Kubernetes PriorityClass.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000000
+	Priority int32 `json:"priority"`
+	// Preemptible jobs may be preempted by the scheduler.
+	// +optional
+	Preemptible bool `json:"preemptible,omitempty"`
+}
+
+// Executor is one Armada executor running in this cluster.
+type Executor struct {
+	// ClusterID identifies the executor to Armada and in Lookout.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`
+	ClusterID string `json:"clusterId"`
+	// Pool the executor's nodes belong to. Defaults to the first pool.
+	// +optional
+	Pool string `json:"pool,omitempty"`
+	// Resources of the executor container; wins over
+	// spec.components.executor.resources.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// NodeSelector of the executor pod; wins over
+	// spec.components.executor.nodeSelector.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Config is merged over spec.components.executor.config for this
+	// executor only.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// Ingress exposes Armada outside the cluster.
+type Ingress struct {
+	// ClassName of the Ingress controller, e.g. "nginx".
+	// +optional
+	ClassName string `json:"className,omitempty"`
+	// Annotations added to every Ingress, e.g. a cert-manager issuer.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// GRPCHost serves the server's gRPC API (armadactl).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	GRPCHost string `json:"grpcHost"`
+	// RESTHost serves the server's REST API. It may equal LookoutHost, in
+	// which case the API is served under /api.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	RESTHost string `json:"restHost"`
+	// LookoutHost serves the Lookout UI.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	LookoutHost string `json:"lookoutHost"`
+	// TLSSecretName is a Secret holding a certificate for all three hosts.
+	// Without it the endpoints are plain http.
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+}
+
+// ArmadaStatus is the observed state of an Armada installation.
+type ArmadaStatus struct {
+	// Version reports the desired Armada version and the one whose
+	// components are running.
+	// +optional
+	Version VersionStatus `json:"version,omitempty"`
+	// Components reports each component's readiness, keyed by component
+	// name (executors as executor-<clusterId>).
+	// +optional
+	Components map[string]ComponentStatus `json:"components,omitempty"`
+	// Endpoints where Armada can be reached.
+	// +optional
+	Endpoints Endpoints `json:"endpoints,omitempty"`
+	// CredentialsSecret names the Secret, in spec.namespace, holding the
+	// generated basic-auth passwords.
+	// +optional
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+}
+
+// VersionStatus reports Armada versions.
+type VersionStatus struct {
+	// Desired is spec.version.
+	// +optional
+	Desired string `json:"desired,omitempty"`
+	// Running is the version every component runs, once they all do.
+	// +optional
+	Running string `json:"running,omitempty"`
+}
+
+// ComponentStatus reports one component.
+type ComponentStatus struct {
+	// Ready is true when the component's workload is available.
+	Ready bool `json:"ready"`
+	// Version the component runs or is rolling out.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Reason explains why the component is not ready.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// Endpoints where Armada can be reached.
+type Endpoints struct {
+	// GRPC is the server's gRPC address, for armadactl.
+	// +optional
+	GRPC string `json:"grpc,omitempty"`
+	// REST is the server's REST base URL.
+	// +optional
+	REST string `json:"rest,omitempty"`
+	// Lookout is the Lookout UI URL.
+	// +optional
+	Lookout string `json:"lookout,omitempty"`
+}

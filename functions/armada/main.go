@@ -1,0 +1,55 @@
+// Command function-armada serves the Armada composition function.
+package main
+
+import (
+	"os"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/crossplane/function-sdk-go"
+	"github.com/crossplane/function-sdk-go/errors"
+
+	fn "github.com/armadaproject/armada-crossplane/internal/function"
+)
+
+// CLI of function-armada.
+type CLI struct {
+	Debug bool `help:"Emit debug logs in addition to info logs." short:"d"`
+
+	Network            string `default:"tcp"   help:"Network on which to listen for gRPC connections."`
+	Address            string `default:":9443" help:"Address at which to listen for gRPC connections."`
+	TLSCertsDir        string `env:"TLS_SERVER_CERTS_DIR"                                            help:"Directory containing server certs (tls.key, tls.crt) and the CA used to verify client certificates (ca.crt)"`
+	Insecure           bool   `help:"Run without mTLS credentials. If you supply this flag --tls-server-certs-dir will be ignored."`
+	MaxRecvMessageSize int    `default:"4"     help:"Maximum size of received messages in MB."`
+	PasswordKeyFile    string `env:"PASSWORD_KEY_FILE"                                               help:"File holding the secret key generated passwords are derived from. Without it each process uses a random key; passwords already stored are always reused."`
+}
+
+// Run serves the function.
+func (c *CLI) Run() error {
+	log, err := function.NewLogger(c.Debug)
+	if err != nil {
+		return err
+	}
+	var opts []fn.Option
+	if c.PasswordKeyFile != "" {
+		key, err := os.ReadFile(c.PasswordKeyFile)
+		if err != nil {
+			return errors.Wrap(err, "cannot read password key file")
+		}
+		opts = append(opts, fn.WithPasswordKey(key))
+	}
+	f, err := fn.New(log, opts...)
+	if err != nil {
+		return err
+	}
+	return function.Serve(f,
+		function.Listen(c.Network, c.Address),
+		function.MTLSCertificates(c.TLSCertsDir),
+		function.Insecure(c.Insecure),
+		function.MaxRecvMessageSize(c.MaxRecvMessageSize*1024*1024))
+}
+
+func main() {
+	ctx := kong.Parse(&CLI{}, kong.Description("Crossplane composition function that composes a complete Armada."))
+	ctx.FatalIfErrorf(ctx.Run())
+}

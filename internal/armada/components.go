@@ -1,0 +1,247 @@
+package armada
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// A migration is a one-shot schema migration run by a component's image.
+type migration struct {
+	// Name of the database the migration owns: "scheduler" or "lookout".
+	Name string
+	// Image is the image (without org and tag) that contains the migrator.
+	Image string
+	// Args run the migration given the config file path.
+	Args []string
+}
+
+// migrations are Armada's two schema migrations. Their Jobs are named per
+// Armada version, so an upgrade creates and runs new ones.
+var migrations = []migration{
+	{Name: "lookout", Image: "armada-lookout", Args: []string{"--migrateDatabase", "--config", configPath}},
+	{Name: "scheduler", Image: "armada-scheduler", Args: []string{"migrateDatabase", "--config", configPath, "--timeout", "5m"}},
+}
+
+// probeKind says how a component's health is checked.
+type probeKind int
+
+const (
+	// probeHTTP is GET /health on the http port.
+	probeHTTP probeKind = iota
+	// probeTCP connects to the metrics port; ingesters have no health API.
+	probeTCP
+)
+
+// authScope says which users a component's API accepts.
+type authScope int
+
+const (
+	// authNone components serve no authenticated API.
+	authNone authScope = iota
+	// authInternal components serve only other components.
+	authInternal
+	// authUsers components serve users and components.
+	authUsers
+)
+
+// A link is an authenticated gRPC client connection to another component.
+type link struct {
+	// Key is the connection block's config key.
+	Key string
+	// Target is the component it connects to.
+	Target string
+	// User is the internal user it authenticates as.
+	User string
+}
+
+// A component is one row of the table that drives everything composed for
+// Armada's control plane. The three ingesters, for example, are three rows
+// rendered by the same code.
+type component struct {
+	// Name is the component's name in object names, labels and status.
+	Name string
+	// Image is the image name without org and tag.
+	Image string
+	// Args run the component given its config file path.
+	Args []string
+	// GRPC and HTTP say which ports, besides metrics, it serves.
+	GRPC, HTTP bool
+	// Probe is how its liveness and readiness are checked.
+	Probe probeKind
+	// Database is the database it uses, if any: "scheduler" or "lookout".
+	Database string
+	// Migration is the migration that must complete before it starts.
+	Migration string
+	// RedisKey is the config key of its Redis block, if it uses Redis.
+	RedisKey string
+	// Pulsar components get the Pulsar block and its credentials.
+	Pulsar bool
+	// ControlPlaneTopic components also use the control-plane topic.
+	ControlPlaneTopic bool
+	// Auth is which basic-auth users its API accepts.
+	Auth authScope
+	// Clients are its authenticated gRPC links to other components.
+	Clients []link
+	// KubeAPI components get a ServiceAccount token.
+	KubeAPI bool
+	// ClusterRules are granted cluster-wide to its ServiceAccount.
+	ClusterRules []rbacv1.PolicyRule
+	// PerExecutor rows are rendered once per spec.executors entry.
+	PerExecutor bool
+	// LeaderElected rows run as a StatefulSet with a headless Service and,
+	// with more than one replica, Kubernetes leader election.
+	LeaderElected bool
+	// MaxReplicas caps replicas; 0 means no cap.
+	MaxReplicas int32
+	// Settings selects the user's settings for it from spec.components.
+	Settings func(*v1alpha1.Components) *v1alpha1.Component
+	// Config builds its generated Armada config.
+	Config func(*Install, *instance) map[string]any
+}
+
+// components is the table of Armada's components, in dependency order.
+var components = []component{
+	{
+		Name: "server", Image: "armada-server", Args: []string{"--config", configPath},
+		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
+		Database: "lookout", Migration: "lookout", RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
+		Clients:  []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
+		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Server },
+		Config:   serverConfig,
+	},
+	{
+		Name: "scheduler", Image: "armada-scheduler", Args: []string{"run", "--config", configPath},
+		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authInternal,
+		Database: "scheduler", Migration: "scheduler", Pulsar: true,
+		KubeAPI: true, LeaderElected: true,
+		Clients:  []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
+		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Scheduler },
+		Config:   schedulerConfig,
+	},
+	{
+		Name: "scheduler-ingester", Image: "armada-scheduler-ingester", Args: []string{"--config", configPath},
+		Probe: probeTCP, Database: "scheduler", Migration: "scheduler", Pulsar: true, ControlPlaneTopic: true,
+		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.SchedulerIngester },
+		Config:   ingesterConfig,
+	},
+	{
+		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
+		HTTP: true, Probe: probeHTTP, Auth: authUsers, Database: "lookout", Migration: "lookout",
+		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
+		Config:   lookoutConfig,
+	},
+	{
+		Name: "lookout-ingester", Image: "armada-lookout-ingester", Args: []string{"--config", configPath},
+		Probe: probeTCP, Database: "lookout", Migration: "lookout", Pulsar: true,
+		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.LookoutIngester },
+		Config:   ingesterConfig,
+	},
+	{
+		Name: "event-ingester", Image: "armada-event-ingester", Args: []string{"--config", configPath},
+		Probe: probeTCP, RedisKey: "redis", Pulsar: true,
+		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.EventIngester },
+		Config:   ingesterConfig,
+	},
+	{
+		Name: "binoculars", Image: "armada-binoculars", Args: []string{"--config", configPath},
+		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authUsers, KubeAPI: true,
+		ClusterRules: binocularsRules,
+		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },
+		Config:       binocularsConfig,
+	},
+	{
+		Name: "executor", Image: "armada-executor", Args: []string{"--config", configPath},
+		HTTP: true, Probe: probeHTTP, KubeAPI: true, PerExecutor: true, MaxReplicas: 1,
+		ClusterRules: executorRules,
+		Clients:      []link{{Key: "executorApiConnection", Target: "scheduler", User: userExecutor}},
+		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Executor },
+		Config:       executorConfig,
+	},
+}
+
+// executorRules is the executor's ClusterRole, as Armada's executor chart
+// has it.
+var executorRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection", "patch", "update"}},
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch", "delete", "deletecollection", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection"}},
+	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}},
+	{APIGroups: []string{""}, Resources: []string{"users", "groups"}, Verbs: []string{"impersonate"}},
+	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+}
+
+// binocularsRules lets binoculars read job logs and cordon nodes. Armada's
+// chart grants impersonation too; binoculars only needs it with
+// impersonateUsers, which this function leaves off.
+var binocularsRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+}
+
+// An instance is one rendered copy of a component: one per component, and
+// one per executor for per-executor rows.
+type instance struct {
+	*component
+	// Name is unique across instances: the component name, or
+	// executor-<clusterId>.
+	Name string
+	// Executor is set for per-executor instances.
+	Executor *v1alpha1.Executor
+	// Settings are the user's settings, with an executor's own entry merged
+	// over spec.components.executor.
+	Settings v1alpha1.Component
+}
+
+// replicas is the instance's replica count: the user's, capped by the row.
+func (i *instance) replicas() int32 {
+	r := int32(1)
+	if i.Settings.Replicas != nil {
+		r = *i.Settings.Replicas
+	}
+	if i.MaxReplicas > 0 && r > i.MaxReplicas {
+		r = i.MaxReplicas
+	}
+	return r
+}
+
+// userConfig is the user's config for the instance, lowest precedence
+// first: the component's, then an executor's own.
+func (i *instance) userConfig() []*runtime.RawExtension {
+	out := []*runtime.RawExtension{i.Settings.Config}
+	if i.Executor != nil {
+		out = append(out, i.Executor.Config)
+	}
+	return out
+}
+
+// instances lists every instance to render, in table order.
+func instances(in *Install) []*instance {
+	out := make([]*instance, 0, len(components)+len(in.Spec.Executors))
+	for i := range components {
+		c := &components[i]
+		base := *c.Settings(&in.Spec.Components)
+		if !c.PerExecutor {
+			out = append(out, &instance{component: c, Name: c.Name, Settings: base})
+			continue
+		}
+		for j := range in.Spec.Executors {
+			e := &in.Spec.Executors[j]
+			s := base
+			if e.Resources != nil {
+				s.Resources = e.Resources
+			}
+			if e.NodeSelector != nil {
+				s.NodeSelector = e.NodeSelector
+			}
+			out = append(out, &instance{component: c, Name: c.Name + "-" + e.ClusterID, Executor: e, Settings: s})
+		}
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+package armada
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// Topic names. Every producer and consumer gets the same full names.
+const (
+	topicEvents       = "events"
+	topicControlPlane = "control-plane"
+)
+
+// Paths where optional Pulsar credentials are mounted.
+const (
+	pulsarTokenDir = "/pulsar/tokens"
+	pulsarCADir    = "/pulsar/ca"
+)
+
+// serverPermissions are every permission the server checks
+// (internal/server/permissions/permissions.go).
+var serverPermissions = []string{
+	"submit_any_jobs", "cancel_any_jobs", "preempt_any_jobs", "reprioritize_any_jobs",
+	"watch_all_events", "create_queue", "delete_queue", "cordon_queue", "cordon_nodes",
+	"update_executor_settings", "create_retry_policy", "update_retry_policy", "delete_retry_policy",
+}
+
+// auth is the auth block of a component's API: the users it accepts, OIDC
+// and anonymous access as the spec says, admin groups mapped to every
+// permission, and extra permissions mapped to groups.
+func (in *Install) auth(basic []v1alpha1.BasicUser, extra map[string][]string) map[string]any {
+	a := map[string]any{"anonymousAuth": in.Spec.Auth.Anonymous}
+	users := map[string]any{}
+	for _, u := range basic {
+		groups := u.Groups
+		if groups == nil {
+			groups = []string{}
+		}
+		// The password is a placeholder overridden from a Secret through
+		// the environment; see passwordEnv.
+		users[u.Name] = map[string]any{"password": "", "groups": groups}
+	}
+	a["basicAuth"] = map[string]any{"users": users}
+	if o := in.Spec.Auth.OIDC; o != nil {
+		a["openIdAuth"] = map[string]any{
+			"providerUrl": o.ProviderURL,
+			"clientId":    o.ClientID,
+			"groupsClaim": o.GroupsClaim,
+		}
+	}
+	admins := slices.Clone(in.Spec.Auth.AdminGroups)
+	if in.Spec.Auth.Anonymous {
+		// Every principal, including "anonymous", is in "everyone".
+		admins = append(admins, "everyone")
+	}
+	mapping := map[string]any{}
+	for _, p := range serverPermissions {
+		mapping[p] = admins
+	}
+	for p, groups := range extra {
+		mapping[p] = groups
+	}
+	a["permissionGroupMapping"] = mapping
+	return a
+}
+
+// postgres is a component's Postgres block. The password comes from the
+// user's Secret through ARMADA_POSTGRES_CONNECTION_PASSWORD, a key Armada's
+// embedded config already has.
+func (in *Install) postgres(database string) map[string]any {
+	p := in.Spec.Postgres
+	db := p.Databases.Scheduler
+	if database == "lookout" {
+		db = p.Databases.Lookout
+	}
+	return map[string]any{"connection": map[string]any{
+		"host":    p.Host,
+		"port":    fmt.Sprint(p.Port),
+		"user":    p.User,
+		"dbname":  db,
+		"sslmode": p.SSLMode,
+	}}
+}
+
+// pulsar is a component's Pulsar block with the topics it uses.
+func (in *Install) pulsar(controlPlane bool) map[string]any {
+	p := map[string]any{
+		"URL":               in.Spec.Pulsar.URL,
+		"jobsetEventsTopic": in.topic(topicEvents),
+	}
+	if controlPlane {
+		p["controlPlaneEventsTopic"] = in.topic(topicControlPlane)
+	}
+	if ref := in.Spec.Pulsar.TokenSecretRef; ref != nil {
+		p["authenticationEnabled"] = true
+		p["authenticationType"] = "JWT"
+		p["jwtTokenPath"] = pulsarTokenDir + "/" + ref.Key
+	}
+	if ref := in.Spec.Pulsar.CASecretRef; ref != nil {
+		p["tlsTrustCertsFilePath"] = pulsarCADir + "/" + ref.Key
+		p["tlsValidateHostname"] = true
+	}
+	return p
+}
+
+// redis is a go-redis UniversalOptions block. The password placeholder is
+// overridden from the user's Secret through the environment.
+func (in *Install) redis() map[string]any {
+	return map[string]any{
+		"addrs":    slices.Clone(in.Spec.Redis.Addrs),
+		"db":       int(*in.Spec.Redis.DB),
+		"password": "",
+	}
+}
+
+// connection is a gRPC client block to another component, authenticated as
+// an internal user. In-cluster links are plaintext, so forceNoTls is set.
+func connection(address, user string) map[string]any {
+	return map[string]any{
+		"armadaUrl":  address,
+		"forceNoTls": true,
+		"basicAuth":  map[string]any{"username": user, "password": ""},
+	}
+}
+
+// corsOrigins lets the Lookout UI call the server and binoculars.
+func (in *Install) corsOrigins() []string { return []string{in.Endpoints().Lookout} }
+
+// componentConfig is an instance's full generated config: the blocks its
+// table row asks for, its own keys, then the user's config merged over it.
+func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
+	c := inst.component
+	cfg := inst.Config(in, inst)
+	if c.Auth != authNone {
+		users := in.basicUsers()
+		extra := map[string][]string(nil)
+		if c.Auth == authInternal {
+			users = users[:len(internalUsers)]
+			extra = map[string][]string{"execute_jobs": {groupExecutors}}
+		}
+		cfg["auth"] = in.auth(users, extra)
+	}
+	if c.Database != "" {
+		cfg["postgres"] = in.postgres(c.Database)
+	}
+	if c.RedisKey != "" {
+		cfg[c.RedisKey] = in.redis()
+	}
+	if c.Pulsar {
+		cfg["pulsar"] = in.pulsar(c.ControlPlaneTopic)
+	}
+	for _, l := range c.Clients {
+		cfg[l.Key] = connection(in.grpcAddress(l.Target), l.User)
+	}
+	for _, raw := range inst.userConfig() {
+		override, err := decodeConfig(raw)
+		if err != nil {
+			return nil, err
+		}
+		cfg = mergeConfig(cfg, override)
+	}
+	return cfg, nil
+}
+
+func serverConfig(in *Install, _ *instance) map[string]any {
+	allowed := map[string]any{}
+	// Armada's embedded config allows three classes; maps merge, so the
+	// ones not configured here are switched off explicitly.
+	for _, name := range []string{"armada-default", "armada-preemptible", "armada-resilient"} {
+		allowed[name] = false
+	}
+	for _, pc := range in.Spec.Scheduling.PriorityClasses {
+		allowed[pc.Name] = true
+	}
+	return map[string]any{
+		"grpcPort":           portGRPC,
+		"httpPort":           portHTTP,
+		"metricsPort":        portMetrics,
+		"corsAllowedOrigins": in.corsOrigins(),
+		"submission": map[string]any{
+			"allowedPriorityClassNames": allowed,
+			"defaultPriorityClassName":  in.Spec.Scheduling.DefaultPriorityClass,
+		},
+	}
+}
+
+func schedulerConfig(in *Install, inst *instance) map[string]any {
+	pools := make([]any, 0, len(in.Spec.Scheduling.Pools))
+	for _, p := range in.Spec.Scheduling.Pools {
+		pools = append(pools, map[string]any{"name": p.Name})
+	}
+	classes := map[string]any{}
+	for _, pc := range in.Spec.Scheduling.PriorityClasses {
+		classes[pc.Name] = map[string]any{"priority": int(pc.Priority), "preemptible": pc.Preemptible}
+	}
+	leader := map[string]any{"mode": "standalone"}
+	if inst.replicas() > 1 {
+		leader = map[string]any{
+			"mode":               "kubernetes",
+			"leaseLockName":      in.object("scheduler"),
+			"leaseLockNamespace": in.Namespace,
+			// The pod name comes from ARMADA_LEADER_PODNAME.
+			"podName": "",
+			// Armada replaces <name> with the leader's pod name; the
+			// StatefulSet's headless Service gives each pod that DNS name.
+			"leaderConnection": connection(
+				fmt.Sprintf("<name>.%s.%s.svc:%d", in.object("scheduler-headless"), in.Namespace, portGRPC), userServer),
+		}
+	}
+	return map[string]any{
+		"grpc":    map[string]any{"port": portGRPC},
+		"http":    map[string]any{"port": portHTTP},
+		"metrics": map[string]any{"port": portMetrics},
+		"leader":  leader,
+		"scheduling": map[string]any{
+			"pools":                     pools,
+			"priorityClasses":           classes,
+			"defaultPriorityClassName":  in.Spec.Scheduling.DefaultPriorityClass,
+			"priorityClassNameOverride": in.Spec.Scheduling.DefaultPriorityClass,
+		},
+	}
+}
+
+// ingesterConfig is the config of the three ingesters beyond their shared
+// blocks: an explicit metrics port (the scheduler ingester's is otherwise
+// random).
+func ingesterConfig(_ *Install, _ *instance) map[string]any {
+	return map[string]any{"metricsPort": portMetrics}
+}
+
+func lookoutConfig(in *Install, _ *instance) map[string]any {
+	ui := map[string]any{
+		"armadaApiBaseUrl":         in.Endpoints().REST,
+		"binocularsBaseUrlPattern": fmt.Sprintf("http://%s:%d", in.serviceHost("binoculars"), portHTTP),
+		"oidcEnabled":              in.Spec.Auth.OIDC != nil,
+	}
+	if o := in.Spec.Auth.OIDC; o != nil {
+		ui["oidc"] = map[string]any{"authority": o.ProviderURL, "clientId": o.ClientID, "scope": o.Scope}
+	}
+	return map[string]any{
+		"apiPort":            portHTTP,
+		"metricsPort":        portMetrics,
+		"corsAllowedOrigins": in.corsOrigins(),
+		"uiConfig":           ui,
+	}
+}
+
+func binocularsConfig(in *Install, _ *instance) map[string]any {
+	return map[string]any{
+		"grpcPort":           portGRPC,
+		"httpPort":           portHTTP,
+		"metricsPort":        portMetrics,
+		"corsAllowedOrigins": in.corsOrigins(),
+	}
+}
+
+func executorConfig(_ *Install, inst *instance) map[string]any {
+	return map[string]any{
+		"httpPort": portHTTP,
+		"metric":   map[string]any{"port": portMetrics},
+		"application": map[string]any{
+			"clusterId": inst.Executor.ClusterID,
+			"pool":      inst.Executor.Pool,
+		},
+	}
+}
+
+// migrationConfig is the config of a migration Job: only the database.
+func migrationConfig(in *Install, m migration) map[string]any {
+	return map[string]any{"postgres": in.postgres(m.Name)}
+}

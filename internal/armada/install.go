@@ -1,0 +1,125 @@
+// Package armada renders a complete Armada installation from an XArmada
+// spec. Everything here is pure: spec and observations in, typed Kubernetes
+// objects out, no I/O.
+package armada
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// Install is a defaulted, validated XArmada spec with the names every
+// builder derives objects from.
+type Install struct {
+	// Name prefixes every composed object: the claim's name, or the XR's.
+	Name string
+	// Namespace holds every namespaced composed object.
+	Namespace string
+	// Spec is the defaulted spec.
+	Spec v1alpha1.ArmadaSpec
+}
+
+// Internal basic-auth users the components authenticate to each other
+// with. Their names contain a hyphen, which user names may not, so they
+// never collide.
+const (
+	userScheduler = "internal-scheduler" // scheduler -> server (queues)
+	userServer    = "internal-server"    // server -> scheduler (reports)
+	userExecutor  = "internal-executor"  // executor -> scheduler (ExecutorApi)
+
+	groupExecutors = "armada-executors"
+	groupInternal  = "armada-internal"
+)
+
+// object names every composed object's name from the install name.
+func (in *Install) object(suffix string) string { return in.Name + "-" + suffix }
+
+// clusterObject names a cluster-scoped object. It includes the namespace so
+// that two Armadas with the same name in different namespaces never collide.
+func (in *Install) clusterObject(suffix string) string {
+	return "armada:" + in.Namespace + ":" + in.Name + "-" + suffix
+}
+
+// credentialsSecret names the Secret holding generated passwords.
+func (in *Install) credentialsSecret() string { return in.object("credentials") }
+
+// serviceHost is a component's in-cluster DNS name.
+func (in *Install) serviceHost(component string) string {
+	return fmt.Sprintf("%s.%s.svc", in.object(component), in.Namespace)
+}
+
+// grpcAddress is a component's in-cluster gRPC address.
+func (in *Install) grpcAddress(component string) string {
+	return fmt.Sprintf("%s:%d", in.serviceHost(component), portGRPC)
+}
+
+// Endpoints are where users reach Armada: through the Ingress when there is
+// one, otherwise the in-cluster Services.
+func (in *Install) Endpoints() v1alpha1.Endpoints {
+	if ing := in.Spec.Ingress; ing != nil {
+		scheme, grpcPort := "http", 80
+		if ing.TLSSecretName != "" {
+			scheme, grpcPort = "https", 443
+		}
+		return v1alpha1.Endpoints{
+			GRPC:    fmt.Sprintf("%s:%d", ing.GRPCHost, grpcPort),
+			REST:    fmt.Sprintf("%s://%s", scheme, ing.RESTHost),
+			Lookout: fmt.Sprintf("%s://%s", scheme, ing.LookoutHost),
+		}
+	}
+	return v1alpha1.Endpoints{
+		GRPC:    in.grpcAddress("server"),
+		REST:    fmt.Sprintf("http://%s:%d", in.serviceHost("server"), portHTTP),
+		Lookout: fmt.Sprintf("http://%s:%d", in.serviceHost("lookout"), portHTTP),
+	}
+}
+
+// image is the image reference of an Armada image at a version, honouring
+// spec.imageRegistry and a component's image override.
+func (in *Install) image(name, version string, override *v1alpha1.Image) string {
+	repo := defaultImageOrg + "/" + name
+	if in.Spec.ImageRegistry != "" {
+		repo = strings.TrimSuffix(in.Spec.ImageRegistry, "/") + "/" + repo
+	}
+	tag := version
+	if override != nil {
+		if override.Repository != "" {
+			repo = override.Repository
+		}
+		if override.Tag != "" {
+			tag = override.Tag
+		}
+	}
+	return repo + ":" + tag
+}
+
+// internalUsers are the users components authenticate to each other as.
+var internalUsers = []v1alpha1.BasicUser{
+	{Name: userExecutor, Groups: []string{groupExecutors, groupInternal}},
+	{Name: userScheduler, Groups: []string{groupInternal}},
+	{Name: userServer, Groups: []string{groupInternal}},
+}
+
+// basicUsers lists every basic-auth user, internal ones first.
+func (in *Install) basicUsers() []v1alpha1.BasicUser {
+	return append(slices.Clone(internalUsers), in.Spec.Auth.BasicUsers...)
+}
+
+// passwordEnv is the environment variable that overrides a basic-auth
+// user's password in a component's config. Armada's config loader maps
+// ARMADA_<KEY_PATH> onto keys present in a loaded file, so the generated
+// config carries an empty placeholder for it.
+func passwordEnv(user string) string {
+	return "ARMADA_AUTH_BASICAUTH_USERS_" + strings.ToUpper(user) + "_PASSWORD"
+}
+
+// versionLabel is the label value of a version: dots are fine in labels.
+func versionSuffix(version string) string { return strings.ReplaceAll(version, ".", "-") }
+
+// topic is a Pulsar topic's full name.
+func (in *Install) topic(name string) string {
+	return fmt.Sprintf("persistent://%s/%s/%s", in.Spec.Pulsar.Tenant, in.Spec.Pulsar.Namespace, name)
+}

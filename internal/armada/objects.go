@@ -1,0 +1,179 @@
+package armada
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+// configSecret holds a component's rendered Armada config. It is a Secret,
+// not a ConfigMap, because a user's free-form config may hold credentials
+// (for example an OIDC client secret); generated passwords never appear in
+// it. It returns the Secret and a hash of its content.
+func (in *Install) configSecret(name, component string, cfg map[string]any) (*corev1.Secret, string, error) {
+	// sigs.k8s.io/yaml sorts map keys, so the output is deterministic.
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "cannot encode %s config", component)
+	}
+	sum := sha256.Sum256(b)
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: in.meta(name, component),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{configKey: b},
+	}, hex.EncodeToString(sum[:8]), nil
+}
+
+// credentialsSecret holds every basic-auth user's password, keyed by user.
+func (in *Install) credentials(passwords map[string]string) *corev1.Secret {
+	data := map[string][]byte{}
+	for _, u := range slices.Sorted(maps.Keys(passwords)) {
+		data[u] = []byte(passwords[u])
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: in.meta(in.credentialsSecret(), "credentials"),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+// migrationJob runs a schema migration once for one Armada version. Jobs
+// are immutable, so the name carries the version and an upgrade creates a
+// new Job rather than editing the old one.
+func (in *Install) migrationJob(m migration, version, configSecret, configHash string) *batchv1.Job {
+	name := "migrate-" + m.Name
+	c := &component{Name: "migrate", Database: m.Name}
+	tpl := in.podTemplate(podOptions{
+		Component:    c,
+		Name:         name,
+		Image:        in.image(m.Image, version, nil),
+		Args:         m.Args,
+		Resources:    migrationResources(),
+		ConfigSecret: configSecret,
+		ConfigHash:   configHash,
+		Version:      version,
+	})
+	return &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: in.meta(in.migrationJobName(m.Name, version), name),
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](6),
+			Template:     tpl,
+		},
+	}
+}
+
+// migrationJobName names a migration Job for a version.
+func (in *Install) migrationJobName(database, version string) string {
+	return in.object("migrate-" + database + "-" + versionSuffix(version))
+}
+
+// priorityClass is a Kubernetes PriorityClass matching an Armada one.
+func (in *Install) priorityClass(name string, value int32, preemptible bool) *schedulingv1.PriorityClass {
+	policy := corev1.PreemptNever
+	if preemptible {
+		policy = corev1.PreemptLowerPriority
+	}
+	return &schedulingv1.PriorityClass{
+		TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+		ObjectMeta:       metav1.ObjectMeta{Name: name, Labels: in.labels("priorityclass")},
+		Value:            value,
+		PreemptionPolicy: &policy,
+		Description:      "Armada priority class managed by function-armada for " + in.Namespace + "/" + in.Name,
+	}
+}
+
+// clusterRole grants a component's cluster-wide rules.
+func (in *Install) clusterRole(component string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(component), Labels: in.labels(component)},
+		Rules:      rules,
+	}
+}
+
+// clusterRoleBinding binds a component's ClusterRole to an instance's
+// ServiceAccount.
+func (in *Install) clusterRoleBinding(component, instance string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(instance), Labels: in.labels(instance)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: in.clusterObject(component)},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(instance), Namespace: in.Namespace}},
+	}
+}
+
+// leaseRole lets a leader-elected component hold its lease, in its own
+// namespace only.
+func (in *Install) leaseRole(name string) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: in.meta(in.object(name+"-leader"), name),
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"},
+			Resources: []string{"leases"},
+			Verbs:     []string{"get", "list", "watch", "create", "update", "patch"},
+		}},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: in.meta(in.object(name+"-leader"), name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(name), Namespace: in.Namespace}},
+	}
+	return role, binding
+}
+
+// ingress routes one host to a component's port. gRPC ingresses tell
+// ingress-nginx to speak gRPC to the backend.
+func (in *Install) ingress(suffix, host, component, port string, grpc bool) *networkingv1.Ingress {
+	spec := in.Spec.Ingress
+	ann := maps.Clone(spec.Annotations)
+	if grpc {
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann["nginx.ingress.kubernetes.io/backend-protocol"] = "GRPC"
+	}
+	ing := &networkingv1.Ingress{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
+		ObjectMeta: in.meta(in.object(suffix), component),
+		Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{
+				Host: host,
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{{
+						Path:     "/",
+						PathType: ptr.To(networkingv1.PathTypePrefix),
+						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+							Name: in.object(component),
+							Port: networkingv1.ServiceBackendPort{Name: port},
+						}},
+					}},
+				}},
+			}},
+		},
+	}
+	ing.Annotations = ann
+	if spec.ClassName != "" {
+		ing.Spec.IngressClassName = ptr.To(spec.ClassName)
+	}
+	if spec.TLSSecretName != "" {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: spec.TLSSecretName}}
+	}
+	return ing
+}

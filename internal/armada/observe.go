@@ -1,0 +1,135 @@
+package armada
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Observed is what the function has seen of the composed resources. A
+// missing observation never removes anything: it only means "not known yet".
+type Observed struct {
+	// Passwords already stored in the credentials Secret, by user.
+	Passwords map[string]string
+	// Jobs are the migration Jobs seen, by object name.
+	Jobs map[string]JobState
+	// Workloads are the component workloads seen, by instance name.
+	Workloads map[string]Workload
+}
+
+// JobState is a Job's outcome.
+type JobState int
+
+// Job outcomes.
+const (
+	JobRunning JobState = iota
+	JobComplete
+	JobFailed
+)
+
+// Workload is an observed Deployment or StatefulSet.
+type Workload struct {
+	// Version is the Armada version its pod template runs.
+	Version string
+	// Ready is true when every desired replica is updated and ready.
+	Ready bool
+}
+
+// Observe extracts what rendering needs from observed composed resources,
+// keyed by composition resource name.
+func Observe(resources map[string]*unstructured.Unstructured) Observed {
+	o := Observed{Passwords: map[string]string{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{}}
+	for key, u := range resources {
+		if u == nil {
+			continue
+		}
+		switch {
+		case key == keyCredentials:
+			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			for user, v := range data {
+				if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) > 0 {
+					o.Passwords[user] = string(b)
+				}
+			}
+		case u.GetKind() == "Job":
+			o.Jobs[u.GetName()] = jobState(u)
+		case strings.HasSuffix(key, keyWorkloadSuffix):
+			o.Workloads[strings.TrimSuffix(key, keyWorkloadSuffix)] = workload(u)
+		}
+	}
+	return o
+}
+
+func jobState(u *unstructured.Unstructured) JobState {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["status"] != "True" {
+			continue
+		}
+		switch m["type"] {
+		case "Complete":
+			return JobComplete
+		case "Failed":
+			return JobFailed
+		}
+	}
+	if n, _ := number(u.Object, "status", "succeeded"); n > 0 {
+		return JobComplete
+	}
+	return JobRunning
+}
+
+func workload(u *unstructured.Unstructured) Workload {
+	version, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "labels", labelVersion)
+	want, found := number(u.Object, "spec", "replicas")
+	if !found {
+		want = 1
+	}
+	ready, _ := number(u.Object, "status", "readyReplicas")
+	updated, _ := number(u.Object, "status", "updatedReplicas")
+	observedGen, _ := number(u.Object, "status", "observedGeneration")
+	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration()}
+}
+
+// number reads an integer field. Observed resources arrive through
+// protobuf Structs, where every number is a float64.
+func number(obj map[string]any, fields ...string) (int64, bool) {
+	v, found, err := unstructured.NestedFieldNoCopy(obj, fields...)
+	if !found || err != nil {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// compareVersions compares two x.y.z versions like strings.Compare.
+// Malformed parts compare as zero.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < 3; i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,368 @@
+package armada
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// Composition resource names that observation depends on.
+const (
+	keyCredentials    = "credentials"
+	keyWorkloadSuffix = "-workload"
+)
+
+// Condition types and reasons the XR reports. They are stable: users and
+// tooling may match on them.
+const (
+	ConditionMigrations = "MigrationsComplete"
+	ConditionComponents = "ComponentsReady"
+
+	ReasonComplete            = "Complete"
+	ReasonRunning             = "Running"
+	ReasonFailed              = "Failed"
+	ReasonAllReady            = "AllReady"
+	ReasonWaitingForMigration = "WaitingForMigration"
+	ReasonUnavailable         = "Unavailable"
+)
+
+// Object is one composed object.
+type Object struct {
+	// Key is the object's composition resource name.
+	Key string
+	// Object is the typed object.
+	Object client.Object
+	// Ready is true when the object is observed and healthy.
+	Ready bool
+}
+
+// Condition is a condition for the XR and its claim.
+type Condition struct {
+	Type    string
+	Status  bool
+	Reason  string
+	Message string
+}
+
+// Output is everything rendered for one XArmada.
+type Output struct {
+	// Objects to compose, in a stable order.
+	Objects []Object
+	// Status for the XR.
+	Status v1alpha1.ArmadaStatus
+	// Conditions for the XR and claim.
+	Conditions []Condition
+	// Ready is true when every component runs the desired version.
+	Ready bool
+}
+
+// Options are what Render needs beyond the install.
+type Options struct {
+	// Observed is what is known of the composed resources.
+	Observed Observed
+	// Rand is the source of generated passwords.
+	Rand RandFunc
+	// Exists reports whether a composed resource is observed.
+	Exists func(key string) bool
+}
+
+// renderer accumulates one render.
+type renderer struct {
+	in  *Install
+	opt Options
+	out Output
+}
+
+func (r *renderer) add(key string, o client.Object, ready bool) {
+	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ready})
+}
+
+// exists is add's readiness for objects that are ready once they exist.
+func (r *renderer) exists(key string) bool { return r.opt.Exists != nil && r.opt.Exists(key) }
+
+// Render composes the whole installation.
+func Render(in *Install, opt Options) (*Output, error) {
+	if err := checkDowngrade(in, opt.Observed); err != nil {
+		return nil, err
+	}
+	r := &renderer{in: in, opt: opt}
+	r.out.Status = v1alpha1.ArmadaStatus{
+		Version:           v1alpha1.VersionStatus{Desired: in.Spec.Version},
+		Components:        map[string]v1alpha1.ComponentStatus{},
+		Endpoints:         in.Endpoints(),
+		CredentialsSecret: in.credentialsSecret(),
+	}
+	if err := r.credentials(); err != nil {
+		return nil, err
+	}
+	migrated, err := r.migrations()
+	if err != nil {
+		return nil, err
+	}
+	for _, inst := range instances(in) {
+		if err := r.instance(inst, migrated); err != nil {
+			return nil, err
+		}
+	}
+	r.cluster()
+	r.conditions(migrated)
+	return &r.out, nil
+}
+
+// checkDowngrade refuses to render an older version than a running one.
+func checkDowngrade(in *Install, o Observed) error {
+	names := make([]string, 0, len(o.Workloads))
+	for name := range o.Workloads {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := o.Workloads[name].Version; v != "" && compareVersions(in.Spec.Version, v) < 0 {
+			return errors.Errorf("spec.version: Forbidden: cannot downgrade Armada from %s to %s (%s runs %s); set spec.version to %s or newer", v, in.Spec.Version, name, v, v)
+		}
+	}
+	return nil
+}
+
+// credentials composes the Secret of generated passwords, reusing every
+// password already observed so they stay stable across reconciles.
+func (r *renderer) credentials() error {
+	passwords := map[string]string{}
+	for _, u := range r.in.basicUsers() {
+		if p, ok := r.opt.Observed.Passwords[u.Name]; ok {
+			passwords[u.Name] = p
+			continue
+		}
+		if r.opt.Rand == nil {
+			return errors.New("cannot generate passwords: no random source configured")
+		}
+		p, err := generatePassword(r.opt.Rand(u.Name))
+		if err != nil {
+			return errors.Wrapf(err, "cannot generate password for user %q", u.Name)
+		}
+		passwords[u.Name] = p
+	}
+	r.add(keyCredentials, r.in.credentials(passwords), r.exists(keyCredentials))
+	return nil
+}
+
+// migrations composes the migration Jobs of the desired version and
+// reports which migrations are complete.
+func (r *renderer) migrations() (map[string]JobState, error) {
+	done := map[string]JobState{}
+	v := r.in.Spec.Version
+	for _, m := range migrations {
+		secret, hash, err := r.in.configSecret(r.in.object("migrate-"+m.Name+"-config"), "migrate-"+m.Name, migrationConfig(r.in, m))
+		if err != nil {
+			return nil, err
+		}
+		r.add("migrate-"+m.Name+"-config", secret, r.exists("migrate-"+m.Name+"-config"))
+		job := r.in.migrationJob(m, v, secret.Name, hash)
+		state := r.opt.Observed.Jobs[job.Name]
+		done[m.Name] = state
+		r.add("migrate-"+m.Name+"-"+versionSuffix(v), job, state == JobComplete)
+	}
+	return done, nil
+}
+
+// instance composes one component instance. Its workload runs the desired
+// version once the component's migration is complete; until then a running
+// workload keeps its version and a new one is not created yet.
+func (r *renderer) instance(inst *instance, migrated map[string]JobState) error {
+	in, name := r.in, inst.Name
+	cfg, err := in.componentConfig(inst)
+	if err != nil {
+		path := fmt.Sprintf("spec.components.%s.config", settingsField(inst.component.Name))
+		if inst.Executor != nil {
+			path = fmt.Sprintf("spec.executors[clusterId=%s].config", inst.Executor.ClusterID)
+		}
+		return errors.Wrap(err, path)
+	}
+	secret, hash, err := in.configSecret(in.object(name+"-config"), name, cfg)
+	if err != nil {
+		return err
+	}
+	r.add(name+"-config", secret, r.exists(name+"-config"))
+	r.add(name+"-serviceaccount", in.serviceAccount(name, inst.component), r.exists(name+"-serviceaccount"))
+	if inst.GRPC || inst.HTTP {
+		r.add(name+"-service", in.service(name, in.object(name), inst.component, false), r.exists(name+"-service"))
+	}
+	if !inst.PerExecutor {
+		r.add(name+"-pdb", in.podDisruptionBudget(name), r.exists(name+"-pdb"))
+	}
+	replicas := inst.replicas()
+	if inst.LeaderElected {
+		r.add(name+"-headless", in.service(name, in.object(name+"-headless"), inst.component, true), r.exists(name+"-headless"))
+		if replicas > 1 {
+			role, binding := in.leaseRole(name)
+			r.add(name+"-leader-role", role, r.exists(name+"-leader-role"))
+			r.add(name+"-leader-rolebinding", binding, r.exists(name+"-leader-rolebinding"))
+		}
+	}
+	if len(inst.ClusterRules) > 0 {
+		r.add(name+"-clusterrolebinding", in.clusterRoleBinding(inst.component.Name, name), r.exists(name+"-clusterrolebinding"))
+	}
+
+	observed, running := r.opt.Observed.Workloads[name]
+	version, reason := in.Spec.Version, ""
+	if inst.Migration != "" && migrated[inst.Migration] != JobComplete {
+		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, in.Spec.Version)
+		if !running {
+			r.out.Status.Components[name] = v1alpha1.ComponentStatus{Reason: reason}
+			return nil
+		}
+		version = observed.Version
+	}
+	tpl := in.podTemplate(podOptions{
+		Component:    inst.component,
+		Name:         name,
+		Image:        in.image(inst.Image, version, inst.Settings.Image),
+		Args:         inst.Args,
+		Resources:    resources(inst.Settings.Resources),
+		ConfigSecret: secret.Name,
+		ConfigHash:   hash,
+		Version:      version,
+		Replicas:     replicas,
+		LongRunning:  true,
+		Settings: &podSettings{
+			NodeSelector:              inst.Settings.NodeSelector,
+			Tolerations:               inst.Settings.Tolerations,
+			Affinity:                  inst.Settings.Affinity,
+			TopologySpreadConstraints: inst.Settings.TopologySpreadConstraints,
+		},
+	})
+	ready := running && observed.Ready && observed.Version == version
+	if reason == "" && !ready {
+		reason = "Waiting for the workload to become available"
+	}
+	if inst.LeaderElected {
+		r.add(name+keyWorkloadSuffix, in.statefulSet(name, replicas, tpl), ready)
+	} else {
+		r.add(name+keyWorkloadSuffix, in.deployment(name, replicas, tpl), ready)
+	}
+	r.out.Status.Components[name] = v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
+	return nil
+}
+
+// cluster composes the cluster-scoped objects: priority classes, the
+// ClusterRoles of components with cluster rules, and the Ingresses.
+func (r *renderer) cluster() {
+	in := r.in
+	for _, pc := range in.Spec.Scheduling.PriorityClasses {
+		key := "priorityclass-" + pc.Name
+		r.add(key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
+	}
+	for i := range components {
+		c := &components[i]
+		if len(c.ClusterRules) > 0 {
+			key := c.Name + "-clusterrole"
+			r.add(key, in.clusterRole(c.Name, c.ClusterRules), r.exists(key))
+		}
+	}
+	ing := in.Spec.Ingress
+	if ing == nil {
+		return
+	}
+	for _, i := range []struct {
+		suffix, host, component, port string
+		grpc                          bool
+	}{
+		{"grpc", ing.GRPCHost, "server", "grpc", true},
+		{"rest", ing.RESTHost, "server", "http", false},
+		{"lookout", ing.LookoutHost, "lookout", "http", false},
+	} {
+		key := "ingress-" + i.suffix
+		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
+	}
+}
+
+// conditions summarise migrations and components, with stable reasons and
+// messages that list what is pending in a stable order.
+func (r *renderer) conditions(migrated map[string]JobState) {
+	var running, failed []string
+	for _, m := range migrations {
+		switch migrated[m.Name] {
+		case JobRunning:
+			running = append(running, m.Name)
+		case JobFailed:
+			failed = append(failed, m.Name)
+		case JobComplete:
+		}
+	}
+	v := r.in.Spec.Version
+	switch {
+	case len(failed) > 0:
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: ReasonFailed,
+			Message: fmt.Sprintf("Migration Job for %s of Armada %s failed; see the Job's pod logs", strings.Join(failed, " and "), v)})
+	case len(running) > 0:
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: ReasonRunning,
+			Message: fmt.Sprintf("Waiting for the %s migration of Armada %s", strings.Join(running, " and "), v)})
+	default:
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Status: true, Reason: ReasonComplete,
+			Message: "Migrations of Armada " + v + " are complete"})
+	}
+
+	names := make([]string, 0, len(r.out.Status.Components))
+	for name := range r.out.Status.Components {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var waiting, unavailable []string
+	for _, name := range names {
+		s := r.out.Status.Components[name]
+		switch {
+		case s.Ready:
+		case s.Version == "" || s.Version != v:
+			waiting = append(waiting, name)
+		default:
+			unavailable = append(unavailable, name)
+		}
+	}
+	switch {
+	case len(waiting) > 0:
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionComponents, Reason: ReasonWaitingForMigration,
+			Message: "Waiting for migrations before rolling out Armada " + v + " to: " + strings.Join(waiting, ", ")})
+	case len(unavailable) > 0:
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionComponents, Reason: ReasonUnavailable,
+			Message: "Not yet available: " + strings.Join(unavailable, ", ")})
+	default:
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionComponents, Status: true, Reason: ReasonAllReady,
+			Message: "All components run Armada " + v})
+		r.out.Ready = true
+		r.out.Status.Version.Running = v
+	}
+	if !r.out.Ready {
+		r.out.Status.Version.Running = runningVersion(r.out.Status.Components)
+	}
+}
+
+// runningVersion is the version every component runs, or empty while they
+// differ or some have not started.
+func runningVersion(cs map[string]v1alpha1.ComponentStatus) string {
+	v := ""
+	for _, s := range cs {
+		if !s.Ready && s.Version == "" {
+			return ""
+		}
+		if v != "" && s.Version != v {
+			return ""
+		}
+		v = s.Version
+	}
+	return v
+}
+
+// settingsField is the spec.components field of a component.
+func settingsField(component string) string {
+	parts := strings.Split(component, "-")
+	for i := 1; i < len(parts); i++ {
+		parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+	}
+	return strings.Join(parts, "")
+}

@@ -1,0 +1,292 @@
+package armada
+
+import (
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// Labels Crossplane puts on an XR created from a claim.
+const (
+	labelClaimName      = "crossplane.io/claim-name"
+	labelClaimNamespace = "crossplane.io/claim-namespace"
+)
+
+// XR is the part of an XArmada that rendering needs.
+type XR struct {
+	// Name and Labels of the XR.
+	Name   string
+	Labels map[string]string
+	// Spec as the user wrote it.
+	Spec v1alpha1.ArmadaSpec
+}
+
+var (
+	userName    = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
+	pulsarURL   = regexp.MustCompile(`^pulsar(\+ssl)?://[^\s/]+$`)
+	pulsarIdent = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	dbName      = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+)
+
+// New defaults and validates an XR. The XRD's schema enforces most of these
+// rules already; they are checked again here because the function cannot
+// know the schema ran (crossplane render, an older XRD, a direct XR), and
+// every rejection must name the field.
+func New(xr XR) (*Install, field.ErrorList) {
+	spec := *xr.Spec.DeepCopy()
+	applyDefaults(&spec)
+	in := &Install{Name: xr.Name, Namespace: spec.Namespace, Spec: spec}
+	if n := xr.Labels[labelClaimName]; n != "" {
+		in.Name = n
+	}
+	if in.Namespace == "" {
+		in.Namespace = xr.Labels[labelClaimNamespace]
+	}
+	errs := validateSpec(field.NewPath("spec"), &in.Spec)
+	if in.Namespace == "" {
+		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
+	}
+	for _, msg := range validation.IsDNS1035Label(in.Name + "-scheduler-headless") {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), in.Name, "too long or invalid to derive object names from: "+msg))
+	}
+	return in, errs
+}
+
+func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
+	var errs field.ErrorList
+	if !slices.Contains(SupportedVersions, s.Version) {
+		errs = append(errs, field.NotSupported(p.Child("version"), s.Version, SupportedVersions))
+	}
+	errs = append(errs, validatePostgres(p.Child("postgres"), &s.Postgres)...)
+	errs = append(errs, validateRedis(p.Child("redis"), &s.Redis)...)
+	errs = append(errs, validatePulsar(p.Child("pulsar"), &s.Pulsar)...)
+	errs = append(errs, validateAuth(p.Child("auth"), &s.Auth)...)
+	errs = append(errs, validateScheduling(p.Child("scheduling"), &s.Scheduling)...)
+	errs = append(errs, validateExecutors(p.Child("executors"), s)...)
+	errs = append(errs, validateComponents(p.Child("components"), &s.Components)...)
+	if ing := s.Ingress; ing != nil {
+		ip := p.Child("ingress")
+		for name, host := range map[string]string{"grpcHost": ing.GRPCHost, "restHost": ing.RESTHost, "lookoutHost": ing.LookoutHost} {
+			for _, msg := range validation.IsDNS1123Subdomain(host) {
+				errs = append(errs, field.Invalid(ip.Child(name), host, msg))
+			}
+		}
+		if ing.RESTHost != "" && ing.RESTHost == ing.LookoutHost {
+			errs = append(errs, field.Invalid(ip.Child("restHost"), ing.RESTHost, "must differ from lookoutHost"))
+		}
+	}
+	return errs
+}
+
+func validateSecretRef(p *field.Path, r *v1alpha1.SecretKeyRef) field.ErrorList {
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "name the Secret, in the Armada namespace"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), r.Name, msg))
+		}
+	}
+	if r.Key == "" {
+		errs = append(errs, field.Required(p.Child("key"), "name the key in the Secret"))
+	}
+	return errs
+}
+
+func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
+	var errs field.ErrorList
+	if pg.Mode != "External" {
+		errs = append(errs, field.NotSupported(p.Child("mode"), pg.Mode, []string{"External"}))
+	}
+	if pg.Host == "" {
+		errs = append(errs, field.Required(p.Child("host"), "the PostgreSQL server's host name"))
+	}
+	if pg.Port < 1 || pg.Port > 65535 {
+		errs = append(errs, field.Invalid(p.Child("port"), pg.Port, "must be between 1 and 65535"))
+	}
+	if pg.User == "" {
+		errs = append(errs, field.Required(p.Child("user"), "the user Armada connects as"))
+	}
+	errs = append(errs, validateSecretRef(p.Child("passwordSecretRef"), &pg.PasswordSecretRef)...)
+	modes := []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+	if !slices.Contains(modes, pg.SSLMode) {
+		errs = append(errs, field.NotSupported(p.Child("sslMode"), pg.SSLMode, modes))
+	}
+	dbs := p.Child("databases")
+	for name, db := range map[string]string{"scheduler": pg.Databases.Scheduler, "lookout": pg.Databases.Lookout} {
+		if !dbName.MatchString(db) {
+			errs = append(errs, field.Invalid(dbs.Child(name), db, "must be a lower-case PostgreSQL identifier"))
+		}
+	}
+	if pg.Databases.Scheduler == pg.Databases.Lookout {
+		errs = append(errs, field.Duplicate(dbs.Child("lookout"), pg.Databases.Lookout))
+	}
+	return errs
+}
+
+func validateRedis(p *field.Path, r *v1alpha1.Redis) field.ErrorList {
+	var errs field.ErrorList
+	if r.Mode != "External" {
+		errs = append(errs, field.NotSupported(p.Child("mode"), r.Mode, []string{"External"}))
+	}
+	if len(r.Addrs) == 0 {
+		errs = append(errs, field.Required(p.Child("addrs"), "at least one host:port address"))
+	}
+	for i, a := range r.Addrs {
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			errs = append(errs, field.Invalid(p.Child("addrs").Index(i), a, "must be host:port"))
+		}
+	}
+	if r.DB != nil && (*r.DB < 0 || *r.DB > 15) {
+		errs = append(errs, field.Invalid(p.Child("db"), *r.DB, "must be between 0 and 15"))
+	}
+	if r.PasswordSecretRef != nil {
+		errs = append(errs, validateSecretRef(p.Child("passwordSecretRef"), r.PasswordSecretRef)...)
+	}
+	return errs
+}
+
+func validatePulsar(p *field.Path, ps *v1alpha1.Pulsar) field.ErrorList {
+	var errs field.ErrorList
+	if ps.Mode != "External" {
+		errs = append(errs, field.NotSupported(p.Child("mode"), ps.Mode, []string{"External"}))
+	}
+	if !pulsarURL.MatchString(ps.URL) {
+		errs = append(errs, field.Invalid(p.Child("url"), ps.URL, "must be pulsar://host:port or pulsar+ssl://host:port"))
+	}
+	if !pulsarIdent.MatchString(ps.Tenant) {
+		errs = append(errs, field.Invalid(p.Child("tenant"), ps.Tenant, "must be 1-64 letters, digits, '_' or '-'"))
+	}
+	if !pulsarIdent.MatchString(ps.Namespace) {
+		errs = append(errs, field.Invalid(p.Child("namespace"), ps.Namespace, "must be 1-64 letters, digits, '_' or '-'"))
+	}
+	if ps.TokenSecretRef != nil {
+		errs = append(errs, validateSecretRef(p.Child("tokenSecretRef"), ps.TokenSecretRef)...)
+	}
+	if ps.CASecretRef != nil {
+		errs = append(errs, validateSecretRef(p.Child("caSecretRef"), ps.CASecretRef)...)
+		if !strings.HasPrefix(ps.URL, "pulsar+ssl://") {
+			errs = append(errs, field.Invalid(p.Child("caSecretRef"), ps.CASecretRef.Name, "only applies to pulsar+ssl:// URLs"))
+		}
+	}
+	return errs
+}
+
+func validateAuth(p *field.Path, a *v1alpha1.Auth) field.ErrorList {
+	var errs field.ErrorList
+	if !a.Anonymous && len(a.BasicUsers) == 0 && a.OIDC == nil {
+		errs = append(errs, field.Required(p, "configure basicUsers or oidc, or set anonymous: true explicitly"))
+	}
+	seen := map[string]bool{}
+	for i, u := range a.BasicUsers {
+		up := p.Child("basicUsers").Index(i).Child("name")
+		if !userName.MatchString(u.Name) {
+			errs = append(errs, field.Invalid(up, u.Name, "must match "+userName.String()))
+		}
+		if seen[u.Name] {
+			errs = append(errs, field.Duplicate(up, u.Name))
+		}
+		seen[u.Name] = true
+	}
+	if o := a.OIDC; o != nil {
+		if !strings.HasPrefix(o.ProviderURL, "https://") {
+			errs = append(errs, field.Invalid(p.Child("oidc", "providerUrl"), o.ProviderURL, "must be an https:// issuer URL"))
+		}
+		if o.ClientID == "" {
+			errs = append(errs, field.Required(p.Child("oidc", "clientId"), "the client id tokens are issued for"))
+		}
+	}
+	return errs
+}
+
+func validateScheduling(p *field.Path, s *v1alpha1.Scheduling) field.ErrorList {
+	var errs field.ErrorList
+	pools := map[string]bool{}
+	for i, pl := range s.Pools {
+		pp := p.Child("pools").Index(i).Child("name")
+		for _, msg := range validation.IsDNS1123Label(pl.Name) {
+			errs = append(errs, field.Invalid(pp, pl.Name, msg))
+		}
+		if pools[pl.Name] {
+			errs = append(errs, field.Duplicate(pp, pl.Name))
+		}
+		pools[pl.Name] = true
+	}
+	classes := map[string]bool{}
+	for i, pc := range s.PriorityClasses {
+		pp := p.Child("priorityClasses").Index(i)
+		for _, msg := range validation.IsDNS1123Subdomain(pc.Name) {
+			errs = append(errs, field.Invalid(pp.Child("name"), pc.Name, msg))
+		}
+		if strings.HasPrefix(pc.Name, "system-") {
+			errs = append(errs, field.Invalid(pp.Child("name"), pc.Name, "the system- prefix is reserved by Kubernetes"))
+		}
+		if classes[pc.Name] {
+			errs = append(errs, field.Duplicate(pp.Child("name"), pc.Name))
+		}
+		classes[pc.Name] = true
+		if pc.Priority < 0 || pc.Priority > 1000000000 {
+			errs = append(errs, field.Invalid(pp.Child("priority"), pc.Priority, "must be between 0 and 1000000000"))
+		}
+	}
+	if !classes[s.DefaultPriorityClass] {
+		errs = append(errs, field.Invalid(p.Child("defaultPriorityClass"), s.DefaultPriorityClass, "must name one of spec.scheduling.priorityClasses"))
+	}
+	return errs
+}
+
+func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
+	var errs field.ErrorList
+	pools := map[string]bool{}
+	for _, pl := range s.Scheduling.Pools {
+		pools[pl.Name] = true
+	}
+	seen := map[string]bool{}
+	for i, e := range s.Executors {
+		ep := p.Index(i)
+		for _, msg := range validation.IsDNS1123Label(e.ClusterID) {
+			errs = append(errs, field.Invalid(ep.Child("clusterId"), e.ClusterID, msg))
+		}
+		if len(e.ClusterID) > 40 {
+			errs = append(errs, field.TooLong(ep.Child("clusterId"), e.ClusterID, 40))
+		}
+		if seen[e.ClusterID] {
+			errs = append(errs, field.Duplicate(ep.Child("clusterId"), e.ClusterID))
+		}
+		seen[e.ClusterID] = true
+		if _, err := decodeConfig(e.Config); err != nil {
+			errs = append(errs, field.Invalid(ep.Child("config"), "", err.Error()))
+		}
+		if !pools[e.Pool] {
+			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
+		}
+	}
+	return errs
+}
+
+func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
+	var errs field.ErrorList
+	for i := range components {
+		row := &components[i]
+		s := row.Settings(c)
+		cp := p.Child(settingsField(row.Name))
+		if s.Replicas != nil && (*s.Replicas < 1 || *s.Replicas > 20) {
+			errs = append(errs, field.Invalid(cp.Child("replicas"), *s.Replicas, "must be between 1 and 20"))
+		}
+		if s.Replicas != nil && row.MaxReplicas > 0 && *s.Replicas > row.MaxReplicas {
+			errs = append(errs, field.Invalid(cp.Child("replicas"), *s.Replicas, "an executor runs exactly one replica"))
+		}
+		if _, err := decodeConfig(s.Config); err != nil {
+			errs = append(errs, field.Invalid(cp.Child("config"), "", err.Error()))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,223 @@
+// Package function is function-armada's composition function: it turns an
+// XArmada into every object a complete Armada needs.
+package function
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	"github.com/crossplane/function-sdk-go/response"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+)
+
+// Function is function-armada.
+type Function struct {
+	fnv1.UnimplementedFunctionRunnerServiceServer
+
+	log logging.Logger
+	key []byte
+}
+
+// Option configures a Function.
+type Option func(*Function)
+
+// WithPasswordKey sets the key generated passwords are derived from.
+// Without it each process uses a random key.
+func WithPasswordKey(key []byte) Option { return func(f *Function) { f.key = key } }
+
+// New returns a Function.
+func New(log logging.Logger, opts ...Option) (*Function, error) {
+	f := &Function{log: log}
+	for _, o := range opts {
+		o(f)
+	}
+	if f.key == nil {
+		f.key = make([]byte, 32)
+		if _, err := rand.Read(f.key); err != nil {
+			return nil, errors.Wrap(err, "cannot generate password key")
+		}
+	}
+	return f, nil
+}
+
+// RunFunction composes an XArmada.
+func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	rsp := response.To(req, response.DefaultTTL)
+
+	oxr, err := request.GetObservedCompositeResource(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composite resource"))
+		return rsp, nil
+	}
+	xr, err := decodeXR(oxr.Resource.Object)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	log := f.log.WithValues("xr", xr.Name)
+
+	in, errs := armada.New(xr)
+	if len(errs) > 0 {
+		response.ConditionFalse(rsp, armada.ConditionComponents, "InvalidSpec").
+			WithMessage(errs.ToAggregate().Error()).TargetCompositeAndClaim()
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmada"))
+		return rsp, nil
+	}
+
+	observed, err := request.GetObservedComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
+		return rsp, nil
+	}
+	out, err := armada.Render(in, armada.Options{
+		Observed: armada.Observe(unstructuredOf(observed)),
+		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
+		Exists:   func(key string) bool { _, ok := observed[resource.Name(key)]; return ok },
+	})
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
+		return rsp, nil
+	}
+
+	if err := setDesired(req, rsp, out); err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	setConditions(rsp, out.Conditions)
+	log.Debug("Composed Armada", "objects", len(out.Objects), "ready", out.Ready)
+	return rsp, nil
+}
+
+// decodeXR reads the fields rendering needs from the observed XR.
+func decodeXR(obj map[string]any) (armada.XR, error) {
+	u := &unstructured.Unstructured{Object: obj}
+	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels()}
+	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return xr, errors.Wrap(err, "cannot encode spec")
+	}
+	if err := json.Unmarshal(b, &xr.Spec); err != nil {
+		return xr, errors.Wrap(err, "cannot decode spec: a field has the wrong type")
+	}
+	return xr, nil
+}
+
+// unstructuredOf unwraps observed composed resources.
+func unstructuredOf(observed map[resource.Name]resource.ObservedComposed) map[string]*unstructured.Unstructured {
+	out := make(map[string]*unstructured.Unstructured, len(observed))
+	for name, o := range observed {
+		out[string(name)] = &o.Resource.Unstructured
+	}
+	return out
+}
+
+// setDesired adds the rendered objects and the XR status to the desired
+// state, keeping whatever earlier pipeline steps put there.
+func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, out *armada.Output) error {
+	desired, err := request.GetDesiredComposedResources(req)
+	if err != nil {
+		return errors.Wrap(err, "cannot get desired composed resources")
+	}
+	for _, o := range out.Objects {
+		c, err := toComposed(o.Object)
+		if err != nil {
+			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
+		}
+		ready := resource.ReadyFalse
+		if o.Ready {
+			ready = resource.ReadyTrue
+		}
+		desired[resource.Name(o.Key)] = &resource.DesiredComposed{Resource: c, Ready: ready}
+	}
+	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
+		return errors.Wrap(err, "cannot set desired composed resources")
+	}
+
+	dxr, err := request.GetDesiredCompositeResource(req)
+	if err != nil {
+		return errors.Wrap(err, "cannot get desired composite resource")
+	}
+	status, err := toMap(out.Status)
+	if err != nil {
+		return errors.Wrap(err, "cannot encode status")
+	}
+	for k, v := range status {
+		if err := dxr.Resource.SetValue("status."+k, v); err != nil {
+			return errors.Wrapf(err, "cannot set status.%s", k)
+		}
+	}
+	if !out.Ready {
+		// Omitted components would otherwise let the XR count as ready.
+		dxr.Ready = resource.ReadyFalse
+	}
+	return errors.Wrap(response.SetDesiredCompositeResource(rsp, dxr), "cannot set desired composite resource")
+}
+
+// setConditions reports the render's conditions on the XR and its claim.
+func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
+	for _, c := range conds {
+		if c.Status {
+			response.ConditionTrue(rsp, c.Type, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
+			continue
+		}
+		response.ConditionFalse(rsp, c.Type, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
+	}
+}
+
+// toComposed converts a typed object with its own JSON encoding, which
+// omits unset fields the way the API server expects, and drops what a
+// desired object must not carry: status and null creation timestamps.
+func toComposed(o runtime.Object) (*composed.Unstructured, error) {
+	m, err := toMap(o)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	dropNullTimestamps(m)
+	c := composed.New()
+	c.SetUnstructuredContent(m)
+	return c, nil
+}
+
+// dropNullTimestamps removes the "creationTimestamp": null that typed
+// ObjectMeta encodes, at any depth (pod templates have one too).
+func dropNullTimestamps(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			if k == "creationTimestamp" {
+				delete(m, k)
+			}
+		case map[string]any:
+			dropNullTimestamps(t)
+		case []any:
+			for _, e := range t {
+				if em, ok := e.(map[string]any); ok {
+					dropNullTimestamps(em)
+				}
+			}
+		}
+	}
+}
+
+// toMap converts a typed value to its JSON map form.
+func toMap(s any) (map[string]any, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(b, &m)
+}

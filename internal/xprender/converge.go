@@ -1,0 +1,122 @@
+package xprender
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+// Step is one render of a convergence.
+type Step struct {
+	// Output is the render's YAML.
+	Output []byte
+	// Composed are the composed resources in it.
+	Composed []map[string]any
+}
+
+// Converge renders opt.XR repeatedly, feeding each render's composed
+// resources back as observed state, as a cluster would report them once
+// pods run: Jobs complete and workloads available. It stops when a render
+// repeats the previous one (converged) or after maxSteps renders.
+func (t Tools) Converge(ctx context.Context, opt RenderOptions, maxSteps int) ([]Step, error) {
+	dir, err := os.MkdirTemp("", "xpconverge-")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create temporary directory")
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck // Best effort cleanup of a temp dir.
+
+	var steps []Step
+	for i := 0; i < maxSteps; i++ {
+		if i > 0 {
+			opt.Observed = dir
+		}
+		out, err := t.Render(ctx, opt)
+		if err != nil {
+			return steps, errors.Wrapf(err, "cannot render step %d", i+1)
+		}
+		docs, err := SplitDocs(out)
+		if err != nil {
+			return steps, err
+		}
+		s := Step{Output: out, Composed: Composed(docs)}
+		if os.Getenv("XPRENDER_DEBUG_DIR") != "" {
+			_ = os.WriteFile(filepath.Join(os.Getenv("XPRENDER_DEBUG_DIR"), fmt.Sprintf("step%d.yaml", i)), out, 0o600)
+		}
+		if len(steps) > 0 && bytes.Equal(steps[len(steps)-1].Output, out) {
+			return steps, nil
+		}
+		steps = append(steps, s)
+		if err := writeObserved(dir, s.Composed); err != nil {
+			return steps, err
+		}
+	}
+	return steps, errors.Errorf("cannot converge within %d renders", maxSteps)
+}
+
+// Composed returns the composed resources of a render output: everything
+// but the XR (the first document) and render results.
+func Composed(docs []map[string]any) []map[string]any {
+	var out []map[string]any
+	for i, d := range docs {
+		if i == 0 || d["apiVersion"] == "render.crossplane.io/v1beta1" {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// writeObserved replaces dir's content with the composed resources as a
+// cluster would report them once their pods run.
+func writeObserved(dir string, composed []map[string]any) error {
+	old, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return errors.Wrap(err, "cannot list observed resources")
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return errors.Wrap(err, "cannot remove observed resource")
+		}
+	}
+	for i, obj := range composed {
+		markHealthy(obj)
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return errors.Wrap(err, "cannot encode observed resource")
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%03d.yaml", i)), b, 0o600); err != nil {
+			return errors.Wrap(err, "cannot write observed resource")
+		}
+	}
+	return nil
+}
+
+// markHealthy sets the status a healthy cluster reports for Jobs and
+// workloads; no kubelet runs here to do it.
+func markHealthy(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	switch obj["kind"] {
+	case "Job":
+		obj["status"] = map[string]any{
+			"succeeded":  1,
+			"conditions": []any{map[string]any{"type": "Complete", "status": "True"}},
+		}
+	case "Deployment", "StatefulSet":
+		replicas := spec["replicas"]
+		if replicas == nil {
+			replicas = 1
+		}
+		obj["status"] = map[string]any{
+			"replicas":          replicas,
+			"readyReplicas":     replicas,
+			"updatedReplicas":   replicas,
+			"availableReplicas": replicas,
+		}
+	}
+}

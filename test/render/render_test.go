@@ -1,0 +1,149 @@
+// Package render proves, with the real Crossplane CLI and core, what
+// function-armada composes for every example claim.
+package render
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crossplane/function-sdk-go/logging"
+
+	fn "github.com/armadaproject/armada-crossplane/internal/function"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+const (
+	root        = "../.."
+	composition = root + "/package/xarmada/composition.yaml"
+	xrd         = root + "/package/xarmada/definition.yaml"
+	// maxSteps bounds how many reconciles an example may take to converge.
+	maxSteps = 5
+)
+
+// setup serves function-armada with a fixed password key, so renders are
+// reproducible, and finds the Crossplane binaries.
+func setup(t *testing.T) (xprender.Tools, string) {
+	t.Helper()
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fn.New(logging.NewNopLogger(), fn.WithPasswordKey([]byte("render-test-key")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := xprender.Serve(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return tools, addr
+}
+
+func examples(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("cannot find examples: %v", err)
+	}
+	var out []string
+	for _, p := range paths {
+		docs, err := xprender.ReadDocs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := xprender.ClaimToXR(docs); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestRender converges every example claim through real renders and
+// compares the first reconcile and the converged state with golden files,
+// then validates the converged output against the generated XRD offline.
+func TestRender(t *testing.T) {
+	tools, addr := setup(t)
+	for _, path := range examples(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			docs, err := xprender.ReadDocs(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			xr, err := xprender.ClaimToXR(docs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt := xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr}
+			steps, err := tools.Converge(ctx, opt, maxSteps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s converged in %d reconciles", name, len(steps))
+			golden(t, filepath.Join("testdata", "first-reconcile", name+".yaml"), steps[0].Output)
+			final := steps[len(steps)-1].Output
+			golden(t, filepath.Join("testdata", name+".yaml"), final)
+
+			again, err := tools.Render(ctx, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(steps[0].Output), string(again)); diff != "" {
+				t.Errorf("rendering the same request twice differs (-first +second):\n%s", diff)
+			}
+
+			if out, err := tools.Validate(ctx, []string{xrd}, "-", withoutResults(final)); err != nil {
+				t.Errorf("converged output does not validate: %v", err)
+			} else {
+				t.Logf("validate: %s", lastLine(out))
+			}
+		})
+	}
+}
+
+// golden compares got with a golden file, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path) //nolint:gosec // Test fixture path.
+	if err != nil {
+		t.Fatalf("cannot read golden file (run go test ./test/render -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs from the render (-want +got); run go test ./test/render -update if the change is intended:\n%s", path, diff)
+	}
+}
+
+// withoutResults drops render's Result documents, which have no schema.
+func withoutResults(out []byte) []byte {
+	var keep []string
+	for _, doc := range strings.Split(string(out), "\n---") {
+		if strings.Contains(doc, "apiVersion: render.crossplane.io/") {
+			continue
+		}
+		keep = append(keep, doc)
+	}
+	return []byte(strings.Join(keep, "\n---"))
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
