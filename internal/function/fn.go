@@ -109,7 +109,11 @@ func decodeXR(obj map[string]any) (armada.XR, error) {
 		return xr, errors.Wrap(err, "cannot encode spec")
 	}
 	if err := json.Unmarshal(b, &xr.Spec); err != nil {
-		return xr, errors.Wrap(err, "cannot decode spec: a field has the wrong type")
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return xr, errors.Errorf("invalid XArmada: spec.%s: Invalid value: must be of type %s, not %s", te.Field, te.Type, te.Value)
+		}
+		return xr, errors.Wrap(err, "invalid XArmada: spec: cannot decode")
 	}
 	return xr, nil
 }

@@ -1,0 +1,154 @@
+package armada
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// spec returns a valid minimal spec with modifications applied.
+func spec(mods ...func(*v1alpha1.ArmadaSpec)) v1alpha1.ArmadaSpec {
+	s := v1alpha1.ArmadaSpec{
+		Postgres: v1alpha1.Postgres{
+			Host: "pg", User: "armada", SSLMode: "disable",
+			PasswordSecretRef: v1alpha1.SecretKeyRef{Name: "pg", Key: "password"},
+		},
+		Redis:  v1alpha1.Redis{Addrs: []string{"redis:6379"}},
+		Pulsar: v1alpha1.Pulsar{URL: "pulsar://pulsar:6650"},
+		Auth:   v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin", Groups: []string{"armada-admins"}}}},
+	}
+	for _, m := range mods {
+		m(&s)
+	}
+	return s
+}
+
+// claimed is an XR created from a claim armada/armada.
+func claimed(s v1alpha1.ArmadaSpec) XR {
+	return XR{Name: "armada-x7k2p", Labels: map[string]string{labelClaimName: "armada", labelClaimNamespace: "armada"}, Spec: s}
+}
+
+func TestNew(t *testing.T) {
+	type want struct {
+		name, namespace string
+		errs            field.ErrorList
+	}
+	cases := map[string]struct {
+		reason string
+		xr     XR
+		want   want
+	}{
+		"ValidClaim": {
+			reason: "A claim names the install and provides its namespace.",
+			xr:     claimed(spec()),
+			want:   want{name: "armada", namespace: "armada"},
+		},
+		"ExplicitNamespaceWins": {
+			reason: "spec.namespace wins over the claim's namespace.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Namespace = "elsewhere" })),
+			want:   want{name: "armada", namespace: "elsewhere"},
+		},
+		"DirectXRNeedsNamespace": {
+			reason: "An XR created without a claim must say where to install.",
+			xr:     XR{Name: "direct", Spec: spec()},
+			want:   want{name: "direct", errs: field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")}},
+		},
+		"UnsupportedVersion": {
+			reason: "Only versions the function knows are rendered.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.21.0" })),
+			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.NotSupported[string](field.NewPath("spec", "version"), "0.21.0", nil)}},
+		},
+		"NoAuthMethod": {
+			reason: "Anonymous access is never a default.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Auth = v1alpha1.Auth{} })),
+			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Required(field.NewPath("spec", "auth"), "")}},
+		},
+		"MissingCredentials": {
+			reason: "A Postgres password must come from a Secret.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.PasswordSecretRef = v1alpha1.SecretKeyRef{} })),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{
+				field.Required(field.NewPath("spec", "postgres", "passwordSecretRef", "name"), ""),
+				field.Required(field.NewPath("spec", "postgres", "passwordSecretRef", "key"), ""),
+			}},
+		},
+		"DuplicatePools": {
+			reason: "Pool names are unique.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Scheduling.Pools = []v1alpha1.Pool{{Name: "a"}, {Name: "a"}}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Duplicate(field.NewPath("spec", "scheduling", "pools").Index(1).Child("name"), "a")}},
+		},
+		"ExecutorPoolNotScheduled": {
+			reason: "An executor's pool the scheduler does not know would silently never get jobs.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Executors = []v1alpha1.Executor{{ClusterID: "c1", Pool: "gpu"}}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "executors").Index(0).Child("pool"), "gpu", "")}},
+		},
+		"DuplicateExecutors": {
+			reason: "Cluster ids identify executors and must be unique.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Executors = []v1alpha1.Executor{{ClusterID: "c1"}, {ClusterID: "c1"}}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Duplicate(field.NewPath("spec", "executors").Index(1).Child("clusterId"), "c1")}},
+		},
+		"DefaultPriorityClassUnknown": {
+			reason: "The default priority class must be one of the configured ones.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Scheduling.DefaultPriorityClass = "nope"
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "scheduling", "defaultPriorityClass"), "nope", "")}},
+		},
+		"ExecutorReplicas": {
+			reason: "An executor runs exactly one replica.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Components.Executor.Replicas = ptr.To[int32](2)
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "components", "executor", "replicas"), int32(2), "")}},
+		},
+		"ConfigNotAnObject": {
+			reason: "Free-form config must be a map of Armada keys.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Components.SchedulerIngester.Config = &runtime.RawExtension{Raw: []byte(`"oops"`)}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "components", "schedulerIngester", "config"), "", "")}},
+		},
+		"BadRedisAddress": {
+			reason: "Redis addresses need a port.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Redis.Addrs = []string{"redis"} })),
+			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "redis", "addrs").Index(0), "redis", "")}},
+		},
+		"IngressHostsCollide": {
+			reason: "REST and Lookout are served on different hosts.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Ingress = &v1alpha1.Ingress{GRPCHost: "g.example.com", RESTHost: "a.example.com", LookoutHost: "a.example.com"}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "ingress", "restHost"), "a.example.com", "")}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in, errs := New(tc.xr)
+			got := want{name: in.Name, namespace: in.Namespace, errs: errs}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}),
+				cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail", "Origin", "CoveredByDeclarative"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nNew(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNewDoesNotModifyInput(t *testing.T) {
+	xr := claimed(spec())
+	before := xr.Spec.DeepCopy()
+	_, _ = New(xr)
+	if diff := cmp.Diff(before, &xr.Spec); diff != "" {
+		t.Errorf("New(...) modified the XR's spec: -before, +after:\n%s", diff)
+	}
+}

@@ -1,0 +1,193 @@
+package function
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/response"
+)
+
+const validXR = `{
+	"apiVersion": "platform.armadaproject.io/v1alpha1",
+	"kind": "XArmada",
+	"metadata": {"name": "armada-x1", "labels": {"crossplane.io/claim-name": "armada", "crossplane.io/claim-namespace": "armada"}},
+	"spec": {
+		"postgres": {"host": "pg", "user": "armada", "passwordSecretRef": {"name": "pg", "key": "password"}},
+		"redis": {"addrs": ["redis:6379"]},
+		"pulsar": {"url": "pulsar://pulsar:6650"},
+		"auth": {"basicUsers": [{"name": "admin", "groups": ["armada-admins"]}]}
+	}
+}`
+
+func newFunction(t testing.TB) *Function {
+	t.Helper()
+	f, err := New(logging.NewNopLogger(), WithPasswordKey([]byte("test")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func requestFor(xr string) *fnv1.RunFunctionRequest {
+	return &fnv1.RunFunctionRequest{
+		Meta:     &fnv1.RequestMeta{Tag: "hello"},
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}},
+	}
+}
+
+func TestRunFunctionRejects(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		xr     string
+		want   string
+	}{
+		"WrongType": {
+			reason: "A field of the wrong type is a Fatal result naming the field.",
+			xr:     strings.Replace(validXR, `"host": "pg"`, `"host": 5`, 1),
+			want:   "invalid XArmada: spec.postgres.host: Invalid value: must be of type string, not number",
+		},
+		"DuplicatePool": {
+			reason: "Validation errors are a Fatal result naming every bad field.",
+			xr:     strings.Replace(validXR, `"auth"`, `"scheduling": {"pools": [{"name": "a"}, {"name": "a"}]}, "auth"`, 1),
+			want:   `invalid XArmada: spec.scheduling.pools[1].name: Duplicate value: "a"`,
+		},
+		"SeveralErrors": {
+			reason: "Every bad field is named, not only the first.",
+			xr:     strings.Replace(validXR, `"auth"`, `"executors": [{"clusterId": "c1", "pool": "gpu"}], "version": "0.1.0", "auth"`, 1),
+			want:   `invalid XArmada: [spec.version: Unsupported value: "0.1.0": supported values: "0.22.6", "0.22.7", spec.executors[0].pool: Invalid value: "gpu": must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor]`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp, err := newFunction(t).RunFunction(context.Background(), requestFor(tc.xr))
+			if diff := cmp.Diff(nil, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nRunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
+			}
+			want := &fnv1.RunFunctionResponse{
+				Meta:    &fnv1.ResponseMeta{Tag: "hello", Ttl: durationpb.New(response.DefaultTTL)},
+				Results: []*fnv1.Result{{Severity: fnv1.Severity_SEVERITY_FATAL, Message: tc.want, Target: fnv1.Target_TARGET_COMPOSITE.Enum()}},
+			}
+			// The invalid-spec condition is checked separately below.
+			got := &fnv1.RunFunctionResponse{Meta: rsp.GetMeta(), Results: rsp.GetResults(), Desired: rsp.GetDesired()}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nRunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRunFunctionInvalidSpecCondition(t *testing.T) {
+	xr := strings.Replace(validXR, `"auth": {"basicUsers": [{"name": "admin", "groups": ["armada-admins"]}]}`, `"auth": {}`, 1)
+	rsp, _ := newFunction(t).RunFunction(context.Background(), requestFor(xr))
+	want := []*fnv1.Condition{{
+		Type: "ComponentsReady", Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: "InvalidSpec",
+		Message: ptrTo("spec.auth: Required value: configure basicUsers or oidc, or set anonymous: true explicitly"),
+		Target:  fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+	}}
+	if diff := cmp.Diff(want, rsp.GetConditions(), protocmp.Transform()); diff != "" {
+		t.Errorf("RunFunction(...): -want conditions, +got conditions:\n%s", diff)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestRunFunctionComposes(t *testing.T) {
+	req := requestFor(validXR)
+	// Desired state from an earlier pipeline step must be kept.
+	req.Desired = &fnv1.State{Resources: map[string]*fnv1.Resource{
+		"earlier-step": {Resource: resource.MustStructJSON(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}`)},
+	}}
+	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rsp.GetResults()) != 0 {
+		t.Fatalf("RunFunction(...) results: %v", rsp.GetResults())
+	}
+	var keys []string
+	for k := range rsp.GetDesired().GetResources() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := []string{
+		"binoculars-clusterrole", "binoculars-clusterrolebinding", "binoculars-config", "binoculars-pdb", "binoculars-service", "binoculars-serviceaccount", "binoculars-workload",
+		"credentials", "earlier-step",
+		"event-ingester-config", "event-ingester-pdb", "event-ingester-serviceaccount", "event-ingester-workload",
+		"executor-clusterrole", "executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
+		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
+		"migrate-lookout-0-22-7", "migrate-lookout-config", "migrate-scheduler-0-22-7", "migrate-scheduler-config",
+		"priorityclass-armada-default", "priorityclass-armada-preemptible",
+		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-serviceaccount",
+		"scheduler-pdb", "scheduler-service", "scheduler-serviceaccount",
+		"server-config", "server-pdb", "server-service", "server-serviceaccount",
+	}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("desired resources on first reconcile: -want, +got:\n%s", diff)
+	}
+	if got := rsp.GetDesired().GetComposite().GetReady(); got != fnv1.Ready_READY_FALSE {
+		t.Errorf("desired XR readiness = %v, want READY_FALSE while components wait", got)
+	}
+	status := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+	wantStatus := map[string]any{"version": map[string]any{"desired": "0.22.7"}, "credentialsSecret": "armada-credentials"}
+	if diff := cmp.Diff(wantStatus["version"], status["version"]); diff != "" {
+		t.Errorf("status.version: -want, +got:\n%s", diff)
+	}
+	if status["credentialsSecret"] != wantStatus["credentialsSecret"] {
+		t.Errorf("status.credentialsSecret = %v", status["credentialsSecret"])
+	}
+	if strings.Contains(structJSON(t, rsp.GetDesired().GetComposite().GetResource()), "password\":\"") {
+		t.Errorf("XR status contains a password")
+	}
+}
+
+func structJSON(t *testing.T, s *structpb.Struct) string {
+	t.Helper()
+	b, err := s.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// exampleRequest builds a request for the XR of an example claim.
+func exampleRequest(tb testing.TB, path string) *fnv1.RunFunctionRequest {
+	tb.Helper()
+	b, err := os.ReadFile(path) //nolint:gosec // Test fixture.
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(b), "\n---") {
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			tb.Fatal(err)
+		}
+		if m["kind"] != "ArmadaClaim" {
+			continue
+		}
+		meta := m["metadata"].(map[string]any)
+		m["kind"] = "XArmada"
+		m["metadata"] = map[string]any{"name": meta["name"], "labels": map[string]any{
+			"crossplane.io/claim-name": meta["name"], "crossplane.io/claim-namespace": meta["namespace"],
+		}}
+		s, err := structpb.NewStruct(m)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return &fnv1.RunFunctionRequest{Meta: &fnv1.RequestMeta{Tag: "bench"}, Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}}}
+	}
+	tb.Fatalf("no ArmadaClaim in %s", path)
+	return nil
+}
