@@ -42,7 +42,7 @@ unit: ## Run only the tests that need no tool binaries.
 
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane.
-	go run ./test/render/cmd/render examples/minimal.yaml
+	go run ./internal/cmd/render examples/minimal.yaml
 
 .PHONY: run
 run: render ## The main job: for now, render the default example claim and show what it composes.

@@ -1,0 +1,120 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
+)
+
+// valid is a minimal valid claim; cases replace parts of it.
+const valid = `apiVersion: platform.armadaproject.io/v1alpha1
+kind: ArmadaClaim
+metadata: {name: armada, namespace: armada}
+spec:
+  postgres: {host: pg, user: armada, passwordSecretRef: {name: pg, key: password}}
+  redis: {addrs: ["redis:6379"]}
+  pulsar: {url: "pulsar://pulsar:6650"}
+  auth: {basicUsers: [{name: admin}]}
+`
+
+// TestSchema proves the generated XRD rejects bad claims before they reach
+// the function, with messages that name the field: the real Crossplane
+// validator applies the XRD's OpenAPI schema and CEL rules offline.
+func TestSchema(t *testing.T) {
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		claim  string
+		want   []string
+	}{
+		"Valid": {
+			reason: "The minimal claim is accepted.",
+			claim:  valid,
+		},
+		"UnsupportedVersion": {
+			reason: "Only supported Armada versions are accepted.",
+			claim:  valid + "  version: \"0.21.0\"\n",
+			want:   []string{`spec.version: Unsupported value: "0.21.0": supported values: "0.22.6", "0.22.7"`},
+		},
+		"NoAuthMethod": {
+			reason: "Anonymous access must be asked for explicitly.",
+			claim:  strings.Replace(valid, "auth: {basicUsers: [{name: admin}]}", "auth: {}", 1),
+			want:   []string{"spec: Invalid value: spec.auth needs at least one user-facing method"},
+		},
+		// Duplicate pool, user and executor names are list-map keys
+		// (x-kubernetes-list-type: map), which the API server enforces but
+		// the offline validator does not; the function rejects them too
+		// (internal/armada TestNew).
+		"ExecutorPoolNotScheduled": {
+			reason: "A CEL rule ties executor pools to the scheduler's pools.",
+			claim:  valid + "  scheduling: {pools: [{name: cpu}]}\n  executors: [{clusterId: c, pool: gpu}]\n",
+			want:   []string{"every spec.executors[].pool must name a pool in spec.scheduling.pools"},
+		},
+		"MissingPostgresPassword": {
+			reason: "Credentials come from a Secret reference, which is required.",
+			claim:  strings.Replace(valid, ", passwordSecretRef: {name: pg, key: password}", "", 1),
+			want:   []string{"spec.postgres.passwordSecretRef: Required value"},
+		},
+		"BadPulsarURL": {
+			reason: "Pulsar URLs are pulsar:// or pulsar+ssl://.",
+			claim:  strings.Replace(valid, "pulsar://pulsar:6650", "http://pulsar:8080", 1),
+			want:   []string{"spec.pulsar.url: Invalid value"},
+		},
+		"ReplicasOutOfRange": {
+			reason: "Replicas are bounded.",
+			claim:  valid + "  components: {server: {replicas: 0}}\n",
+			want:   []string{"spec.components.server.replicas: Invalid value: 0: spec.components.server.replicas in body should be greater than or equal to 1"},
+		},
+	}
+	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			f := filepath.Join(t.TempDir(), "claim.yaml")
+			if err := os.WriteFile(f, []byte(tc.claim), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := tools.Validate(ctx, []string{xrd}, f, nil)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Errorf("%s\nvalidate rejected a valid claim: %v", tc.reason, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%s\nvalidate accepted the claim:\n%s", tc.reason, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("%s\nvalidate output does not contain %q:\n%s", tc.reason, w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestExamplesValidate checks every example file, claims and Secrets
+// alike, against the XRD and Kubernetes' built-in schemas.
+func TestExamplesValidate(t *testing.T) {
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
+	if out, err := tools.Validate(ctx, []string{xrd}, filepath.Join(root, "examples"), nil); err != nil {
+		t.Errorf("examples do not validate: %v", err)
+	} else {
+		t.Logf("%s", lastLine(out))
+	}
+}
