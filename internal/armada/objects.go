@@ -51,9 +51,10 @@ func (in *Install) credentials(passwords map[string]string) *corev1.Secret {
 	}
 }
 
-// migrationJob runs a schema migration once for one Armada version. Jobs
-// are immutable, so the name carries the version and an upgrade creates a
-// new Job rather than editing the old one.
+// migrationJob runs a schema migration once for one Armada version and
+// database config. Jobs are immutable, so the name carries the version and
+// the config's hash: an upgrade, or a move to another database, creates a
+// new Job that migrates again rather than failing to edit the old one.
 func (in *Install) migrationJob(m migration, version, configSecret, configHash string) *batchv1.Job {
 	name := "migrate-" + m.Name
 	c := &component{Name: "migrate", Database: m.Name}
@@ -69,7 +70,7 @@ func (in *Install) migrationJob(m migration, version, configSecret, configHash s
 	})
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: in.meta(in.migrationJobName(m.Name, version), name),
+		ObjectMeta: in.meta(in.migrationJobName(m.Name, version, configHash), name),
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](6),
 			Template:     tpl,
@@ -77,9 +78,15 @@ func (in *Install) migrationJob(m migration, version, configSecret, configHash s
 	}
 }
 
-// migrationJobName names a migration Job for a version.
-func (in *Install) migrationJobName(database, version string) string {
-	return in.object("migrate-" + database + "-" + versionSuffix(version))
+// migrationJobName names a migration Job for a version and config hash.
+func (in *Install) migrationJobName(database, version, configHash string) string {
+	return in.object(migrationKey(database, version, configHash))
+}
+
+// migrationKey is a migration Job's composition resource name and name
+// suffix.
+func migrationKey(database, version, configHash string) string {
+	return "migrate-" + database + "-" + versionSuffix(version) + "-" + configHash[:6]
 }
 
 // priorityClass is a Kubernetes PriorityClass matching an Armada one.

@@ -166,7 +166,7 @@ func (r *renderer) migrations() (map[string]JobState, error) {
 		job := r.in.migrationJob(m, v, secret.Name, hash)
 		state := r.opt.Observed.Jobs[job.Name]
 		done[m.Name] = state
-		r.add("migrate-"+m.Name+"-"+versionSuffix(v), job, state == JobComplete)
+		r.add(migrationKey(m.Name, v, hash), job, state == JobComplete)
 	}
 	return done, nil
 }

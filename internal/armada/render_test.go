@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,21 +32,33 @@ func render(t *testing.T, s v1alpha1.ArmadaSpec, o Observed) *Output {
 	return out
 }
 
+// find returns the object with a key, or for a key ending in "-" the
+// first whose key starts with it.
 func find(out *Output, key string) *Object {
 	for i := range out.Objects {
-		if out.Objects[i].Key == key {
+		k := out.Objects[i].Key
+		if k == key || (strings.HasSuffix(key, "-") && strings.HasPrefix(k, key)) {
 			return &out.Objects[i]
 		}
 	}
 	return nil
 }
 
-// migrated observes both migration Jobs of a version as complete.
-func migrated(version string) map[string]JobState {
-	return map[string]JobState{
-		"armada-migrate-lookout-" + versionSuffix(version):   JobComplete,
-		"armada-migrate-scheduler-" + versionSuffix(version): JobComplete,
+// migrated observes the migration Jobs that rendering s composes as
+// complete; with only, just those of the named databases.
+func migrated(t *testing.T, s v1alpha1.ArmadaSpec, only ...string) map[string]JobState {
+	t.Helper()
+	jobs := map[string]JobState{}
+	for _, o := range render(t, s, Observed{}).Objects {
+		j, ok := o.Object.(*batchv1.Job)
+		if !ok {
+			continue
+		}
+		if len(only) == 0 || slices.ContainsFunc(only, func(db string) bool { return strings.Contains(j.Name, "-migrate-"+db+"-") }) {
+			jobs[j.Name] = JobComplete
+		}
 	}
+	return jobs
 }
 
 func TestMigrationsGateComponents(t *testing.T) {
@@ -59,20 +72,20 @@ func TestMigrationsGateComponents(t *testing.T) {
 		"FreshInstall": {
 			reason:   "Before any migration completes, database users are not created; the rest is.",
 			observed: Observed{},
-			present:  []string{"migrate-lookout-0-22-7", "migrate-scheduler-0-22-7", "event-ingester-workload", "binoculars-workload", "executor-local-workload", "server-config"},
+			present:  []string{"migrate-lookout-0-22-7-", "migrate-scheduler-0-22-7-", "event-ingester-workload", "binoculars-workload", "executor-local-workload", "server-config"},
 			absent:   []string{"server-workload", "scheduler-workload", "scheduler-ingester-workload", "lookout-workload", "lookout-ingester-workload"},
 			cond:     Condition{Type: ConditionComponents, Reason: ReasonWaitingForMigration},
 		},
 		"LookoutMigrated": {
 			reason:   "Each component waits only for its own database's migration.",
-			observed: Observed{Jobs: map[string]JobState{"armada-migrate-lookout-0-22-7": JobComplete}},
+			observed: Observed{Jobs: migrated(t, spec(), "lookout")},
 			present:  []string{"server-workload", "lookout-workload", "lookout-ingester-workload"},
 			absent:   []string{"scheduler-workload", "scheduler-ingester-workload"},
 			cond:     Condition{Type: ConditionComponents, Reason: ReasonWaitingForMigration},
 		},
 		"AllMigrated": {
 			reason:   "Once both migrations complete every workload is composed, not yet available.",
-			observed: Observed{Jobs: migrated("0.22.7")},
+			observed: Observed{Jobs: migrated(t, spec())},
 			present:  []string{"server-workload", "scheduler-workload", "scheduler-ingester-workload", "lookout-workload", "lookout-ingester-workload"},
 			cond:     Condition{Type: ConditionComponents, Reason: ReasonUnavailable},
 		},
@@ -103,14 +116,15 @@ func TestMigrationsGateComponents(t *testing.T) {
 }
 
 func TestUpgradeHoldsImagesUntilMigrated(t *testing.T) {
+	oldSpec := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.22.6" })
 	old := Observed{
-		Jobs:      migrated("0.22.6"),
+		Jobs:      migrated(t, oldSpec),
 		Workloads: map[string]Workload{"server": {Version: "0.22.6", Ready: true}},
 	}
 	s := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.22.7" })
 
 	out := render(t, s, old)
-	if find(out, "migrate-lookout-0-22-7") == nil {
+	if find(out, "migrate-lookout-0-22-7-") == nil {
 		t.Fatalf("upgrade did not compose the 0.22.7 lookout migration Job")
 	}
 	server := find(out, "server-workload").Object.(*appsv1.Deployment)
@@ -121,11 +135,22 @@ func TestUpgradeHoldsImagesUntilMigrated(t *testing.T) {
 		t.Errorf("server status = %+v, want not ready at 0.22.6", st)
 	}
 
-	old.Jobs = migrated("0.22.7")
+	old.Jobs = migrated(t, s)
 	out = render(t, s, old)
 	server = find(out, "server-workload").Object.(*appsv1.Deployment)
 	if got := server.Spec.Template.Spec.Containers[0].Image; got != "gresearch/armada-server:0.22.7" {
 		t.Errorf("server image after migration = %s, want 0.22.7", got)
+	}
+}
+
+func TestMigrationRerunsForAnotherDatabase(t *testing.T) {
+	a := find(render(t, spec(), Observed{}), "migrate-lookout-0-22-7-")
+	b := find(render(t, spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.Host = "pg2" }), Observed{}), "migrate-lookout-0-22-7-")
+	if a.Key == b.Key || a.Object.GetName() == b.Object.GetName() {
+		t.Errorf("moving to another Postgres host kept migration Job %s; Jobs are immutable, so it must be a new Job", a.Object.GetName())
+	}
+	if n := len(a.Object.GetName()); n > 63 {
+		t.Errorf("migration Job name %q is %d characters, more than a pod label allows", a.Object.GetName(), n)
 	}
 }
 
@@ -166,7 +191,7 @@ func TestCredentialsStable(t *testing.T) {
 // any composed object other than the credentials Secret, and that every
 // component gets passwords through secretKeyRef.
 func TestSecretsOnlyThroughReferences(t *testing.T) {
-	out := render(t, spec(), Observed{Jobs: migrated("0.22.7")})
+	out := render(t, spec(), Observed{Jobs: migrated(t, spec())})
 	creds := find(out, keyCredentials).Object.(*corev1.Secret)
 	for _, o := range out.Objects {
 		if o.Key == keyCredentials {
@@ -196,7 +221,7 @@ func TestSecretsOnlyThroughReferences(t *testing.T) {
 // TestRestrictedPodSecurity checks every pod template against the
 // "restricted" Pod Security Standard's rules.
 func TestRestrictedPodSecurity(t *testing.T) {
-	out := render(t, spec(), Observed{Jobs: migrated("0.22.7")})
+	out := render(t, spec(), Observed{Jobs: migrated(t, spec())})
 	for _, o := range out.Objects {
 		var pod *corev1.PodSpec
 		switch w := o.Object.(type) {
@@ -228,7 +253,8 @@ func TestRestrictedPodSecurity(t *testing.T) {
 }
 
 func TestHighlyAvailableScheduler(t *testing.T) {
-	out := render(t, spec(func(s *v1alpha1.ArmadaSpec) { s.Components.Scheduler.Replicas = ptr.To[int32](3) }), Observed{Jobs: migrated("0.22.7")})
+	ha := spec(func(s *v1alpha1.ArmadaSpec) { s.Components.Scheduler.Replicas = ptr.To[int32](3) })
+	out := render(t, ha, Observed{Jobs: migrated(t, ha)})
 	sts := find(out, "scheduler-workload").Object.(*appsv1.StatefulSet)
 	if *sts.Spec.Replicas != 3 || sts.Spec.ServiceName != "armada-scheduler-headless" {
 		t.Errorf("scheduler StatefulSet replicas=%d serviceName=%s, want 3 and the headless Service", *sts.Spec.Replicas, sts.Spec.ServiceName)
@@ -277,7 +303,7 @@ func TestCrossComponentKeysMatch(t *testing.T) {
 		s.Scheduling.Pools = []v1alpha1.Pool{{Name: "cpu"}, {Name: "gpu"}}
 		s.Executors = []v1alpha1.Executor{{ClusterID: "a", Pool: "gpu"}}
 	})
-	out := render(t, s, Observed{Jobs: migrated("0.22.7")})
+	out := render(t, s, Observed{Jobs: migrated(t, s)})
 	events := "persistent://armada/prod/events"
 	for _, c := range []string{"server", "scheduler", "scheduler-ingester", "lookout-ingester", "event-ingester"} {
 		if got := config(t, out, c+"-config")["pulsar"].(map[string]any)["jobsetEventsTopic"]; got != events {

@@ -28,6 +28,9 @@ type XR struct {
 	Spec v1alpha1.ArmadaSpec
 }
 
+// maxNameLength keeps every derived object name within 63 characters.
+const maxNameLength = 30
+
 var (
 	userName    = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
 	pulsarURL   = regexp.MustCompile(`^pulsar(\+ssl)?://[^\s/]+$`)
@@ -53,8 +56,13 @@ func New(xr XR) (*Install, field.ErrorList) {
 	if in.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
 	}
-	for _, msg := range validation.IsDNS1035Label(in.Name + "-scheduler-headless") {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), in.Name, "too long or invalid to derive object names from: "+msg))
+	// The longest derived name is a migration Job's, whose name is also a
+	// pod label and so at most 63 characters.
+	if len(in.Name) > maxNameLength {
+		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), in.Name, maxNameLength))
+	}
+	for _, msg := range validation.IsDNS1035Label(in.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), in.Name, msg))
 	}
 	return in, errs
 }

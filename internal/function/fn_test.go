@@ -128,7 +128,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		"event-ingester-config", "event-ingester-pdb", "event-ingester-serviceaccount", "event-ingester-workload",
 		"executor-clusterrole", "executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
-		"migrate-lookout-0-22-7", "migrate-lookout-config", "migrate-scheduler-0-22-7", "migrate-scheduler-config",
+		"migrate-lookout-0-22-7-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-7-450f1f", "migrate-scheduler-config",
 		"priorityclass-armada-default", "priorityclass-armada-preemptible",
 		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-serviceaccount",
 		"scheduler-pdb", "scheduler-service", "scheduler-serviceaccount",
