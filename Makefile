@@ -33,8 +33,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: tools armada-bins ## Run every test: unit, render (real Crossplane) and Armada conformance.
-	go test -count=1 ./...
+test: system-deps tools armada-bins ## Run every test: unit, render (real Crossplane) and Armada conformance.
+	go test -count=1 -timeout 30m ./...
 
 .PHONY: unit
 unit: ## Run only the tests that need no tool binaries.
@@ -56,6 +56,16 @@ check-diff: generate ## Fail if generated files are not committed and current.
 	@test -z "$$(git status --porcelain -- apis package)" || { git status --porcelain -- apis package; echo "generated files are not committed"; exit 1; }
 
 ##@ Tools
+
+# The conformance tests start private PostgreSQL and Redis instances from
+# Debian's packages; install them when they are missing.
+.PHONY: system-deps
+system-deps: ## Install Debian's postgresql and redis-server if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server ]]; then \
+		echo "installing postgresql and redis-server (the tests run private instances)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null; \
+	fi
 
 .PHONY: tools
 tools: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) ## Build the Crossplane CLI and core (cached).

@@ -7,6 +7,12 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
+// Armada's two databases, which name their migrations too.
+const (
+	dbLookout   = "lookout"
+	dbScheduler = "scheduler"
+)
+
 // A migration is a one-shot schema migration run by a component's image.
 type migration struct {
 	// Name of the database the migration owns: "scheduler" or "lookout".
@@ -20,8 +26,8 @@ type migration struct {
 // migrations are Armada's two schema migrations. Their Jobs are named per
 // Armada version, so an upgrade creates and runs new ones.
 var migrations = []migration{
-	{Name: "lookout", Image: "armada-lookout", Args: []string{"--migrateDatabase", "--config", configPath}},
-	{Name: "scheduler", Image: "armada-scheduler", Args: []string{"migrateDatabase", "--config", configPath, "--timeout", "5m"}},
+	{Name: dbLookout, Image: "armada-lookout", Args: []string{"--migrateDatabase", "--config", configPath}},
+	{Name: dbScheduler, Image: "armada-scheduler", Args: []string{"migrateDatabase", "--config", configPath, "--timeout", "5m"}},
 }
 
 // probeKind says how a component's health is checked.
@@ -106,7 +112,7 @@ var components = []component{
 	{
 		Name: "server", Image: "armada-server", Args: []string{"--config", configPath},
 		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
-		Database: "lookout", Migration: "lookout", RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
+		Database: dbLookout, Migration: dbLookout, RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
 		Clients:  []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Server },
 		Config:   serverConfig,
@@ -114,7 +120,7 @@ var components = []component{
 	{
 		Name: "scheduler", Image: "armada-scheduler", Args: []string{"run", "--config", configPath},
 		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authInternal,
-		Database: "scheduler", Migration: "scheduler", Pulsar: true,
+		Database: dbScheduler, Migration: dbScheduler, Pulsar: true,
 		KubeAPI: true, LeaderElected: true,
 		Clients:  []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Scheduler },
@@ -122,19 +128,19 @@ var components = []component{
 	},
 	{
 		Name: "scheduler-ingester", Image: "armada-scheduler-ingester", Args: []string{"--config", configPath},
-		Probe: probeTCP, Database: "scheduler", Migration: "scheduler", Pulsar: true, ControlPlaneTopic: true,
+		Probe: probeTCP, Database: dbScheduler, Migration: dbScheduler, Pulsar: true, ControlPlaneTopic: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.SchedulerIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
-		HTTP: true, Probe: probeHTTP, Auth: authUsers, Database: "lookout", Migration: "lookout",
+		HTTP: true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
 		Config:   lookoutConfig,
 	},
 	{
 		Name: "lookout-ingester", Image: "armada-lookout-ingester", Args: []string{"--config", configPath},
-		Probe: probeTCP, Database: "lookout", Migration: "lookout", Pulsar: true,
+		Probe: probeTCP, Database: dbLookout, Migration: dbLookout, Pulsar: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.LookoutIngester },
 		Config:   ingesterConfig,
 	},

@@ -72,7 +72,7 @@ func (in *Install) auth(basic []v1alpha1.BasicUser, extra map[string][]string) m
 func (in *Install) postgres(database string) map[string]any {
 	p := in.Spec.Postgres
 	db := p.Databases.Scheduler
-	if database == "lookout" {
+	if database == dbLookout {
 		db = p.Databases.Lookout
 	}
 	return map[string]any{"connection": map[string]any{
@@ -233,7 +233,7 @@ func ingesterConfig(_ *Install, _ *instance) map[string]any {
 func lookoutConfig(in *Install, _ *instance) map[string]any {
 	ui := map[string]any{
 		"armadaApiBaseUrl":         in.Endpoints().REST,
-		"binocularsBaseUrlPattern": fmt.Sprintf("http://%s:%d", in.serviceHost("binoculars"), portHTTP),
+		"binocularsBaseUrlPattern": httpURL(in.serviceHost("binoculars"), portHTTP),
 		"oidcEnabled":              in.Spec.Auth.OIDC != nil,
 	}
 	if o := in.Spec.Auth.OIDC; o != nil {

@@ -32,6 +32,9 @@ const (
 	defaultExecutorCluster = "local"
 	defaultImageOrg        = "gresearch"
 
+	// modeExternal is the only backing-service mode so far.
+	modeExternal = "External"
+
 	// Ports every component listens on. Armada's own defaults differ per
 	// component (and the scheduler ingester's is random), so the function
 	// sets them all explicitly.
@@ -93,7 +96,7 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 		s.Version = DefaultVersion
 	}
 	if s.Postgres.Mode == "" {
-		s.Postgres.Mode = "External"
+		s.Postgres.Mode = modeExternal
 	}
 	if s.Postgres.Port == 0 {
 		s.Postgres.Port = defaultPostgresPort
@@ -108,14 +111,14 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 		s.Postgres.Databases.Lookout = defaultLookoutDB
 	}
 	if s.Redis.Mode == "" {
-		s.Redis.Mode = "External"
+		s.Redis.Mode = modeExternal
 	}
 	if s.Redis.DB == nil {
 		db := int32(defaultRedisDB)
 		s.Redis.DB = &db
 	}
 	if s.Pulsar.Mode == "" {
-		s.Pulsar.Mode = "External"
+		s.Pulsar.Mode = modeExternal
 	}
 	if s.Pulsar.Tenant == "" {
 		s.Pulsar.Tenant = defaultPulsarTenant

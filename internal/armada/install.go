@@ -5,7 +5,9 @@ package armada
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
@@ -72,9 +74,14 @@ func (in *Install) Endpoints() v1alpha1.Endpoints {
 	}
 	return v1alpha1.Endpoints{
 		GRPC:    in.grpcAddress("server"),
-		REST:    fmt.Sprintf("http://%s:%d", in.serviceHost("server"), portHTTP),
-		Lookout: fmt.Sprintf("http://%s:%d", in.serviceHost("lookout"), portHTTP),
+		REST:    httpURL(in.serviceHost("server"), portHTTP),
+		Lookout: httpURL(in.serviceHost("lookout"), portHTTP),
 	}
+}
+
+// httpURL is a plain-HTTP URL of a host and port.
+func httpURL(host string, port int) string {
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // image is the image reference of an Armada image at a version, honouring

@@ -116,7 +116,7 @@ func number(obj map[string]any, fields ...string) (int64, bool) {
 // Malformed parts compare as zero.
 func compareVersions(a, b string) int {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		var x, y int
 		if i < len(pa) {
 			x, _ = strconv.Atoi(pa[i])

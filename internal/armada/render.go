@@ -124,7 +124,8 @@ func checkDowngrade(in *Install, o Observed) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if v := o.Workloads[name].Version; v != "" && compareVersions(in.Spec.Version, v) < 0 {
-			return errors.Errorf("spec.version: Forbidden: cannot downgrade Armada from %s to %s (%s runs %s); set spec.version to %s or newer", v, in.Spec.Version, name, v, v)
+			return errors.Errorf("spec.version: Forbidden: cannot downgrade Armada from %s to %s (%s runs %s); set spec.version to %s or newer",
+				v, in.Spec.Version, name, v, v)
 		}
 	}
 	return nil
@@ -275,7 +276,7 @@ func (r *renderer) cluster() {
 	}{
 		{"grpc", ing.GRPCHost, "server", "grpc", true},
 		{"rest", ing.RESTHost, "server", "http", false},
-		{"lookout", ing.LookoutHost, "lookout", "http", false},
+		{"lookout", ing.LookoutHost, dbLookout, "http", false},
 	} {
 		key := "ingress-" + i.suffix
 		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
@@ -298,14 +299,20 @@ func (r *renderer) conditions(migrated map[string]JobState) {
 	v := r.in.Spec.Version
 	switch {
 	case len(failed) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: ReasonFailed,
-			Message: fmt.Sprintf("Migration Job for %s of Armada %s failed; see the Job's pod logs", strings.Join(failed, " and "), v)})
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionMigrations, Reason: ReasonFailed,
+			Message: fmt.Sprintf("Migration Job for %s of Armada %s failed; see the Job's pod logs", strings.Join(failed, " and "), v),
+		})
 	case len(running) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: ReasonRunning,
-			Message: fmt.Sprintf("Waiting for the %s migration of Armada %s", strings.Join(running, " and "), v)})
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionMigrations, Reason: ReasonRunning,
+			Message: fmt.Sprintf("Waiting for the %s migration of Armada %s", strings.Join(running, " and "), v),
+		})
 	default:
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Status: true, Reason: ReasonComplete,
-			Message: "Migrations of Armada " + v + " are complete"})
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionMigrations, Status: true, Reason: ReasonComplete,
+			Message: "Migrations of Armada " + v + " are complete",
+		})
 	}
 
 	names := make([]string, 0, len(r.out.Status.Components))
@@ -326,14 +333,20 @@ func (r *renderer) conditions(migrated map[string]JobState) {
 	}
 	switch {
 	case len(waiting) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionComponents, Reason: ReasonWaitingForMigration,
-			Message: "Waiting for migrations before rolling out Armada " + v + " to: " + strings.Join(waiting, ", ")})
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionComponents, Reason: ReasonWaitingForMigration,
+			Message: "Waiting for migrations before rolling out Armada " + v + " to: " + strings.Join(waiting, ", "),
+		})
 	case len(unavailable) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionComponents, Reason: ReasonUnavailable,
-			Message: "Not yet available: " + strings.Join(unavailable, ", ")})
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionComponents, Reason: ReasonUnavailable,
+			Message: "Not yet available: " + strings.Join(unavailable, ", "),
+		})
 	default:
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionComponents, Status: true, Reason: ReasonAllReady,
-			Message: "All components run Armada " + v})
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionComponents, Status: true, Reason: ReasonAllReady,
+			Message: "All components run Armada " + v,
+		})
 		r.out.Ready = true
 		r.out.Status.Version.Running = v
 	}

@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -205,7 +206,7 @@ func TestSecretsOnlyThroughReferences(t *testing.T) {
 			b = append(b, s.Data[configKey]...)
 		}
 		for user, p := range creds.Data {
-			if strings.Contains(string(b), string(p)) {
+			if bytes.Contains(b, p) {
 				t.Errorf("%s contains the password of %s", o.Key, user)
 			}
 		}
@@ -354,7 +355,7 @@ func TestDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		b, _ := yaml.Marshal(render(t, spec(), Observed{}))
 		if diff := cmp.Diff(string(a), string(b)); diff != "" {
 			t.Fatalf("render %d differs: -first, +again:\n%s", i, diff)

@@ -110,8 +110,8 @@ func validateSecretRef(p *field.Path, r *v1alpha1.SecretKeyRef) field.ErrorList 
 
 func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
 	var errs field.ErrorList
-	if pg.Mode != "External" {
-		errs = append(errs, field.NotSupported(p.Child("mode"), pg.Mode, []string{"External"}))
+	if pg.Mode != modeExternal {
+		errs = append(errs, field.NotSupported(p.Child("mode"), pg.Mode, []string{modeExternal}))
 	}
 	if pg.Host == "" {
 		errs = append(errs, field.Required(p.Child("host"), "the PostgreSQL server's host name"))
@@ -128,7 +128,7 @@ func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("sslMode"), pg.SSLMode, modes))
 	}
 	dbs := p.Child("databases")
-	for name, db := range map[string]string{"scheduler": pg.Databases.Scheduler, "lookout": pg.Databases.Lookout} {
+	for name, db := range map[string]string{dbScheduler: pg.Databases.Scheduler, dbLookout: pg.Databases.Lookout} {
 		if !dbName.MatchString(db) {
 			errs = append(errs, field.Invalid(dbs.Child(name), db, "must be a lower-case PostgreSQL identifier"))
 		}
@@ -141,8 +141,8 @@ func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
 
 func validateRedis(p *field.Path, r *v1alpha1.Redis) field.ErrorList {
 	var errs field.ErrorList
-	if r.Mode != "External" {
-		errs = append(errs, field.NotSupported(p.Child("mode"), r.Mode, []string{"External"}))
+	if r.Mode != modeExternal {
+		errs = append(errs, field.NotSupported(p.Child("mode"), r.Mode, []string{modeExternal}))
 	}
 	if len(r.Addrs) == 0 {
 		errs = append(errs, field.Required(p.Child("addrs"), "at least one host:port address"))
@@ -164,8 +164,8 @@ func validateRedis(p *field.Path, r *v1alpha1.Redis) field.ErrorList {
 
 func validatePulsar(p *field.Path, ps *v1alpha1.Pulsar) field.ErrorList {
 	var errs field.ErrorList
-	if ps.Mode != "External" {
-		errs = append(errs, field.NotSupported(p.Child("mode"), ps.Mode, []string{"External"}))
+	if ps.Mode != modeExternal {
+		errs = append(errs, field.NotSupported(p.Child("mode"), ps.Mode, []string{modeExternal}))
 	}
 	if !pulsarURL.MatchString(ps.URL) {
 		errs = append(errs, field.Invalid(p.Child("url"), ps.URL, "must be pulsar://host:port or pulsar+ssl://host:port"))

@@ -295,8 +295,9 @@ func (in *Install) statefulSet(name string, replicas int32, tpl corev1.PodTempla
 // service exposes an instance's ports; headless services govern
 // StatefulSets.
 func (in *Install) service(name, objectName string, c *component, headless bool) *corev1.Service {
-	var sp []corev1.ServicePort
-	for _, p := range ports(c) {
+	cp := ports(c)
+	sp := make([]corev1.ServicePort, 0, len(cp))
+	for _, p := range cp {
 		sp = append(sp, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
 	}
 	svc := &corev1.Service{

@@ -223,5 +223,8 @@ func toMap(s any) (map[string]any, error) {
 		return nil, err
 	}
 	m := map[string]any{}
-	return m, json.Unmarshal(b, &m)
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -117,7 +117,7 @@ func TestRunFunctionComposes(t *testing.T) {
 	if len(rsp.GetResults()) != 0 {
 		t.Fatalf("RunFunction(...) results: %v", rsp.GetResults())
 	}
-	var keys []string
+	keys := make([]string, 0, len(rsp.GetDesired().GetResources()))
 	for k := range rsp.GetDesired().GetResources() {
 		keys = append(keys, k)
 	}
@@ -169,7 +169,7 @@ func exampleRequest(tb testing.TB, path string) *fnv1.RunFunctionRequest {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, doc := range strings.Split(string(b), "\n---") {
+	for doc := range strings.SplitSeq(string(b), "\n---") {
 		m := map[string]any{}
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
 			tb.Fatal(err)

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -44,9 +45,7 @@ func FuzzRunFunction(f *testing.F) {
 		base := reqs[int(which)%len(reqs)]
 		xr := base.GetObserved().GetComposite().GetResource().AsMap()
 		spec, _ := xr["spec"].(map[string]any)
-		for k, v := range p {
-			spec[k] = v
-		}
+		maps.Copy(spec, p)
 		s, err := structpb.NewStruct(xr)
 		if err != nil {
 			return

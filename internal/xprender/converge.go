@@ -32,7 +32,7 @@ func (t Tools) Converge(ctx context.Context, opt RenderOptions, maxSteps int) ([
 	defer os.RemoveAll(dir) //nolint:errcheck // Best effort cleanup of a temp dir.
 
 	var steps []Step
-	for i := 0; i < maxSteps; i++ {
+	for i := range maxSteps {
 		if i > 0 {
 			opt.Observed = dir
 		}
@@ -45,9 +45,6 @@ func (t Tools) Converge(ctx context.Context, opt RenderOptions, maxSteps int) ([
 			return steps, err
 		}
 		s := Step{Output: out, Composed: Composed(docs)}
-		if os.Getenv("XPRENDER_DEBUG_DIR") != "" {
-			_ = os.WriteFile(filepath.Join(os.Getenv("XPRENDER_DEBUG_DIR"), fmt.Sprintf("step%d.yaml", i)), out, 0o600)
-		}
 		if len(steps) > 0 && bytes.Equal(steps[len(steps)-1].Output, out) {
 			return steps, nil
 		}

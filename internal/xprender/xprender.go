@@ -70,7 +70,7 @@ func envOr(key, def string) string {
 // Serve serves a function over insecure gRPC on a free loopback port. It
 // returns the address and a stop function.
 func Serve(fn fnv1.FunctionRunnerServiceServer) (string, func(), error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, errors.Wrap(err, "cannot listen on loopback")
 	}
@@ -185,9 +185,12 @@ func (t Tools) Validate(ctx context.Context, extensions []string, resources stri
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create temporary directory")
 	}
-	defer os.RemoveAll(cache)                                                                                //nolint:errcheck // Best effort cleanup of a temp dir.
-	cmd := exec.CommandContext(ctx, t.CLI, "resource", "validate", strings.Join(extensions, ","), resources, //nolint:gosec // Our own pinned binary.
-		"--crossplane-image=", "--cache-dir="+cache, "--error-on-missing-schemas")
+	defer os.RemoveAll(cache) //nolint:errcheck // Best effort cleanup of a temp dir.
+	args := []string{
+		"resource", "validate", strings.Join(extensions, ","), resources,
+		"--crossplane-image=", "--cache-dir=" + cache, "--error-on-missing-schemas",
+	}
+	cmd := exec.CommandContext(ctx, t.CLI, args...) //nolint:gosec // Our own pinned binary.
 	cmd.Stdin = bytes.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return out, errors.Wrapf(err, "crossplane resource validate failed:\n%s", out)

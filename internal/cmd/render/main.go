@@ -25,7 +25,8 @@ import (
 func main() {
 	out := flag.String("o", "", "also write the converged render output (YAML) to this file")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: render [-o FILE] [CLAIM.yaml]\n\nRenders an ArmadaClaim (default examples/minimal.yaml) through function-armada and Crossplane.\n")
+		fmt.Fprintf(os.Stderr, "usage: render [-o FILE] [CLAIM.yaml]\n\n"+
+			"Renders an ArmadaClaim (default examples/minimal.yaml) through function-armada and Crossplane.\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -139,8 +140,8 @@ func printStatus(status map[string]any) {
 			show[k] = v
 		}
 	}
-	var conds []string
 	list, _ := status["conditions"].([]any)
+	conds := make([]string, 0, len(list))
 	for _, c := range list {
 		m, _ := c.(map[string]any)
 		conds = append(conds, fmt.Sprintf("%s=%s (%s)", m["type"], m["status"], m["reason"]))

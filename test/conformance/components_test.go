@@ -1,0 +1,352 @@
+package conformance
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// check is how a long-running component proves it started. Without Pulsar
+// and a Kubernetes API server no component can become fully ready, so each
+// is checked as far as it can get: past config loading and validation,
+// past every dependency the test provides (Postgres), to the first one it
+// does not (Pulsar, the Kubernetes API, an OIDC provider).
+type check struct {
+	// Markers are regular expressions that must all match the log, in this
+	// order. Placeholders: {port:KEY} is the port KEY was moved to,
+	// {pulsar} a connection attempt to the rendered Pulsar broker, {kube}
+	// a request to the test's fake Kubernetes API server.
+	Markers []string
+	// Auth are the markers up to the component's auth setup, for
+	// components that set up auth before their other dependencies. Auth
+	// setup fetches the OIDC provider's discovery document and exits if it
+	// cannot, so with OIDC configured, Auth followed by that request to
+	// the rendered provider URL replaces Markers.
+	Auth []string
+	// Health is the port key whose GET /health must answer 2xx.
+	Health string
+	// Listen are port keys that must be listening once the markers appear;
+	// since the ports were moved through the environment, this also proves
+	// the overrides took effect.
+	Listen []string
+	// Timeout overrides startTimeout.
+	Timeout time.Duration
+}
+
+// checks are the per-binary checks. Every marker was chosen from the real
+// output of the Armada v0.22.7 binaries run the way this test runs them;
+// the comments say what each proves.
+var checks = map[string]check{
+	// internal/server/server.go logs "Armada server starting" after config
+	// validation, sets up auth, opens and pings its Postgres pool and only
+	// then creates Pulsar producers, which log "Connecting to broker" and
+	// retry. Its /health stays 503 until the producers exist, so it is not
+	// checked.
+	"server": {
+		Markers: []string{`Armada server starting`, `{pulsar}`},
+		Auth:    []string{`Armada server starting`},
+		Listen:  []string{"httpPort", "metricsPort"},
+	},
+	// internal/scheduler/schedulerapp.go opens and pings its Postgres pool
+	// after "Setting up database connections", then waits up to a
+	// hard-coded 30 s to fetch queues from the server before "Setting up
+	// Pulsar connectivity", hence the longer timeout. Its metrics and gRPC
+	// ports open only once Pulsar is up.
+	"scheduler": {
+		Markers: []string{`Setting up database connections`, `Setting up Pulsar connectivity`, `{pulsar}`},
+		Listen:  []string{"http.port"},
+		Timeout: 45 * time.Second,
+	},
+	// internal/scheduleringester/ingester.go panics unless its Postgres
+	// pool pings, then serves metrics and connects to Pulsar.
+	"scheduleringester": {
+		Markers: []string{`opening connection pool to postgres`, `Starting http server listening on {port:metricsPort}`, `{pulsar}`},
+		Listen:  []string{"metricsPort"},
+	},
+	// Lookout needs only Postgres (and an OIDC provider, if configured),
+	// so it must become healthy.
+	"lookout": {
+		Markers: []string{`Starting http server listening on {port:metricsPort}`},
+		Auth:    []string{`Starting http server listening on {port:metricsPort}`},
+		Health:  "apiPort",
+		Listen:  []string{"metricsPort"},
+	},
+	// internal/lookoutingester/ingester.go, like the scheduler ingester.
+	"lookoutingester": {
+		Markers: []string{`Opening connection pool to postgres`, `Starting http server listening on {port:metricsPort}`, `{pulsar}`},
+		Listen:  []string{"metricsPort"},
+	},
+	// internal/eventingester/ingester.go; Redis is connected lazily, see
+	// checkRedis.
+	"eventingester": {
+		Markers: []string{`Event Ingester Starting`, `{pulsar}`},
+		Listen:  []string{"metricsPort"},
+	},
+	// Binoculars builds its Kubernetes client from the fake kubeconfig
+	// without calling the API, so it serves gRPC and becomes healthy.
+	"binoculars": {
+		Markers: []string{`Running with default client configuration`, `Grpc listening on {port:grpcPort}`},
+		Auth:    []string{`Running with default client configuration`},
+		Health:  "httpPort",
+		Listen:  []string{"grpcPort", "httpPort", "metricsPort"},
+	},
+	// internal/executor/application.go validates its config, builds its
+	// Kubernetes client, logs whether etcd is monitored and starts pod and
+	// node informers, whose requests reach the fake API server. It marks
+	// startup complete (/health 200) only once the informers sync, which
+	// needs a real API server, so /health is not checked.
+	"executor": {
+		Markers: []string{`Running with default client configuration`, `etcd URLs provided`, `{kube}`},
+		Listen:  []string{"httpPort", "metric.port"},
+	},
+}
+
+// timeout is how long the component may take to show its markers.
+func (c check) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return startTimeout
+}
+
+// markers expands marker templates' placeholders for one run.
+func markers(templates []string, rn *run, moved map[string]int, kubeconfigPort int) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, m := range templates {
+		for key, port := range moved {
+			m = strings.ReplaceAll(m, "{port:"+key+"}", strconv.Itoa(port)+`\b`)
+		}
+		if strings.Contains(m, "{pulsar}") {
+			raw, _ := rn.Effective("pulsar.URL")
+			u, err := url.Parse(raw)
+			if err != nil || u.Host == "" {
+				return nil, errors.Errorf("the effective pulsar.URL %q has no host", raw)
+			}
+			m = strings.ReplaceAll(m, "{pulsar}", `Connecting to broker remote_addr=\{[^\n]*"Host":"`+regexp.QuoteMeta(u.Host)+`"`)
+		}
+		m = strings.ReplaceAll(m, "{kube}", `failed to list [^\n]*https://127\.0\.0\.1:`+strconv.Itoa(kubeconfigPort)+`/`)
+		if strings.Contains(m, "{port:") {
+			return nil, errors.Errorf("marker %q names a port the loaded config files do not set", m)
+		}
+		re, err := regexp.Compile(m)
+		if err != nil {
+			return nil, errors.Wrapf(err, "invalid marker %q", m)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// inOrder reports whether every marker matches log, each after the
+// previous one's match.
+func inOrder(log string, markers []*regexp.Regexp) bool {
+	for _, m := range markers {
+		loc := m.FindStringIndex(log)
+		if loc == nil {
+			return false
+		}
+		log = log[loc[1]:]
+	}
+	return true
+}
+
+// oidcRequest matches a component's request for the discovery document of
+// its effective OIDC provider, and returns that document's URL. It returns
+// nil if the component has no OIDC provider.
+func oidcRequest(rn *run) (*regexp.Regexp, string) {
+	u, _ := rn.Effective("auth.openIdAuth.providerUrl")
+	if u == "" {
+		return nil, ""
+	}
+	doc := strings.TrimSuffix(u, "/") + "/.well-known/openid-configuration"
+	return regexp.MustCompile(`openId auth: Get \\?"` + regexp.QuoteMeta(doc)), doc
+}
+
+// configErrorLine returns the first log line showing a config error. A
+// failed request to the OIDC provider is a network error, not one.
+func configErrorLine(log string, oidc *regexp.Regexp) string {
+	for l := range strings.SplitSeq(log, "\n") {
+		if configErrors.MatchString(l) && (oidc == nil || !oidc.MatchString(l)) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// component is a started long-running container, watched from the moment
+// it starts: without Pulsar, ingesters give up and exit after about 30 s,
+// so a component is judged as it was when its markers appeared, however
+// long the components checked before it took.
+type component struct {
+	Proc  *process
+	Moved map[string]int
+	Err   error
+	// Done is closed once Outcome is set.
+	Done    chan struct{}
+	Outcome outcome
+}
+
+// outcome is what watching a component found.
+type outcome struct {
+	// Errors and Notes to report.
+	Errors, Notes []string
+	// Log is the log as it was when the markers appeared.
+	Log string
+	// ViaOIDC is true if the component was checked only up to its request
+	// to the unreachable OIDC provider.
+	ViaOIDC bool
+}
+
+func (o *outcome) errorf(format string, args ...any) {
+	o.Errors = append(o.Errors, fmt.Sprintf(format, args...))
+}
+
+// startComponent starts a long-running container and watches it. Every
+// component starts together, so the scheduler's 30 s wait for the server
+// overlaps the others.
+func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *run) *component {
+	t.Helper()
+	extra, moved := overrides(t, e, svc, free, rn)
+	logPath := filepath.Join(t.TempDir(), rn.Inv.Component+"-"+strconv.Itoa(free())+".log")
+	p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, environ(rn, extra), logPath)
+	c := &component{Proc: p, Moved: moved, Err: err, Done: make(chan struct{})}
+	if err != nil {
+		close(c.Done)
+		return c
+	}
+	go func() {
+		defer close(c.Done)
+		c.Outcome = watch(e, rn, c)
+	}()
+	return c
+}
+
+// watch waits for a component's markers and checks its health and ports
+// at that moment.
+func watch(e *env, rn *run, c *component) outcome {
+	var o outcome
+	chk, ok := checks[rn.Inv.Component]
+	if !ok {
+		o.errorf("no check for component %s", rn.Inv.Component)
+		return o
+	}
+	res, err := markers(chk.Markers, rn, c.Moved, e.KubeconfigPort)
+	if err != nil {
+		o.errorf("%v", err)
+		return o
+	}
+	// Armada fetches the OIDC discovery document while setting up auth and
+	// exits if it cannot. No provider runs here, so a component that sets
+	// up auth before its other dependencies always stops there when OIDC is
+	// configured: it must show its markers up to auth setup, then that
+	// request to the rendered provider, and nothing else is checked. (The
+	// scheduler sets up auth only after Pulsar.)
+	oidc, doc := oidcRequest(rn)
+	viaOIDC := oidc != nil && len(chk.Auth) > 0
+	if viaOIDC {
+		if res, err = markers(chk.Auth, rn, c.Moved, e.KubeconfigPort); err != nil {
+			o.errorf("%v", err)
+			return o
+		}
+		res = append(res, oidc)
+	}
+
+	timeout := chk.timeout()
+	p := c.Proc
+	var exited bool
+	var code int
+	reached := p.Until(timeout, func(l string) bool {
+		o.Log = l
+		exited, code = p.Exited()
+		return inOrder(l, res) || configErrorLine(l, oidc) != ""
+	})
+	if l := configErrorLine(o.Log, oidc); l != "" {
+		o.errorf("failed on its configuration: %s", l)
+	}
+	if !reached || !inOrder(o.Log, res) {
+		o.errorf("log did not show %q in order (waited up to %s; exited: %t, code %d)", res, timeout, exited, code)
+	}
+	if viaOIDC {
+		o.ViaOIDC = true
+		o.Notes = append(o.Notes, "stopped at the unreachable OIDC provider ("+doc+") and exited, as Armada does: "+
+			"config loading and validation passed; what comes after auth setup was not reached")
+		return o
+	}
+	if exited {
+		o.errorf("exited with code %d; it must keep running while its dependencies are unreachable", code)
+	}
+	if chk.Health != "" {
+		if port, ok := c.Moved[chk.Health]; !ok {
+			o.errorf("the loaded config files set no %s to health-check", chk.Health)
+		} else if ok, last := healthy(port, timeout); !ok {
+			o.errorf("GET /health on %s %d did not answer 2xx within %s; last: %s", chk.Health, port, timeout, last)
+		}
+	}
+	for _, k := range chk.Listen {
+		port, ok := c.Moved[k]
+		switch {
+		case !ok:
+			o.errorf("the loaded config files set no %s, so it listens on a default or random port", k)
+		case !listening(port, 5*time.Second):
+			o.errorf("nothing listens on %s %d, moved there through %s", k, port, envName(k))
+		}
+	}
+	return o
+}
+
+// checkComponent reports what watching a started component found, checks
+// its config use and Redis credentials, then stops it.
+func checkComponent(t *testing.T, svc *services, rn *run, c *component) {
+	t.Helper()
+	if c.Err != nil {
+		t.Fatal(c.Err)
+	}
+	defer c.Proc.Stop()
+	showTail(t, rn, c.Proc)
+	<-c.Done
+	for _, n := range c.Outcome.Notes {
+		t.Logf("%s (%s): %s", rn.ID(), rn.Inv.Component, n)
+	}
+	for _, e := range c.Outcome.Errors {
+		t.Errorf("%s (%s): %s", rn.ID(), rn.Inv.Component, e)
+	}
+	checkConfig(t, rn, c.Outcome.Log)
+	checkRedis(t, svc, rn)
+}
+
+// redisKeys are the Redis blocks of Armada's configs.
+var redisKeys = []string{"eventsApiRedis", "redis"}
+
+// checkRedis proves a component's effective Redis credentials work. Armada
+// connects to Redis lazily, only once Pulsar delivers events or a client
+// watches them, so the process never does here: instead the test
+// authenticates with the password and database the component would use
+// (rendered environment over rendered config over Armada's base config)
+// against the password-protected private Redis.
+func checkRedis(t *testing.T, svc *services, rn *run) {
+	t.Helper()
+	for _, k := range redisKeys {
+		if !rn.Cfg.Has(k + ".addrs") {
+			continue
+		}
+		password, _ := rn.Effective(k + ".password")
+		db, _ := rn.Effective(k + ".db")
+		if db == "" {
+			db = "0"
+		}
+		if _, err := strconv.Atoi(db); err != nil {
+			t.Errorf("%s (%s): %s.db is %q, not a number", rn.ID(), rn.Inv.Component, k, db)
+			continue
+		}
+		if _, err := svc.Redis.Do(password, "SELECT", db); err != nil {
+			t.Errorf("%s (%s): the effective %s password and db do not work against a password-protected Redis: %v", rn.ID(), rn.Inv.Component, k, err)
+		}
+	}
+}

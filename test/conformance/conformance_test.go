@@ -1,0 +1,273 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/armadaproject/armada-crossplane/internal/testenv"
+)
+
+// armadaVersion is the Armada release whose binaries and source tree the
+// test runs; tools/armada/go.mod pins the same release.
+const armadaVersion = "v0.22.7"
+
+const (
+	// startTimeout bounds how long a component may take to reach its
+	// markers, and its health endpoint to answer.
+	startTimeout = 30 * time.Second
+	// migrationTimeout bounds one migration run.
+	migrationTimeout = 60 * time.Second
+	// tailLines of a process's log are printed when its check fails.
+	tailLines = 40
+	// fakePulsarToken stands in for a user's Pulsar JWT. Nothing verifies
+	// it: no Pulsar runs.
+	fakePulsarToken = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjb25mb3JtYW5jZSJ9.Y29uZm9ybWFuY2U"
+)
+
+// rendersEnv, if set, is a glob of render outputs to check instead of the
+// render golden files.
+const rendersEnv = "ARMADA_CONFORMANCE_RENDERS"
+
+// binaries are the Armada binaries the test needs.
+var binaries = []string{"server", "scheduler", "scheduleringester", "lookout", "lookoutingester", "eventingester", "executor", "binoculars"}
+
+// env is what every example shares.
+type env struct {
+	// BinDir holds the Armada binaries.
+	BinDir string
+	// SourceDir is Armada's module source tree: the binaries' working
+	// directory, whose config/<component>/config.yaml they load first.
+	SourceDir string
+	// Kubeconfig is a kubeconfig for an API server on KubeconfigPort,
+	// where nothing listens.
+	Kubeconfig     string
+	KubeconfigPort int
+}
+
+func TestArmadaConformance(t *testing.T) {
+	e := &env{BinDir: armadaBinDir(t), SourceDir: armadaSourceDir(t), KubeconfigPort: testenv.FreePort(t)}
+	e.Kubeconfig = writeKubeconfig(t, e.KubeconfigPort)
+
+	pattern := os.Getenv(rendersEnv)
+	if pattern == "" {
+		pattern = filepath.Join("..", "render", "testdata", "*.yaml")
+	}
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no render outputs match %s (err: %v); generate the render golden files first", pattern, err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
+			runExample(t, e, f)
+		})
+	}
+}
+
+// armadaBinDir returns the directory holding every Armada binary, failing
+// the test if one is missing.
+func armadaBinDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ARMADA_BIN_DIR")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatalf("cannot find the home directory: %v", err)
+		}
+		dir = filepath.Join(home, ".cache", "armada-crossplane", "bin", "armada-"+armadaVersion)
+	}
+	for _, b := range binaries {
+		fi, err := os.Stat(filepath.Join(dir, b)) //nolint:gosec // ARMADA_BIN_DIR is the developer's own.
+		if err != nil || fi.Mode()&0o111 == 0 {
+			t.Fatalf("Armada binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh)", b, dir)
+		}
+	}
+	return dir
+}
+
+// armadaSourceDir returns Armada's module source tree in the module cache.
+func armadaSourceDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatalf("cannot run `go env GOMODCACHE`: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "github.com", "armadaproject", "armada@"+armadaVersion)
+	if _, err := os.Stat(filepath.Join(dir, "config", "server", "config.yaml")); err != nil {
+		t.Fatalf("Armada %s source is not in the module cache (%v): run `make armada-bins`, which downloads it", armadaVersion, err)
+	}
+	return dir
+}
+
+// writeKubeconfig writes a kubeconfig for an API server on a loopback port
+// nothing listens on, so Kubernetes clients build but every call fails fast.
+func writeKubeconfig(t *testing.T, port int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: conformance
+  cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}
+users:
+- name: conformance
+  user: {token: conformance}
+contexts:
+- name: conformance
+  context: {cluster: conformance, user: conformance}
+current-context: conformance
+`, port)
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// services are an example's private backing services.
+type services struct {
+	PG    *testenv.Postgres
+	Redis *testenv.Redis
+}
+
+func runExample(t *testing.T, e *env, file string) {
+	t.Helper()
+	start := time.Now()
+	r, err := loadRender(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloads, err := r.Workloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	svc, supplied := startServices(t, r)
+	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
+
+	var runs []*run
+	skipped := 0
+	for _, w := range workloads {
+		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
+		for i, c := range containers {
+			if _, _, ok := componentForImage(c.Image); !ok {
+				t.Logf("%s: container %s runs %s, not an Armada image; not run", w.ID(), c.Name, c.Image)
+				skipped++
+				continue
+			}
+			root := t.TempDir()
+			inv, err := rs.Invocation(w, c, root)
+			if err != nil {
+				t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
+				continue
+			}
+			if inv.Tag != strings.TrimPrefix(armadaVersion, "v") {
+				t.Logf("%s: image tag %s differs from the Armada %s binaries under test", w.ID(), inv.Tag, armadaVersion)
+			}
+			cfg, err := loadArmadaConfig(e.SourceDir, inv.Component, inv.ConfigFiles)
+			if err != nil {
+				t.Errorf("%s: %v", w.ID(), err)
+				continue
+			}
+			runs = append(runs, &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root})
+		}
+	}
+
+	prepareDatabases(t, r, svc, supplied, runs)
+	free := (&ports{t: t}).Free
+
+	migrations := 0
+	for _, rn := range runs {
+		if rn.Job {
+			t.Run(rn.ID(), func(t *testing.T) { runMigration(t, e, svc, free, rn) })
+			migrations++
+		}
+	}
+	checkTables(t, svc, runs)
+	checkWiring(t, runs)
+
+	// Long-running components start together and are checked one by one.
+	started := map[*run]*component{}
+	for _, rn := range runs {
+		if !rn.Job {
+			started[rn] = startComponent(t, e, svc, free, rn)
+		}
+	}
+	for _, rn := range runs {
+		if c, ok := started[rn]; ok {
+			t.Run(rn.ID(), func(t *testing.T) { checkComponent(t, svc, rn, c) })
+		}
+	}
+	oidc := 0
+	for _, c := range started {
+		if c.Outcome.ViaOIDC {
+			oidc++
+		}
+	}
+	t.Logf("%s: %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d non-Armada containers not run; in %s",
+		filepath.Base(file), migrations, len(started), oidc, skipped, time.Since(start).Round(time.Second))
+}
+
+// startServices starts PostgreSQL and Redis and returns the values of the
+// Secrets the user would provide, by the references in the XR's spec.
+func startServices(t *testing.T, r *render) (*services, map[secretRef]string) {
+	t.Helper()
+	supplied := map[secretRef]string{}
+	svc := &services{PG: testenv.StartPostgres(t)}
+
+	ref, ok := r.XRSecretRef("postgres", "passwordSecretRef")
+	if !ok {
+		t.Fatal("the XR has no spec.postgres.passwordSecretRef")
+	}
+	supplied[ref] = testenv.RandomPassword(t)
+
+	if ref, ok := r.XRSecretRef("redis", "passwordSecretRef"); ok {
+		svc.Redis = testenv.StartRedis(t)
+		supplied[ref] = svc.Redis.Password
+	} else {
+		svc.Redis = testenv.StartRedisWithPassword(t, "")
+	}
+	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
+		supplied[ref] = fakePulsarToken
+	}
+	if ref, ok := r.XRSecretRef("pulsar", "caSecretRef"); ok {
+		ca, _ := testenv.SelfSignedCert(t)
+		supplied[ref] = string(ca)
+	}
+	return svc, supplied
+}
+
+// prepareDatabases creates the XR's Postgres user with the password the
+// test supplies through spec.postgres.passwordSecretRef, and every database
+// a rendered config names, owned by that user.
+func prepareDatabases(t *testing.T, r *render, svc *services, supplied map[secretRef]string, runs []*run) {
+	t.Helper()
+	user := r.XRString("", "spec", "postgres", "user")
+	if user == "" {
+		t.Fatal("the XR has no spec.postgres.user")
+	}
+	ref, _ := r.XRSecretRef("postgres", "passwordSecretRef")
+	password := supplied[ref]
+	if user == "postgres" {
+		svc.PG.MustExec(t, "postgres", "ALTER ROLE postgres PASSWORD "+testenv.QuoteLiteral(password))
+		svc.PG.SuperuserPassword = password
+	} else {
+		svc.PG.CreateRole(t, user, password)
+	}
+	created := map[string]bool{}
+	for _, rn := range runs {
+		if !rn.Cfg.Has("postgres.connection.host") {
+			continue
+		}
+		db, _ := rn.Effective("postgres.connection.dbname")
+		if db == "" || created[db] {
+			continue
+		}
+		svc.PG.CreateDatabase(t, db, user)
+		created[db] = true
+	}
+}

@@ -1,0 +1,287 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// These tests cover the helpers TestArmadaConformance relies on; they need
+// no binaries or services.
+
+func TestComponentForImage(t *testing.T) {
+	type want struct {
+		component, tag string
+		ok             bool
+	}
+	cases := map[string]struct {
+		image string
+		want  want
+	}{
+		"DockerHub":          {image: "gresearch/armada-server:0.22.7", want: want{"server", "0.22.7", true}},
+		"RegistryWithPort":   {image: "registry.example.com:5000/mirror/gresearch/armada-scheduler-ingester:0.22.6", want: want{"scheduleringester", "0.22.6", true}},
+		"Digest":             {image: "gresearch/armada-lookout-ingester:0.22.7@sha256:abc", want: want{"lookoutingester", "0.22.7", true}},
+		"NoTag":              {image: "gresearch/armada-event-ingester", want: want{"eventingester", "", true}},
+		"Executor":           {image: "gresearch/armada-executor:latest", want: want{"executor", "latest", true}},
+		"NotArmada":          {image: "postgres:15.2-alpine", want: want{tag: "15.2-alpine"}},
+		"ArmadactlNotServed": {image: "gresearch/armadactl:0.22.7", want: want{tag: "0.22.7"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, tag, ok := componentForImage(tc.image)
+			if diff := cmp.Diff(tc.want, want{c, tag, ok}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("componentForImage(%q): -want, +got:\n%s", tc.image, diff)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "x", "B_2": "y"}
+	cases := map[string]struct {
+		in, want string
+	}{
+		"Defined":   {in: "--a=$(A)/$(B_2)", want: "--a=x/y"},
+		"Undefined": {in: "$(NOPE)", want: "$(NOPE)"},
+		"Escaped":   {in: "$$(A) $$", want: "$(A) $"},
+		"Plain":     {in: "$A ${A}", want: "$A ${A}"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, expand(tc.in, vars)); diff != "" {
+				t.Errorf("expand(%q): -want, +got:\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+func TestConfigFlags(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want []string
+	}{
+		"Separate":   {args: []string{"run", "--config", "/config/a.yaml", "--timeout", "5m"}, want: []string{"/config/a.yaml"}},
+		"Equals":     {args: []string{"--config=/a.yaml"}, want: []string{"/a.yaml"}},
+		"Repeated":   {args: []string{"--config", "/a.yaml", "--config=/b.yaml"}, want: []string{"/a.yaml", "/b.yaml"}},
+		"CommaList":  {args: []string{"--config", "/a.yaml,/b.yaml"}, want: []string{"/a.yaml", "/b.yaml"}},
+		"NoConfig":   {args: []string{"--migrateDatabase"}},
+		"FlagAtLast": {args: []string{"--config"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, configFlags(tc.args)); diff != "" {
+				t.Errorf("configFlags(%q): -want, +got:\n%s", tc.args, diff)
+			}
+		})
+	}
+}
+
+func TestRewriter(t *testing.T) {
+	rw := newRewriter(map[string]string{
+		"/config":        "/tmp/x/volumes/config",
+		"/config/nested": "/tmp/x/volumes/nested",
+		"/tmp":           "/tmp/x/volumes/tmp",
+		"/pulsar/tokens": "/tmp/x/volumes/pulsar-token",
+	})
+	cases := map[string]struct {
+		in, want string
+	}{
+		"Arg":             {in: "/config/config.yaml", want: "/tmp/x/volumes/config/config.yaml"},
+		"Longest":         {in: "/config/nested/a", want: "/tmp/x/volumes/nested/a"},
+		"Exact":           {in: "/config", want: "/tmp/x/volumes/config"},
+		"FlagValue":       {in: "--config=/config/c.yaml", want: "--config=/tmp/x/volumes/config/c.yaml"},
+		"YAMLValue":       {in: "jwtTokenPath: /pulsar/tokens/TOKEN\n", want: "jwtTokenPath: /tmp/x/volumes/pulsar-token/TOKEN\n"},
+		"CommaList":       {in: "/config/a,/config/b", want: "/tmp/x/volumes/config/a,/tmp/x/volumes/config/b"},
+		"NotInsideURL":    {in: "http://host/config/x", want: "http://host/config/x"},
+		"NotPrefixOfName": {in: "/configs/x /tmpfoo", want: "/configs/x /tmpfoo"},
+		"NoRewriteTwice":  {in: "/config", want: "/tmp/x/volumes/config"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, rw.Rewrite(tc.in)); diff != "" {
+				t.Errorf("Rewrite(%q): -want, +got:\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+func TestResourceField(t *testing.T) {
+	c := corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("300m")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
+	}}
+	cases := map[string]struct {
+		ref     corev1.ResourceFieldSelector
+		want    string
+		wantErr bool
+	}{
+		"MemoryBytes":  {ref: corev1.ResourceFieldSelector{Resource: "limits.memory"}, want: "1073741824"},
+		"MemoryMi":     {ref: corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}, want: "1024"},
+		"CPURoundedUp": {ref: corev1.ResourceFieldSelector{Resource: "limits.cpu"}, want: "1"},
+		"CPUMilli":     {ref: corev1.ResourceFieldSelector{Resource: "requests.cpu", Divisor: resource.MustParse("1m")}, want: "200"},
+		"Missing":      {ref: corev1.ResourceFieldSelector{Resource: "requests.memory"}, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := resourceField(&tc.ref, c)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("resourceField(%s): error %v, want error: %t", tc.ref.Resource, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("resourceField(%s): -want, +got:\n%s", tc.ref.Resource, diff)
+			}
+		})
+	}
+}
+
+func TestArmadaConfig(t *testing.T) {
+	c := &armadaConfig{
+		Base: map[string]any{
+			"postgres": map[string]any{"connection": map[string]any{"host": "postgres", "password": "psw"}},
+			"metrics":  map[string]any{"port": 9003},
+		},
+		Overrides: []map[string]any{{
+			"metricsPort": 9000,
+			"auth": map[string]any{"basicAuth": map[string]any{"users": map[string]any{
+				"internal-server": map[string]any{"password": ""},
+			}}},
+			"scheduling": map[string]any{"supportedResourceTypes": map[string]any{"nvidia.com/gpu": map[string]any{"resolution": "1"}}},
+		}},
+	}
+	t.Run("Lookup", func(t *testing.T) {
+		cases := map[string]struct {
+			key                string
+			has, base, overide bool
+		}{
+			"BaseOnly":      {key: "postgres.connection.host", has: true, base: true},
+			"OverrideOnly":  {key: "metricsPort", has: true, overide: true},
+			"CaseFolded":    {key: "MetricsPort", has: true, overide: true},
+			"StructPrefix":  {key: "Metrics.port", has: true, base: true},
+			"DottedMapKey":  {key: "scheduling.supportedResourceTypes.nvidia.com/gpu.resolution", has: true, overide: true},
+			"Hyphenated":    {key: "auth.basicAuth.users.internal-server.password", has: true, overide: true},
+			"Absent":        {key: "redis.addrs"},
+			"PartialPrefix": {key: "postgres.conn"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				got := [3]bool{c.Has(tc.key), c.InBase(tc.key), c.InOverride(tc.key)}
+				if diff := cmp.Diff([3]bool{tc.has, tc.base, tc.overide}, got); diff != "" {
+					t.Errorf("Has, InBase, InOverride(%q): -want, +got:\n%s", tc.key, diff)
+				}
+			})
+		}
+	})
+	t.Run("EnvNames", func(t *testing.T) {
+		names := c.EnvNames()
+		for _, n := range []string{
+			"ARMADA_POSTGRES_CONNECTION_PASSWORD",
+			"ARMADA_METRICSPORT",
+			"ARMADA_AUTH_BASICAUTH_USERS_INTERNAL-SERVER_PASSWORD",
+		} {
+			if !names[n] {
+				t.Errorf("EnvNames() lacks %s", n)
+			}
+		}
+		for _, n := range []string{"ARMADA_POSTGRES_CONNECTION", "ARMADA_PULSAR_TOKEN"} {
+			if names[n] {
+				t.Errorf("EnvNames() has %s, which viper would not honour", n)
+			}
+		}
+	})
+}
+
+func TestPortOverrides(t *testing.T) {
+	c := &armadaConfig{
+		Base:      map[string]any{"grpc": map[string]any{"port": 50052}, "http": map[string]any{"port": 8080}, "metricsPort": 0},
+		Overrides: []map[string]any{{"grpc": map[string]any{"port": 50051}}},
+	}
+	next := 20000
+	moved, env := portOverrides(c, func() int { next++; return next })
+	wantMoved := map[string]int{"grpc.port": 20001, "http.port": 20002}
+	if diff := cmp.Diff(wantMoved, moved); diff != "" {
+		t.Errorf("portOverrides(...) moved: -want, +got:\n%s", diff)
+	}
+	wantEnv := []envVar{{"ARMADA_GRPC_PORT", "20001"}, {"ARMADA_HTTP_PORT", "20002"}}
+	if diff := cmp.Diff(wantEnv, env); diff != "" {
+		t.Errorf("portOverrides(...) env: -want, +got:\n%s", diff)
+	}
+}
+
+func TestUnusedKeys(t *testing.T) {
+	log := strings.Join([]string{
+		"2026-11-29T15:54:37.067Z INFO startup.go:43 Read override config from [/tmp/lk.yaml]",
+		"2026-11-29T15:54:37.068Z WARN startup.go:73 Unused keys: [foo Scheduling.maxjobschedulingcontextsperexecutor]",
+		"2026-11-29T15:54:37.069Z INFO lifecycle.go:67 OpenTelemetry disabled by config",
+	}, "\n")
+	want := []string{"Scheduling.maxjobschedulingcontextsperexecutor", "foo"}
+	if diff := cmp.Diff(want, unusedKeys(log)); diff != "" {
+		t.Errorf("unusedKeys(...): -want, +got:\n%s", diff)
+	}
+}
+
+func TestConfigErrorLine(t *testing.T) {
+	oidc, _ := oidcRequest(&run{
+		Inv: &invocation{},
+		Cfg: &armadaConfig{Base: map[string]any{"auth": map[string]any{"openIdAuth": map[string]any{"providerUrl": "https://id.example.com/realms/a/"}}}},
+	})
+	cases := map[string]struct {
+		line string
+		want bool
+	}{
+		"Validation":  {line: "ERROR startup.go:84 ConfigError: Field Postgres.Connection is required but was not found", want: true},
+		"Decoding":    {line: "FATAL startup.go:63 decoding failed due to the following error(s):", want: true},
+		"NoAuth":      {line: `ERROR main.go:134 Armada server shut down error="at least one auth method must be specified in config"`, want: true},
+		"Panic":       {line: "panic: runtime error: invalid memory address", want: true},
+		"OIDCNetwork": {line: `ERROR server.go:33 Failed to create auth services error initialising openId auth: Get "https://id.example.com/realms/a/.well-known/openid-configuration": dial tcp`},
+		"Pulsar":      {line: `WARN connection.go:283 Failed to connect to broker. error="dial tcp: lookup pulsar"`},
+		"Unused":      {line: "WARN startup.go:73 Unused keys: [foo]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := configErrorLine("INFO fine\n"+tc.line+"\nINFO fine", oidc) != ""
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("configErrorLine(%q): -want, +got:\n%s", tc.line, diff)
+			}
+		})
+	}
+}
+
+func TestWiringErrors(t *testing.T) {
+	mk := func(component, key, value string, job bool) *run {
+		return &run{
+			Job: job,
+			Inv: &invocation{Workload: "Deployment/" + component, Container: component, Component: component},
+			Cfg: &armadaConfig{Base: map[string]any{}, Overrides: []map[string]any{{key: value}}},
+		}
+	}
+	cases := map[string]struct {
+		runs []*run
+		want []string
+	}{
+		"Agree": {runs: []*run{
+			mk("server", "eventsApiRedis.db", "2", false),
+			mk("eventingester", "redis.db", "2", false),
+		}},
+		"Disagree": {
+			runs: []*run{
+				mk("server", "eventsApiRedis.db", "1", false),
+				mk("eventingester", "redis.db", "2", false),
+			},
+			want: []string{`components disagree on the Redis database: "1" from Deployment/server/server eventsApiRedis.db; "2" from Deployment/eventingester/eventingester redis.db`},
+		},
+		"JobsIgnored": {runs: []*run{
+			mk("server", "eventsApiRedis.db", "1", false),
+			mk("eventingester", "redis.db", "2", true),
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, wiringErrors(tc.runs)); diff != "" {
+				t.Errorf("wiringErrors(...): -want, +got:\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,220 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"maps"
+	"os"
+	"path"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// components maps an Armada image name to the binary it runs. Every Armada
+// image's entrypoint is its binary, so a container's args are the binary's.
+var components = map[string]string{
+	"armada-server":             "server",
+	"armada-scheduler":          "scheduler",
+	"armada-scheduler-ingester": "scheduleringester",
+	"armada-lookout":            "lookout",
+	"armada-lookout-ingester":   "lookoutingester",
+	"armada-event-ingester":     "eventingester",
+	"armada-executor":           "executor",
+	"armada-binoculars":         "binoculars",
+}
+
+// componentForImage returns the Armada binary an image reference such as
+// registry.example.com:5000/gresearch/armada-server:0.22.7 runs, and the
+// image's tag.
+func componentForImage(image string) (component, tag string, ok bool) {
+	ref, _, _ := strings.Cut(image, "@")
+	name := path.Base(ref)
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		name, tag = name[:i], name[i+1:]
+	}
+	component, ok = components[name]
+	return component, tag, ok
+}
+
+// secretRef selects one key of a Secret.
+type secretRef struct{ Name, Key string }
+
+// render is one parsed `crossplane composition render` output.
+type render struct {
+	// XR is the first document.
+	XR *unstructured.Unstructured
+	// Objects are the composed resources, with provider-kubernetes Objects
+	// unwrapped to the manifests they carry.
+	Objects []*unstructured.Unstructured
+}
+
+// workload is a composed Deployment, StatefulSet or Job.
+type workload struct {
+	// Kind and Name identify the workload, e.g. "Deployment/armada-server".
+	Kind, Name, Namespace string
+	// Pod is its pod template's spec.
+	Pod corev1.PodSpec
+}
+
+// ID is Kind/Name.
+func (w workload) ID() string { return w.Kind + "/" + w.Name }
+
+// parseRender splits a YAML stream into the XR and the composed objects.
+// render.crossplane.io documents (Results, Context) are dropped.
+func parseRender(r io.Reader) (*render, error) {
+	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	out := &render{}
+	for {
+		doc, err := yr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot read YAML document")
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj := map[string]any{}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return nil, errors.Wrap(err, "cannot parse YAML document")
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if out.XR == nil {
+			out.XR = u
+			continue
+		}
+		if strings.HasPrefix(u.GetAPIVersion(), "render.crossplane.io/") {
+			continue
+		}
+		// provider-kubernetes wraps a manifest in an Object.
+		if m, ok, _ := unstructured.NestedMap(obj, "spec", "forProvider", "manifest"); ok && u.GetKind() == "Object" {
+			u = &unstructured.Unstructured{Object: m}
+		}
+		out.Objects = append(out.Objects, u)
+	}
+	if out.XR == nil {
+		return nil, errors.New("render output is empty")
+	}
+	return out, nil
+}
+
+// loadRender parses a render output file.
+func loadRender(file string) (*render, error) {
+	f, err := os.Open(file) //nolint:gosec // The test's own input files.
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot open render output")
+	}
+	defer func() { _ = f.Close() }()
+	r, err := parseRender(f)
+	return r, errors.Wrapf(err, "cannot parse %s", file)
+}
+
+// Workloads returns the composed Deployments, StatefulSets and Jobs, Jobs
+// first, otherwise in render order.
+func (r *render) Workloads() ([]workload, error) {
+	var jobs, others []workload
+	for _, u := range r.Objects {
+		var spec corev1.PodSpec
+		var err error
+		switch u.GetKind() {
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d)
+			spec = d.Spec.Template.Spec
+		case "StatefulSet":
+			s := &appsv1.StatefulSet{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s)
+			spec = s.Spec.Template.Spec
+		case "Job":
+			j := &batchv1.Job{}
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, j)
+			spec = j.Spec.Template.Spec
+		default:
+			continue
+		}
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot decode %s %s", u.GetKind(), u.GetName())
+		}
+		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec}
+		if w.Kind == "Job" {
+			jobs = append(jobs, w)
+		} else {
+			others = append(others, w)
+		}
+	}
+	return append(jobs, others...), nil
+}
+
+// Secret returns a rendered Secret's data, decoded, merged with its
+// stringData as the API server would.
+func (r *render) Secret(name string) (map[string][]byte, bool, error) {
+	for _, u := range r.Objects {
+		if u.GetKind() != "Secret" || u.GetName() != name {
+			continue
+		}
+		s := &corev1.Secret{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+			return nil, false, errors.Wrapf(err, "cannot decode Secret %s", name)
+		}
+		data := maps.Clone(s.Data)
+		if data == nil {
+			data = map[string][]byte{}
+		}
+		for k, v := range s.StringData {
+			data[k] = []byte(v)
+		}
+		return data, true, nil
+	}
+	return nil, false, nil
+}
+
+// ConfigMap returns a rendered ConfigMap's data and binaryData.
+func (r *render) ConfigMap(name string) (map[string][]byte, bool, error) {
+	for _, u := range r.Objects {
+		if u.GetKind() != "ConfigMap" || u.GetName() != name {
+			continue
+		}
+		cm := &corev1.ConfigMap{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
+			return nil, false, errors.Wrapf(err, "cannot decode ConfigMap %s", name)
+		}
+		data := map[string][]byte{}
+		for k, v := range cm.Data {
+			data[k] = []byte(v)
+		}
+		maps.Copy(data, cm.BinaryData)
+		return data, true, nil
+	}
+	return nil, false, nil
+}
+
+// XRString returns a string field of the XR, or def if it is unset.
+func (r *render) XRString(def string, fields ...string) string {
+	if s, ok, _ := unstructured.NestedString(r.XR.Object, fields...); ok && s != "" {
+		return s
+	}
+	return def
+}
+
+// XRSecretRef returns a SecretKeyRef field of the XR's spec.
+func (r *render) XRSecretRef(fields ...string) (secretRef, bool) {
+	m, ok, _ := unstructured.NestedStringMap(r.XR.Object, append([]string{"spec"}, fields...)...)
+	if !ok || m["name"] == "" || m["key"] == "" {
+		return secretRef{}, false
+	}
+	return secretRef{Name: m["name"], Key: m["key"]}, true
+}
