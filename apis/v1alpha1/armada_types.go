@@ -25,13 +25,14 @@ type XArmada struct {
 // ArmadaSpec is the desired state of one Armada installation.
 // +kubebuilder:validation:XValidation:rule="self.auth.anonymous || (has(self.auth.basicUsers) && size(self.auth.basicUsers) > 0) || has(self.auth.oidc)",message="spec.auth needs at least one user-facing method: basicUsers, oidc, or anonymous: true"
 // +kubebuilder:validation:XValidation:rule="!has(self.executors) || self.executors.all(e, !has(e.pool) || (has(self.scheduling) && has(self.scheduling.pools) ? self.scheduling.pools.exists(p, p.name == e.pool) : e.pool == 'default'))",message="every spec.executors[].pool must name a pool in spec.scheduling.pools"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.version) || !has(self.version) || self.version.split('.').map(x, int(x)) == oldSelf.version.split('.').map(x, int(x)) || (self.version.split('.').map(x, int(x))[0] * 1000000 + self.version.split('.').map(x, int(x))[1] * 1000 + self.version.split('.').map(x, int(x))[2]) > (oldSelf.version.split('.').map(x, int(x))[0] * 1000000 + oldSelf.version.split('.').map(x, int(x))[1] * 1000 + oldSelf.version.split('.').map(x, int(x))[2])",message="spec.version cannot be downgraded; roll forward to a newer release instead"
 type ArmadaSpec struct {
 	// Version is the Armada release to run, without the leading "v". It selects
 	// the image tags and names the migration Jobs, so changing it re-runs the
 	// migrations before the new images roll out. Downgrades are refused.
 	// The supported releases (the enum) and the default are injected from
 	// the function's table when the XRD is generated.
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="int(self.split('.')[0]) * 1000000 + int(self.split('.')[1]) * 1000 + int(self.split('.')[2]) >= int(oldSelf.split('.')[0]) * 1000000 + int(oldSelf.split('.')[1]) * 1000 + int(oldSelf.split('.')[2])",message="spec.version cannot be downgraded; roll forward to a newer release instead"
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -217,6 +218,7 @@ type Auth struct {
 // BasicUser is a static user with a generated password.
 type BasicUser struct {
 	// Name of the user.
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9]{0,31}$`
 	Name string `json:"name"`
 	// Groups the user belongs to; use an admin group for full rights.
@@ -376,6 +378,7 @@ type Scheduling struct {
 // Pool is a scheduling pool.
 type Pool struct {
 	// Name of the pool.
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	Name string `json:"name"`
 }
@@ -383,6 +386,7 @@ type Pool struct {
 // PriorityClass is an Armada priority class.
 type PriorityClass struct {
 	// Name of the priority class.
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	Name string `json:"name"`
 	// Priority value of the Kubernetes PriorityClass.
@@ -397,9 +401,11 @@ type PriorityClass struct {
 // Executor is one Armada executor running in this cluster.
 type Executor struct {
 	// ClusterID identifies the executor to Armada and in Lookout.
+	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`
 	ClusterID string `json:"clusterId"`
 	// Pool the executor's nodes belong to. Defaults to the first pool.
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Pool string `json:"pool,omitempty"`
 	// Resources of the executor container; wins over

@@ -134,7 +134,7 @@ func golden(t *testing.T, path string, got []byte) {
 // withoutResults drops render's Result documents, which have no schema.
 func withoutResults(out []byte) []byte {
 	var keep []string
-	for _, doc := range strings.Split(string(out), "\n---") {
+	for doc := range strings.SplitSeq(string(out), "\n---") {
 		if strings.Contains(doc, "apiVersion: render.crossplane.io/") {
 			continue
 		}
