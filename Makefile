@@ -33,19 +33,28 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: system-deps tools armada-bins ## Run every test: unit, render (real Crossplane) and Armada conformance.
+test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render, Armada conformance, control plane and e2e.
 	go test -count=1 -timeout 30m ./...
+
+.PHONY: e2e
+e2e: tools cluster-bins ## Run the end-to-end suite against a local control plane.
+	go test -count=1 -timeout 20m -v ./test/e2e/...
 
 .PHONY: unit
 unit: ## Run only the tests that need no tool binaries.
 	go test -count=1 ./internal/... ./apis/...
 
 .PHONY: render
-render: tools ## Render the default example claim through the real function and Crossplane.
+render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
 	go run ./internal/cmd/render examples/minimal.yaml
 
+# RUN_ARGS: -example FILE, -kubeconfig PATH (use that cluster instead of a
+# local control plane), -simulate-healthy (report Jobs complete and
+# workloads available, as a kubelet would, to show the whole rollout).
+RUN_ARGS ?= -simulate-healthy
 .PHONY: run
-run: render ## The main job: for now, render the default example claim and show what it composes.
+run: tools cluster-bins ## The main job: local control plane, apply the default claim, show what it composed.
+	go run ./internal/cmd/run $(RUN_ARGS)
 
 .PHONY: reviewable
 reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
@@ -72,6 +81,12 @@ tools: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) ## Build the Crossplane CLI and core
 
 $(CROSSPLANE_CLI) $(CROSSPLANE_CORE):
 	tools/build-crossplane.sh "$(BIN_DIR)"
+
+.PHONY: cluster-bins
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached).
+	tools/etcd/build.sh
+	tools/kubernetes/build.sh
+	tools/provider-kubernetes/build.sh
 
 .PHONY: armada-bins
 armada-bins: ## Build Armada's eight binaries at $(ARMADA_VERSION) (cached).

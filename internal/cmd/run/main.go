@@ -1,0 +1,345 @@
+// Command run is `make run`: it brings up the local control plane (etcd,
+// kube-apiserver, kube-controller-manager, Crossplane, provider-kubernetes
+// and function-armada as local processes), applies an example claim, waits
+// until Crossplane has composed it, prints the tree of what it composed
+// and the claim's status, and keeps running until interrupted.
+//
+// With -kubeconfig it uses that cluster instead: it applies the XRD and
+// Composition and the claim, and expects Crossplane v2 and function-armada
+// to be installed there already.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
+)
+
+const (
+	owner = client.FieldOwner("armada-make-run")
+	// statusTrue is a condition's status when it holds.
+	statusTrue = "True"
+)
+
+func main() {
+	example := flag.String("example", "examples/minimal.yaml", "example file holding the ArmadaClaim (and any Secrets) to apply")
+	kubeconfig := flag.String("kubeconfig", "", "use this cluster (Crossplane v2 and function-armada installed) instead of a local control plane")
+	healthy := flag.Bool("simulate-healthy", false, "no kubelet runs locally: mark Jobs complete and workloads available, as a cluster would, to show the rollout")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, *example, *kubeconfig, *healthy)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "run:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
+	docs, err := xprender.ReadDocs(example)
+	if err != nil {
+		return err
+	}
+	var c client.Client
+	if kubeconfig != "" {
+		if c, err = existingCluster(ctx, kubeconfig); err != nil {
+			return err
+		}
+	} else {
+		fmt.Println("Bringing up the local control plane (binaries from ~/.cache/armada-crossplane/bin)...")
+		cp, err := controlplane.Start(ctx, controlplane.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+		if err != nil {
+			return err
+		}
+		defer cp.Stop() //nolint:errcheck // Stopping on the way out; nothing to do on error.
+		c, kubeconfig = cp.Client(), cp.Kubeconfig()
+	}
+
+	claim, err := applyExample(ctx, c, docs)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	xr, refs, err := waitComposed(ctx, c, claim)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nArmadaClaim %s/%s is Synced; Crossplane composed %d objects in %s.\n",
+		claim.GetNamespace(), claim.GetName(), len(refs), time.Since(start).Round(time.Millisecond))
+	if healthy {
+		if xr, refs, err = simulateHealthy(ctx, c, claim); err != nil {
+			return err
+		}
+	}
+	printTree(xr, refs)
+	if err := printStatus(ctx, c, claim); err != nil {
+		return err
+	}
+	fmt.Printf("\nexport KUBECONFIG=%s\nkubectl get armadaclaims -A; kubectl get xarmadas; kubectl -n %s get deploy,sts,jobs,secrets\n",
+		kubeconfig, claim.GetNamespace())
+	if !healthy {
+		fmt.Println("No kubelet runs locally, so migrations stay Running: `make run ARGS=-simulate-healthy` reports them complete to show the rollout.")
+	}
+	fmt.Println("Running until interrupted (Ctrl-C).")
+	<-ctx.Done()
+	return nil
+}
+
+// existingCluster checks the cluster can serve claims and installs the XRD
+// and Composition.
+func existingCluster(ctx context.Context, kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot load kubeconfig")
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create client")
+	}
+	fn := &unstructured.Unstructured{}
+	fn.SetAPIVersion("pkg.crossplane.io/v1")
+	fn.SetKind("Function")
+	if err := c.Get(ctx, client.ObjectKey{Name: "function-armada"}, fn); err != nil {
+		return nil, errors.Wrap(err, "cannot find Function function-armada: install Crossplane v2 and the function-armada package first (see README)")
+	}
+	for _, f := range []string{"package/xarmada/definition.yaml", "package/xarmada/composition.yaml"} {
+		docs, err := xprender.ReadDocs(f)
+		if err != nil {
+			return nil, err
+		}
+		if err := applyAll(ctx, c, docs); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// applyExample creates the claim's namespace, the example's Secrets, any
+// referenced Secret the example does not hold (with a placeholder value),
+// and the claim.
+func applyExample(ctx context.Context, c client.Client, docs []map[string]any) (*unstructured.Unstructured, error) {
+	var claim *unstructured.Unstructured
+	for _, d := range docs {
+		if d["kind"] == "ArmadaClaim" {
+			claim = &unstructured.Unstructured{Object: d}
+		}
+	}
+	if claim == nil {
+		return nil, errors.New("cannot find an ArmadaClaim in the example")
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": claim.GetNamespace()}}
+	objs := []map[string]any{ns}
+	for _, r := range [][]string{{"postgres", "passwordSecretRef"}, {"redis", "passwordSecretRef"}, {"pulsar", "tokenSecretRef"}} {
+		ref, found, _ := unstructured.NestedStringMap(claim.Object, append([]string{"spec"}, r...)...)
+		if found && !inDocs(docs, "Secret", ref["name"]) {
+			objs = append(objs, map[string]any{
+				"apiVersion": "v1", "kind": "Secret",
+				"metadata":   map[string]any{"name": ref["name"], "namespace": claim.GetNamespace()},
+				"stringData": map[string]any{ref["key"]: "change-me"},
+			})
+		}
+	}
+	return claim, applyAll(ctx, c, append(objs, docs...))
+}
+
+func inDocs(docs []map[string]any, kind, name string) bool {
+	for _, d := range docs {
+		u := unstructured.Unstructured{Object: d}
+		if u.GetKind() == kind && u.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+func applyAll(ctx context.Context, c client.Client, docs []map[string]any) error {
+	for _, d := range docs {
+		u := &unstructured.Unstructured{Object: d}
+		if err := c.Patch(ctx, u, client.Apply, owner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured objects.
+			return errors.Wrapf(err, "cannot apply %s %s", u.GetKind(), u.GetName())
+		}
+	}
+	return nil
+}
+
+// waitComposed waits until the claim's XR is Synced and has composed
+// resources, and returns them.
+func waitComposed(ctx context.Context, c client.Client, claim *unstructured.Unstructured) (*unstructured.Unstructured, []string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	last := ""
+	for {
+		xr, refs, msg, err := observe(ctx, c, claim)
+		if err != nil {
+			return nil, nil, err
+		}
+		if msg == "" {
+			return xr, refs, nil
+		}
+		if msg != last {
+			fmt.Println("  waiting:", msg)
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, errors.Errorf("claim not composed in time: %s", last)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// observe returns the XR and its composed resources, or what is missing.
+func observe(ctx context.Context, c client.Client, claim *unstructured.Unstructured) (*unstructured.Unstructured, []string, string, error) {
+	got := claim.DeepCopy()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(claim), got); err != nil {
+		return nil, nil, "", errors.Wrap(err, "cannot get claim")
+	}
+	name, _, _ := unstructured.NestedString(got.Object, "spec", "resourceRef", "name")
+	if name == "" {
+		return nil, nil, "claim has no XR yet", nil
+	}
+	xr := &unstructured.Unstructured{}
+	xr.SetAPIVersion(claim.GetAPIVersion())
+	xr.SetKind("XArmada")
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, xr); kerrors.IsNotFound(err) {
+		return nil, nil, "XR not created yet", nil
+	} else if err != nil {
+		return nil, nil, "", errors.Wrap(err, "cannot get XR")
+	}
+	status, reason, message := condition(xr, "Synced")
+	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
+	if status != statusTrue || len(raw) == 0 {
+		return nil, nil, fmt.Sprintf("XR Synced=%s %s %s", status, reason, message), nil
+	}
+	refs := make([]string, 0, len(raw))
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		ref := fmt.Sprintf("%s\t%v", m["kind"], m["name"])
+		if ns, _ := m["namespace"].(string); ns != "" {
+			ref = fmt.Sprintf("%s\t%s/%v", m["kind"], ns, m["name"])
+		}
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	return xr, refs, "", nil
+}
+
+func condition(u *unstructured.Unstructured, typ string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+		}
+	}
+	return status, reason, message
+}
+
+// simulateHealthy reports Jobs complete and workloads available, as a
+// kubelet and the workload controllers would, until the claim is Ready.
+func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.Unstructured) (*unstructured.Unstructured, []string, error) {
+	fmt.Println("Simulating a healthy cluster: marking Jobs complete and workloads available...")
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		xr, refs, _, err := observe(ctx, c, claim)
+		if err != nil {
+			return nil, nil, err
+		}
+		if xr != nil {
+			if s, _, _ := condition(xr, "Ready"); s == statusTrue {
+				return xr, refs, nil
+			}
+			if err := markHealthy(ctx, c, xr); err != nil {
+				return nil, nil, err
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil, nil, errors.New("claim did not become Ready")
+}
+
+func markHealthy(ctx context.Context, c client.Client, xr *unstructured.Unstructured) error {
+	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		kind, _ := m["kind"].(string)
+		if kind != "Job" && kind != "Deployment" && kind != "StatefulSet" {
+			continue
+		}
+		apiVersion, _ := m["apiVersion"].(string)
+		ns, _ := m["namespace"].(string)
+		name, _ := m["name"].(string)
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			continue
+		}
+		if s, _, _ := condition(u, "Complete"); s == statusTrue {
+			continue
+		}
+		status := map[string]any{
+			"startTime": now, "completionTime": now, "succeeded": int64(1),
+			"conditions": []any{
+				map[string]any{"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
+				map[string]any{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
+			},
+		}
+		if kind != "Job" {
+			n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+			status = map[string]any{"observedGeneration": u.GetGeneration(), "replicas": n, "readyReplicas": n, "updatedReplicas": n, "availableReplicas": n}
+		}
+		u.Object["status"] = status
+		if err := c.Status().Update(ctx, u); err != nil && !kerrors.IsConflict(err) {
+			return errors.Wrapf(err, "cannot update %s %s status", kind, u.GetName())
+		}
+	}
+	return nil
+}
+
+func printTree(xr *unstructured.Unstructured, refs []string) {
+	fmt.Printf("\nXArmada %s\n", xr.GetName())
+	for i, r := range refs {
+		branch := "├─"
+		if i == len(refs)-1 {
+			branch = "└─"
+		}
+		kind, name, _ := strings.Cut(r, "\t")
+		fmt.Printf("%s %-20s %s\n", branch, kind, name)
+	}
+}
+
+func printStatus(ctx context.Context, c client.Client, claim *unstructured.Unstructured) error {
+	got := claim.DeepCopy()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(claim), got); err != nil {
+		return errors.Wrap(err, "cannot get claim")
+	}
+	status, _, _ := unstructured.NestedMap(got.Object, "status")
+	delete(status, "claimConditionTypes")
+	b, err := yaml.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return errors.Wrap(err, "cannot encode status")
+	}
+	fmt.Printf("\nArmadaClaim %s/%s\n%s", got.GetNamespace(), got.GetName(), b)
+	return nil
+}

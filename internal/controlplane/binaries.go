@@ -1,0 +1,136 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// modulePath is this repository's Go module.
+const modulePath = "github.com/armadaproject/armada-crossplane"
+
+// Pinned versions of the control plane's components. The tools/ wrapper
+// modules pin the same versions.
+const (
+	EtcdVersion               = "v3.6.16"
+	KubernetesVersion         = "v1.37.2"
+	CrossplaneVersion         = "v2.4.0"
+	ProviderKubernetesVersion = "v1.3.1"
+)
+
+// Modules whose module-cache directories hold the CRDs to apply.
+const (
+	crossplaneModule         = "github.com/crossplane/crossplane/v2"
+	providerKubernetesModule = "github.com/crossplane-contrib/provider-kubernetes"
+)
+
+// A binary is one tool binary the control plane needs and how to build it.
+type binary struct {
+	name   string
+	path   *string
+	file   string
+	target string
+	script string
+}
+
+// defaultBinaries fills in the default binary paths and checks every binary
+// exists, returning an error that names the make target that builds a
+// missing one.
+func (o *Options) defaultBinaries() error {
+	if o.BinDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return errors.Wrap(err, "cannot find home directory; set Options.BinDir")
+		}
+		o.BinDir = filepath.Join(home, ".cache", "armada-crossplane", "bin")
+	}
+	kube := "kubernetes-" + KubernetesVersion
+	bins := []binary{{
+		name: "etcd " + EtcdVersion, path: &o.Etcd, file: "etcd-" + EtcdVersion,
+		target: "cluster-bins", script: "tools/etcd/build.sh",
+	}, {
+		name: "kube-apiserver " + KubernetesVersion, path: &o.KubeAPIServer, file: filepath.Join(kube, "kube-apiserver"),
+		target: "cluster-bins", script: "tools/kubernetes/build.sh",
+	}, {
+		name: "kube-controller-manager " + KubernetesVersion, path: &o.KubeControllerManager, file: filepath.Join(kube, "kube-controller-manager"),
+		target: "cluster-bins", script: "tools/kubernetes/build.sh",
+	}, {
+		name: "crossplane core " + CrossplaneVersion, path: &o.Crossplane, file: "crossplane-core-" + CrossplaneVersion,
+		target: "tools", script: "tools/build-crossplane.sh",
+	}}
+	if !o.SkipProviderKubernetes {
+		bins = append(bins, binary{
+			name: "provider-kubernetes " + ProviderKubernetesVersion, path: &o.ProviderKubernetes, file: "provider-kubernetes-" + ProviderKubernetesVersion,
+			target: "cluster-bins", script: "tools/provider-kubernetes/build.sh",
+		})
+	}
+	for _, b := range bins {
+		if *b.path == "" {
+			*b.path = filepath.Join(o.BinDir, b.file)
+		}
+		if !isExecutable(*b.path) {
+			return errors.Errorf("%s is missing at %s: build it with `make %s` (runs %s; cold builds take several minutes)", b.name, *b.path, b.target, b.script)
+		}
+	}
+	if o.Function != "" && !isExecutable(o.Function) {
+		return errors.Errorf("function-armada is missing at %s: build it with `go build -o %s ./functions/armada`, "+
+			"or leave Options.Function empty to build it", o.Function, o.Function)
+	}
+	return nil
+}
+
+// isExecutable reports whether path is an executable regular file.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// resolveCRDDirs fills in the CRD directories from the Go module cache.
+func (c *ControlPlane) resolveCRDDirs(ctx context.Context) error {
+	if c.opts.CrossplaneCRDDir == "" {
+		d, err := moduleDir(ctx, c.dir, crossplaneModule, CrossplaneVersion)
+		if err != nil {
+			return err
+		}
+		c.opts.CrossplaneCRDDir = filepath.Join(d, "cluster", "crds")
+	}
+	if c.opts.ProviderKubernetesCRDDir == "" && !c.opts.SkipProviderKubernetes {
+		d, err := moduleDir(ctx, c.dir, providerKubernetesModule, ProviderKubernetesVersion)
+		if err != nil {
+			return err
+		}
+		c.opts.ProviderKubernetesCRDDir = filepath.Join(d, "package", "crds")
+	}
+	return nil
+}
+
+// moduleDir returns the module cache directory of module@version,
+// downloading the module if it is not cached yet. It runs outside any
+// module (in dir), so it never touches a go.mod.
+func moduleDir(ctx context.Context, dir, module, version string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var m struct {
+		Dir   string `json:"Dir"`
+		Error string `json:"Error"`
+	}
+	if jerr := json.Unmarshal(out, &m); jerr == nil && m.Error != "" {
+		return "", errors.Errorf("cannot download %s@%s: %s", module, version, m.Error)
+	}
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot download %s@%s: %s", module, version, stderr.String())
+	}
+	if m.Dir == "" {
+		return "", errors.Errorf("cannot find %s@%s in the module cache", module, version)
+	}
+	return m.Dir, nil
+}

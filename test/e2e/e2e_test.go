@@ -1,0 +1,419 @@
+// Package e2e applies ArmadaClaims to a real local control plane (etcd,
+// kube-apiserver, kube-controller-manager, Crossplane core,
+// provider-kubernetes and function-armada as processes) and checks the
+// whole loop: composition, schema validation, status, gating, upgrades,
+// invalid input, deletion and faults.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+)
+
+// cp is the control plane every test shares; bringing one up per test
+// would cost seconds each.
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	var err error
+	start := time.Now()
+	logf := func(f string, a ...any) { _, _ = fmt.Fprintf(os.Stdout, "controlplane: "+f+"\n", a...) }
+	cp, err = controlplane.Start(ctx, controlplane.Options{Debug: true, Logf: logf})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot start the control plane:", err)
+		os.Exit(1)
+	}
+	logf("up in %s", time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "cannot stop the control plane:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// install applies an example in its own namespace and waits until the
+// claim is Synced. It returns the claim.
+func install(t *testing.T, example, ns string, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
+	namespace(t, ns)
+	docs := exampleDocs(t, example, ns)
+	claim := claimOf(t, docs)
+	for _, m := range mutate {
+		m(claim)
+	}
+	userSecrets(t, claim)
+	calls := functionCalls(t)
+	apply(t, docs...)
+	start := time.Now()
+	claimCondition(t, claim, "Synced", "True")
+	waitFor(t, "XR composed and Synced", func() (bool, string) {
+		xr, refs := composed(t, claim)
+		s, r, m := condition(xr, "Synced")
+		return s == "True" && len(refs) > 0, fmt.Sprintf("Synced=%s %s: %s, %d composed", s, r, m, len(refs))
+	})
+	t.Logf("%s: claim Synced and its XR composed %s after apply, %d function calls",
+		example, time.Since(start).Round(time.Millisecond), functionCalls(t)-calls)
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), claim) })
+	return claim
+}
+
+// converge marks Jobs and workloads healthy until the claim is Ready,
+// returning how many rounds and function calls it took.
+func converge(t *testing.T, claim *unstructured.Unstructured) {
+	t.Helper()
+	calls, start, rounds := functionCalls(t), time.Now(), 0
+	waitFor(t, "claim Ready", func() (bool, string) {
+		rounds++
+		_, refs := composed(t, claim)
+		markHealthy(t, refs)
+		c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+		s, r, m := condition(c, "Ready")
+		return s == "True", fmt.Sprintf("Ready=%s %s %s", s, r, m)
+	})
+	t.Logf("claim Ready %s after the first health report (%d rounds, %d function calls)",
+		time.Since(start).Round(time.Millisecond), rounds, functionCalls(t)-calls)
+}
+
+// TestExamples applies every example: each becomes Synced, every composed
+// object exists and passed the API server's validation, every workload is
+// admitted by the restricted Pod Security Standard with no warning, and
+// the claim reports the XR's status.
+func TestExamples(t *testing.T) {
+	for _, example := range []string{"minimal", "production", "multi-pool"} {
+		t.Run(example, func(t *testing.T) {
+			ns := "e2e-" + example
+			claim := install(t, example, ns, func(u *unstructured.Unstructured) {
+				// PriorityClasses are cluster-wide: give each example its own.
+				pcs, found, _ := unstructured.NestedSlice(u.Object, "spec", "scheduling", "priorityClasses")
+				if !found {
+					pcs = []any{map[string]any{"name": "armada-default", "priority": int64(1000)}, map[string]any{"name": "armada-preemptible", "priority": int64(900), "preemptible": true}}
+				}
+				for _, pc := range pcs {
+					m := pc.(map[string]any)
+					m["name"] = ns + "-" + m["name"].(string)
+				}
+				_ = unstructured.SetNestedSlice(u.Object, pcs, "spec", "scheduling", "priorityClasses")
+				if d, ok, _ := unstructured.NestedString(u.Object, "spec", "scheduling", "defaultPriorityClass"); ok {
+					_ = unstructured.SetNestedField(u.Object, ns+"-"+d, "spec", "scheduling", "defaultPriorityClass")
+				}
+			})
+			converge(t, claim)
+			_, refs := composed(t, claim)
+			for _, r := range refs {
+				if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) == nil {
+					t.Errorf("composed %s does not exist", r)
+				}
+			}
+			if n := len(byKind(refs, "Deployment", "StatefulSet")); n < 8 {
+				t.Errorf("%d workloads composed, want at least the 8 components", n)
+			}
+			restrictedAdmission(t, ns, refs)
+
+			c := get(t, claimAPIVersion, "ArmadaClaim", ns, claim.GetName())
+			comps, _, _ := unstructured.NestedMap(c.Object, "status", "components")
+			for name, s := range comps {
+				if ready, _ := s.(map[string]any)["ready"].(bool); !ready {
+					t.Errorf("claim status.components.%s = %v, want ready", name, s)
+				}
+			}
+			if v, _, _ := unstructured.NestedString(c.Object, "status", "version", "running"); v != "0.22.7" {
+				t.Errorf("claim status.version.running = %q, want 0.22.7", v)
+			}
+			if e, _, _ := unstructured.NestedString(c.Object, "status", "endpoints", "grpc"); e == "" {
+				t.Errorf("claim status.endpoints.grpc is empty")
+			}
+		})
+	}
+}
+
+// warnings collects API server warnings.
+type warnings struct{ msgs []string }
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
+	w.msgs = append(w.msgs, text)
+}
+
+// restrictedAdmission server-side dry-runs each composed workload, and a
+// pod from its template, in the restricted namespace, collecting warnings.
+func restrictedAdmission(t *testing.T, ns string, refs []ref) {
+	t.Helper()
+	w := &warnings{}
+	cfg := cp.RESTConfig()
+	cfg.WarningHandlerWithContext = w
+	var _ rest.WarningHandlerWithContext = w
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, r := range byKind(refs, "Deployment", "StatefulSet", "Job") {
+		u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
+		tpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template")
+		for _, obj := range []*unstructured.Unstructured{
+			{Object: map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "metadata": map[string]any{"name": r.Name + "-dryrun", "namespace": ns}, "spec": u.Object["spec"]}},
+			{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": r.Name + "-pod", "namespace": ns}, "spec": tpl["spec"]}},
+		} {
+			if r.Kind == "Job" && obj.GetKind() == "Job" {
+				// A Job's selector is generated; let the server do it again.
+				_ = unstructured.SetNestedField(obj.Object, false, "spec", "manualSelector")
+				unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+				for _, l := range []string{"batch.kubernetes.io/controller-uid", "controller-uid", "batch.kubernetes.io/job-name", "job-name"} {
+					unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "labels", l)
+				}
+			}
+			if err := c.Create(context.Background(), obj, client.DryRunAll); err != nil {
+				t.Errorf("restricted namespace refused %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+			checked++
+		}
+	}
+	if len(w.msgs) > 0 {
+		t.Errorf("Pod Security warnings: %s", strings.Join(w.msgs, "; "))
+	}
+	t.Logf("%d workloads and pods admitted under restricted Pod Security with no warning", checked)
+}
+
+// TestMigrationsGateComponents: before the migration Jobs complete only the
+// components without a database run; completing them rolls out the rest.
+func TestMigrationsGateComponents(t *testing.T) {
+	claim := install(t, "minimal", "e2e-gating")
+	_, refs := composed(t, claim)
+	if n := len(byKind(refs, "Job")); n != 2 {
+		t.Fatalf("%d migration Jobs composed, want 2", n)
+	}
+	for _, r := range byKind(refs, "Deployment", "StatefulSet") {
+		for _, gated := range []string{"-server", "-scheduler", "-lookout"} {
+			if strings.HasSuffix(r.Name, gated) || strings.Contains(r.Name, gated+"-ingester") {
+				t.Errorf("%s composed before its migration completed", r)
+			}
+		}
+	}
+	for typ, reason := range map[string]string{"ComponentsReady": "WaitingForMigration", "MigrationsComplete": "Running"} {
+		waitFor(t, "claim "+typ+"=False/"+reason, func() (bool, string) {
+			c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+			s, r, m := condition(c, typ)
+			return s == "False" && r == reason, fmt.Sprintf("%s=%s %s: %s", typ, s, r, m)
+		})
+	}
+	converge(t, claim)
+}
+
+// TestUpdatesTouchOnlyWhatChanged changes one component's replicas, then
+// another's config, and checks nothing else's spec changed.
+func TestUpdatesTouchOnlyWhatChanged(t *testing.T) {
+	claim := install(t, "minimal", "e2e-update")
+	converge(t, claim)
+	gens := func() map[string]int64 {
+		_, refs := composed(t, claim)
+		out := map[string]int64{}
+		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service") {
+			out[r.String()] = get(t, r.APIVersion, r.Kind, r.Namespace, r.Name).GetGeneration()
+			if r.Kind == "Secret" {
+				out[r.String()] = int64(len(get(t, r.APIVersion, r.Kind, r.Namespace, r.Name).GetResourceVersion()))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, field string
+		value       any
+		changes     []string
+	}{
+		{"Replicas", "replicas", int64(2), []string{"Deployment e2e-update/armada-server"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := gens()
+			c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+			_ = unstructured.SetNestedField(c.Object, tc.value, "spec", "components", "server", tc.field)
+			apply(t, c)
+			waitFor(t, "server scaled", func() (bool, string) {
+				d := &appsv1.Deployment{}
+				_ = kube().Get(context.Background(), client.ObjectKey{Namespace: "e2e-update", Name: "armada-server"}, d)
+				return d.Spec.Replicas != nil && *d.Spec.Replicas == 2, fmt.Sprint(d.Spec.Replicas)
+			})
+			time.Sleep(3 * time.Second) // let any stray update land
+			after := gens()
+			for k, g := range after {
+				changed := g != before[k]
+				want := false
+				for _, c := range tc.changes {
+					want = want || c == k
+				}
+				if changed != want {
+					t.Errorf("%s changed=%t, want %t", k, changed, want)
+				}
+			}
+		})
+	}
+}
+
+// TestUpgrade moves a 0.22.6 Armada to 0.22.7: new migration Jobs run
+// first, the running components keep 0.22.6 until they complete, and a
+// downgrade is refused.
+func TestUpgrade(t *testing.T) {
+	claim := install(t, "minimal", "e2e-upgrade", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "0.22.6", "spec", "version")
+	})
+	converge(t, claim)
+	image := func() string {
+		d := &appsv1.Deployment{}
+		if err := kube().Get(context.Background(), client.ObjectKey{Namespace: "e2e-upgrade", Name: "armada-server"}, d); err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	if got := image(); got != "gresearch/armada-server:0.22.6" {
+		t.Fatalf("server image = %s, want 0.22.6", got)
+	}
+
+	c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+	_ = unstructured.SetNestedField(c.Object, "0.22.7", "spec", "version")
+	apply(t, c)
+	waitFor(t, "0.22.7 migration Jobs", func() (bool, string) {
+		jobs := &batchv1.JobList{}
+		_ = kube().List(context.Background(), jobs, client.InNamespace("e2e-upgrade"))
+		n := 0
+		for _, j := range jobs.Items {
+			if strings.Contains(j.Name, "-0-22-7-") {
+				n++
+			}
+		}
+		return n == 2, fmt.Sprintf("%d of 2", n)
+	})
+	if got := image(); got != "gresearch/armada-server:0.22.6" {
+		t.Errorf("server image before the 0.22.7 migration completed = %s, want 0.22.6 held", got)
+	}
+	converge(t, claim)
+	if got := image(); got != "gresearch/armada-server:0.22.7" {
+		t.Errorf("server image after the upgrade = %s, want 0.22.7", got)
+	}
+
+	c = get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+	_ = unstructured.SetNestedField(c.Object, "0.22.6", "spec", "version")
+	c.SetManagedFields(nil)
+	err := kube().Patch(context.Background(), c, client.Apply, fieldOwner, client.ForceOwnership) //nolint:staticcheck // See apply.
+	if err == nil || !strings.Contains(err.Error(), "spec.version cannot be downgraded") {
+		t.Errorf("downgrade: got %v, want a refusal naming spec.version", err)
+	}
+}
+
+// TestInvalidClaims: the schema rejects what it can express; the function
+// reports the rest as a failed condition, and nothing running is removed.
+func TestInvalidClaims(t *testing.T) {
+	claim := install(t, "minimal", "e2e-invalid")
+	converge(t, claim)
+	_, before := composed(t, claim)
+
+	bad := claim.DeepCopy()
+	_ = unstructured.SetNestedSlice(bad.Object, []any{map[string]any{"clusterId": "c1", "pool": "gpu"}}, "spec", "executors")
+	bad.SetManagedFields(nil)
+	err := kube().Patch(context.Background(), bad, client.Apply, fieldOwner, client.ForceOwnership) //nolint:staticcheck // See apply.
+	if err == nil || !strings.Contains(err.Error(), "spec.executors[].pool must name a pool") {
+		t.Errorf("executor in an unknown pool: got %v, want the XRD's CEL rule", err)
+	}
+
+	c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+	_ = unstructured.SetNestedStringSlice(c.Object, []string{"redis-without-port"}, "spec", "redis", "addrs")
+	apply(t, c)
+	waitFor(t, "XR Synced=False naming spec.redis.addrs", func() (bool, string) {
+		xr, _ := composed(t, claim)
+		s, r, m := condition(xr, "Synced")
+		return s == "False" && strings.Contains(m, "spec.redis.addrs[0]"), fmt.Sprintf("Synced=%s %s: %s", s, r, m)
+	})
+	time.Sleep(3 * time.Second)
+	for _, r := range before {
+		if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) == nil {
+			t.Errorf("%s was removed after an invalid edit", r)
+		}
+	}
+}
+
+// TestDeleteGarbageCollects deletes a claim and waits for every composed
+// object to go.
+func TestDeleteGarbageCollects(t *testing.T) {
+	claim := install(t, "minimal", "e2e-delete")
+	converge(t, claim)
+	_, refs := composed(t, claim)
+	if err := kube().Delete(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	d := waitFor(t, "composed objects deleted", func() (bool, string) {
+		left := 0
+		for _, r := range refs {
+			if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) != nil {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d of %d left", left, len(refs))
+	})
+	t.Logf("%d composed objects deleted %s after the claim", len(refs), d.Round(time.Millisecond))
+}
+
+// TestFaults kills function-armada and then Crossplane while a claim
+// reconciles; after they restart the claim converges with no duplicate and
+// no deleted object.
+func TestFaults(t *testing.T) {
+	ns := "e2e-faults"
+	namespace(t, ns)
+	docs := exampleDocs(t, "minimal", ns)
+	claim := claimOf(t, docs)
+	userSecrets(t, claim)
+	apply(t, docs...)
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), claim) })
+	ctx := context.Background()
+
+	if err := cp.StopFunction(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := cp.StartFunction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimCondition(t, claim, "Synced", "True")
+	_, mid := composed(t, claim)
+	markHealthy(t, mid)
+
+	if err := cp.StopCrossplane(); err != nil {
+		t.Fatal(err)
+	}
+	markHealthy(t, mid)
+	time.Sleep(2 * time.Second)
+	if err := cp.StartCrossplane(ctx); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, claim)
+	_, refs := composed(t, claim)
+	for _, r := range mid {
+		if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) == nil {
+			t.Errorf("%s was deleted across the restarts", r)
+		}
+	}
+	deployments := &appsv1.DeploymentList{}
+	if err := kube().List(ctx, deployments, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(deployments.Items), len(byKind(refs, "Deployment")); got != want {
+		t.Errorf("%d Deployments in %s, want exactly the %d composed (no duplicates)", got, ns, want)
+	}
+	secrets := &corev1.SecretList{}
+	_ = kube().List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": "credentials"})
+	if len(secrets.Items) != 1 {
+		t.Errorf("%d credentials Secrets, want 1", len(secrets.Items))
+	}
+}

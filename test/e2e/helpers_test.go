@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
+)
+
+const (
+	claimAPIVersion = "platform.armadaproject.io/v1alpha1"
+	fieldOwner      = client.FieldOwner("armada-e2e")
+	// timeout bounds every wait for the control plane to converge.
+	timeout = 90 * time.Second
+)
+
+// kube is a client for the control plane's API server.
+func kube() client.Client { return cp.Client() }
+
+// exampleDocs reads an example file's documents, changing every namespace
+// to ns so examples can run side by side.
+func exampleDocs(t *testing.T, name, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	docs, err := xprender.ReadDocs(filepath.Join("..", "..", "examples", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, d := range docs {
+		u := &unstructured.Unstructured{Object: d}
+		u.SetNamespace(ns)
+		out = append(out, u)
+	}
+	return out
+}
+
+// claimOf returns the ArmadaClaim among docs.
+func claimOf(t *testing.T, docs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	for _, d := range docs {
+		if d.GetKind() == "ArmadaClaim" {
+			return d
+		}
+	}
+	t.Fatal("no ArmadaClaim in the example")
+	return nil
+}
+
+// namespace creates a namespace that enforces and warns on the restricted
+// Pod Security Standard, and deletes it when the test ends.
+func namespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}
+	if err := kube().Create(context.Background(), ns); err != nil {
+		t.Fatalf("cannot create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), ns) })
+}
+
+// apply server-side applies objects, and the Secrets the examples refer to
+// but do not contain (as a user would have created them).
+func apply(t *testing.T, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		o = o.DeepCopy()
+		o.SetManagedFields(nil)
+		o.SetResourceVersion("")
+		if err := kube().Patch(context.Background(), o, client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
+			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// userSecrets creates the Secrets an example's claim references.
+func userSecrets(t *testing.T, claim *unstructured.Unstructured) {
+	t.Helper()
+	refs := [][]string{{"postgres", "passwordSecretRef"}, {"redis", "passwordSecretRef"}, {"pulsar", "tokenSecretRef"}}
+	for _, r := range refs {
+		ref, found, _ := unstructured.NestedStringMap(claim.Object, append([]string{"spec"}, r...)...)
+		if !found {
+			continue
+		}
+		s := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret",
+			"metadata":   map[string]any{"name": ref["name"], "namespace": claim.GetNamespace()},
+			"stringData": map[string]any{ref["key"]: "e2e-" + r[0]},
+		}}
+		apply(t, s)
+	}
+}
+
+// get fetches an object, or returns nil if it does not exist.
+func get(t *testing.T, apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	if kerrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("cannot get %s %s/%s: %v", kind, ns, name, err)
+	}
+	return u
+}
+
+// condition returns a condition's status, reason and message.
+func condition(u *unstructured.Unstructured, typ string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			r, _ := m["reason"].(string)
+			msg, _ := m["message"].(string)
+			return s, r, msg
+		}
+	}
+	return "", "", ""
+}
+
+// waitFor polls cond until it is true, failing the test with cond's last
+// message and the control plane's logs after timeout.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	last := ""
+	for time.Since(start) < timeout {
+		ok, msg := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = msg
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last: %s\n%s", timeout, what, last, cp.LogTails(30))
+	return 0
+}
+
+// claimCondition waits until the claim has a condition with a status.
+func claimCondition(t *testing.T, claim *unstructured.Unstructured, typ, want string) time.Duration {
+	t.Helper()
+	return waitFor(t, fmt.Sprintf("claim %s %s=%s", claim.GetName(), typ, want), func() (bool, string) {
+		c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+		if c == nil {
+			return false, "claim not found"
+		}
+		s, r, m := condition(c, typ)
+		return s == want, fmt.Sprintf("%s=%s %s: %s", typ, s, r, m)
+	})
+}
+
+// ref is a composed resource reference.
+type ref struct{ APIVersion, Kind, Namespace, Name string }
+
+func (r ref) String() string { return r.Kind + " " + strings.TrimPrefix(r.Namespace+"/"+r.Name, "/") }
+
+// composed returns the XR of a claim and its composed resource references.
+func composed(t *testing.T, claim *unstructured.Unstructured) (*unstructured.Unstructured, []ref) {
+	t.Helper()
+	c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+	if c == nil {
+		t.Fatalf("claim %s is gone", claim.GetName())
+	}
+	name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
+	xr := get(t, claimAPIVersion, "XArmada", "", name)
+	if xr == nil {
+		t.Fatalf("XR %q of claim %s not found", name, claim.GetName())
+	}
+	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
+	refs := make([]ref, 0, len(raw))
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		s := func(k string) string { v, _ := m[k].(string); return v }
+		refs = append(refs, ref{s("apiVersion"), s("kind"), s("namespace"), s("name")})
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	return xr, refs
+}
+
+// byKind filters references.
+func byKind(refs []ref, kinds ...string) []ref {
+	var out []ref
+	for _, r := range refs {
+		for _, k := range kinds {
+			if r.Kind == k {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// markHealthy patches the status a kubelet and the workload controllers
+// would report once pods run: Jobs complete, workloads available. Nothing
+// runs pods here.
+func markHealthy(t *testing.T, refs []ref) {
+	t.Helper()
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, r := range byKind(refs, "Job", "Deployment", "StatefulSet") {
+		u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
+		if u == nil {
+			continue
+		}
+		if s, _, _ := condition(u, "Complete"); s == "True" {
+			continue // a Job's completion is immutable
+		}
+		var status map[string]any
+		if r.Kind == "Job" {
+			status = map[string]any{
+				"startTime": now, "completionTime": now, "succeeded": int64(1),
+				"conditions": []any{
+					map[string]any{"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
+					map[string]any{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
+				},
+			}
+		} else {
+			replicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+			status = map[string]any{
+				"observedGeneration": u.GetGeneration(), "replicas": replicas, "readyReplicas": replicas,
+				"updatedReplicas": replicas, "availableReplicas": replicas,
+			}
+			if r.Kind == "StatefulSet" {
+				status["currentReplicas"] = replicas
+			}
+		}
+		if err := unstructured.SetNestedField(u.Object, status, "status"); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube().Status().Update(context.Background(), u); err != nil {
+			t.Fatalf("cannot mark %s healthy: %v", r, err)
+		}
+	}
+}
+
+// functionCalls counts RunFunction calls so far, from function-armada's
+// debug log.
+func functionCalls(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(cp.LogPath(controlplane.ProcFunction))
+	if err != nil {
+		t.Fatalf("cannot read function log: %v", err)
+	}
+	return strings.Count(string(b), "Composed Armada")
+}
