@@ -6,6 +6,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +23,10 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
+
+// progressTTL is how soon Crossplane should call again while Armada is
+// still converging; once it is ready the SDK's default applies.
+const progressTTL = 5 * time.Second
 
 // Function is function-armada.
 type Function struct {
@@ -95,6 +102,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	setConditions(rsp, out.Conditions)
+	if !out.Ready {
+		// Crossplane calls again after the TTL: look again soon while a
+		// migration or rollout is in progress.
+		rsp.Meta.Ttl = durationpb.New(progressTTL)
+	}
 	log.Debug("Composed Armada", "objects", len(out.Objects), "ready", out.Ready)
 	return rsp, nil
 }

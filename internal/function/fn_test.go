@@ -137,6 +137,9 @@ func TestRunFunctionComposes(t *testing.T) {
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("desired resources on first reconcile: -want, +got:\n%s", diff)
 	}
+	if got := rsp.GetMeta().GetTtl().AsDuration(); got != progressTTL {
+		t.Errorf("response TTL = %s, want %s while Armada converges", got, progressTTL)
+	}
 	if got := rsp.GetDesired().GetComposite().GetReady(); got != fnv1.Ready_READY_FALSE {
 		t.Errorf("desired XR readiness = %v, want READY_FALSE while components wait", got)
 	}

@@ -84,7 +84,14 @@ func converge(t *testing.T, claim *unstructured.Unstructured) {
 		markHealthy(t, refs)
 		c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
 		s, r, m := condition(c, "Ready")
-		return s == "True", fmt.Sprintf("Ready=%s %s %s", s, r, m)
+		// Ready must describe the current spec: a claim's conditions lag
+		// its XR's by a reconcile, so also wait for the running version.
+		want, found, _ := unstructured.NestedString(c.Object, "spec", "version")
+		if !found {
+			want = "0.22.7"
+		}
+		running, _, _ := unstructured.NestedString(c.Object, "status", "version", "running")
+		return s == "True" && running == want, fmt.Sprintf("Ready=%s %s %s; running %q, want %q", s, r, m, running, want)
 	})
 	t.Logf("claim Ready %s after the first health report (%d rounds, %d function calls)",
 		time.Since(start).Round(time.Millisecond), rounds, functionCalls(t)-calls)
