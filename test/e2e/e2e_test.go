@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,42 +227,54 @@ func TestMigrationsGateComponents(t *testing.T) {
 func TestUpdatesTouchOnlyWhatChanged(t *testing.T) {
 	claim := install(t, "minimal", "e2e-update")
 	converge(t, claim)
-	gens := func() map[string]int64 {
+	// versions records each composed object's spec generation (workloads)
+	// or resource version (Secrets, Services: no generation).
+	versions := func() map[string]string {
 		_, refs := composed(t, claim)
-		out := map[string]int64{}
-		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service") {
-			out[r.String()] = get(t, r.APIVersion, r.Kind, r.Namespace, r.Name).GetGeneration()
-			if r.Kind == "Secret" {
-				out[r.String()] = int64(len(get(t, r.APIVersion, r.Kind, r.Namespace, r.Name).GetResourceVersion()))
+		out := map[string]string{}
+		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service", "Job") {
+			u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
+			out[r.String()] = fmt.Sprint(u.GetGeneration())
+			if r.Kind == "Secret" || r.Kind == "Service" {
+				out[r.String()] = u.GetResourceVersion()
 			}
 		}
 		return out
 	}
 	for _, tc := range []struct {
-		name, field string
-		value       any
-		changes     []string
+		name    string
+		path    []string
+		value   any
+		changes []string
 	}{
-		{"Replicas", "replicas", int64(2), []string{"Deployment e2e-update/armada-server"}},
+		{
+			name: "Replicas", path: []string{"server", "replicas"}, value: int64(2),
+			changes: []string{"Deployment e2e-update/armada-server"},
+		},
+		{
+			name: "Config", path: []string{"scheduler", "config"}, value: map[string]any{"scheduling": map[string]any{"maximumSchedulingRate": 42.0}},
+			changes: []string{"Secret e2e-update/armada-scheduler-config", "StatefulSet e2e-update/armada-scheduler"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := gens()
+			before := versions()
 			c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
-			_ = unstructured.SetNestedField(c.Object, tc.value, "spec", "components", "server", tc.field)
+			_ = unstructured.SetNestedField(c.Object, tc.value, append([]string{"spec", "components"}, tc.path...)...)
 			apply(t, c)
-			waitFor(t, "server scaled", func() (bool, string) {
-				d := &appsv1.Deployment{}
-				_ = kube().Get(context.Background(), client.ObjectKey{Namespace: "e2e-update", Name: "armada-server"}, d)
-				return d.Spec.Replicas != nil && *d.Spec.Replicas == 2, fmt.Sprint(d.Spec.Replicas)
+			waitFor(t, tc.name+" applied", func() (bool, string) {
+				after := versions()
+				for _, k := range tc.changes {
+					if after[k] == before[k] {
+						return false, k + " unchanged"
+					}
+				}
+				return true, ""
 			})
 			time.Sleep(3 * time.Second) // let any stray update land
-			after := gens()
-			for k, g := range after {
-				changed := g != before[k]
-				want := false
-				for _, c := range tc.changes {
-					want = want || c == k
-				}
+			after := versions()
+			for k, v := range after {
+				changed := v != before[k]
+				want := slices.Contains(tc.changes, k)
 				if changed != want {
 					t.Errorf("%s changed=%t, want %t", k, changed, want)
 				}
