@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
 
 // Step is one render of a convergence.
@@ -82,7 +86,9 @@ func writeObserved(dir string, composed []map[string]any) error {
 		}
 	}
 	for i, obj := range composed {
-		markHealthy(obj)
+		if status, ok := simulate.HealthyStatus(&unstructured.Unstructured{Object: obj}, time.Time{}); ok {
+			obj["status"] = status
+		}
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return errors.Wrap(err, "cannot encode observed resource")
@@ -92,28 +98,4 @@ func writeObserved(dir string, composed []map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// markHealthy sets the status a healthy cluster reports for Jobs and
-// workloads; no kubelet runs here to do it.
-func markHealthy(obj map[string]any) {
-	spec, _ := obj["spec"].(map[string]any)
-	switch obj["kind"] {
-	case "Job":
-		obj["status"] = map[string]any{
-			"succeeded":  1,
-			"conditions": []any{map[string]any{"type": "Complete", "status": "True"}},
-		}
-	case "Deployment", "StatefulSet":
-		replicas := spec["replicas"]
-		if replicas == nil {
-			replicas = 1
-		}
-		obj["status"] = map[string]any{
-			"replicas":          replicas,
-			"readyReplicas":     replicas,
-			"updatedReplicas":   replicas,
-			"availableReplicas": replicas,
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/simulate"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -213,37 +214,16 @@ func byKind(refs []ref, kinds ...string) []ref {
 // runs pods here.
 func markHealthy(t *testing.T, refs []ref) {
 	t.Helper()
-	now := time.Now().UTC().Format(time.RFC3339)
 	for _, r := range byKind(refs, "Job", "Deployment", "StatefulSet") {
 		u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
 		if u == nil {
 			continue
 		}
-		if s, _, _ := condition(u, "Complete"); s == "True" {
-			continue // a Job's completion is immutable
+		status, ok := simulate.HealthyStatus(u, time.Now())
+		if !ok {
+			continue
 		}
-		var status map[string]any
-		if r.Kind == "Job" {
-			status = map[string]any{
-				"startTime": now, "completionTime": now, "succeeded": int64(1),
-				"conditions": []any{
-					map[string]any{"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
-					map[string]any{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
-				},
-			}
-		} else {
-			replicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-			status = map[string]any{
-				"observedGeneration": u.GetGeneration(), "replicas": replicas, "readyReplicas": replicas,
-				"updatedReplicas": replicas, "availableReplicas": replicas,
-			}
-			if r.Kind == "StatefulSet" {
-				status["currentReplicas"] = replicas
-			}
-		}
-		if err := unstructured.SetNestedField(u.Object, status, "status"); err != nil {
-			t.Fatal(err)
-		}
+		u.Object["status"] = status
 		if err := kube().Status().Update(context.Background(), u); err != nil {
 			t.Fatalf("cannot mark %s healthy: %v", r, err)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/simulate"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -279,7 +280,6 @@ func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.U
 
 func markHealthy(ctx context.Context, c client.Client, xr *unstructured.Unstructured) error {
 	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-	now := time.Now().UTC().Format(time.RFC3339)
 	for _, r := range raw {
 		m, _ := r.(map[string]any)
 		kind, _ := m["kind"].(string)
@@ -295,19 +295,9 @@ func markHealthy(ctx context.Context, c client.Client, xr *unstructured.Unstruct
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 			continue
 		}
-		if s, _, _ := condition(u, "Complete"); s == statusTrue {
+		status, ok := simulate.HealthyStatus(u, time.Now())
+		if !ok {
 			continue
-		}
-		status := map[string]any{
-			"startTime": now, "completionTime": now, "succeeded": int64(1),
-			"conditions": []any{
-				map[string]any{"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
-				map[string]any{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
-			},
-		}
-		if kind != "Job" {
-			n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-			status = map[string]any{"observedGeneration": u.GetGeneration(), "replicas": n, "readyReplicas": n, "updatedReplicas": n, "availableReplicas": n}
 		}
 		u.Object["status"] = status
 		if err := c.Status().Update(ctx, u); err != nil && !kerrors.IsConflict(err) {

@@ -1,0 +1,57 @@
+// Package simulate stands in for what no local process does: a kubelet
+// and the workload controllers reporting Jobs complete and workloads
+// available. Render convergence, `make run -simulate-healthy` and the e2e
+// tests all use it, so they agree on what "healthy" looks like.
+package simulate
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// HealthyStatus returns the status a healthy cluster reports for obj, and
+// whether obj is a kind that has one (Job, Deployment, StatefulSet). A Job
+// that already completed returns false: its completion is immutable.
+func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]any, bool) {
+	switch obj.GetKind() {
+	case "Job":
+		if complete(obj) {
+			return nil, false
+		}
+		ts := now.UTC().Format(time.RFC3339)
+		return map[string]any{
+			"startTime": ts, "completionTime": ts, "succeeded": int64(1),
+			"conditions": []any{
+				map[string]any{"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": ts, "lastTransitionTime": ts},
+				map[string]any{"type": "Complete", "status": "True", "lastProbeTime": ts, "lastTransitionTime": ts},
+			},
+		}, true
+	case "Deployment", "StatefulSet":
+		// Unset replicas mean one; rendered objects hold int64s, decoded
+		// JSON float64s.
+		n := int64(1)
+		spec, _ := obj.Object["spec"].(map[string]any)
+		switch v := spec["replicas"].(type) {
+		case int64:
+			n = v
+		case float64:
+			n = int64(v)
+		}
+		return map[string]any{
+			"observedGeneration": obj.GetGeneration(),
+			"replicas":           n, "readyReplicas": n, "updatedReplicas": n, "availableReplicas": n,
+		}, true
+	}
+	return nil, false
+}
+
+func complete(obj *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Complete" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
