@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -81,6 +82,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 
+	if errs := in.CheckPriorityClassOwners(oxr.Resource.GetName(), priorityClassOwners(req)); len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmada"))
+		return rsp, nil
+	}
+	requirePriorityClasses(rsp, in.PriorityClasses())
+
 	observed, err := request.GetObservedComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
@@ -108,6 +115,41 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log.Debug("Composed Armada", "objects", len(out.Objects), "ready", out.Ready)
 	return rsp, nil
+}
+
+// priorityClassRequirement prefixes the requirement names of PriorityClasses.
+const priorityClassRequirement = "priorityclass-"
+
+// requirePriorityClasses asks Crossplane for the PriorityClasses the install
+// composes; it calls the function again with them as required resources.
+func requirePriorityClasses(rsp *fnv1.RunFunctionResponse, names []string) {
+	sel := make(map[string]*fnv1.ResourceSelector, len(names))
+	for _, n := range names {
+		sel[priorityClassRequirement+n] = &fnv1.ResourceSelector{
+			ApiVersion: "scheduling.k8s.io/v1",
+			Kind:       "PriorityClass",
+			Match:      &fnv1.ResourceSelector_MatchName{MatchName: n},
+		}
+	}
+	rsp.Requirements = &fnv1.Requirements{Resources: sel}
+}
+
+// priorityClassOwners maps each required PriorityClass that exists to the
+// composite resource controlling it ("" when none does).
+func priorityClassOwners(req *fnv1.RunFunctionRequest) map[string]string {
+	required, err := request.GetRequiredResources(req)
+	if err != nil {
+		return nil
+	}
+	owners := map[string]string{}
+	for key, items := range required {
+		for _, r := range items {
+			if strings.HasPrefix(key, priorityClassRequirement) {
+				owners[r.Resource.GetName()] = armada.OwnerOf(r.Resource.GetLabels())
+			}
+		}
+	}
+	return owners
 }
 
 // decodeXR reads the fields rendering needs from the observed XR.

@@ -104,6 +104,39 @@ func TestRunFunctionInvalidSpecCondition(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
+func TestRunFunctionPriorityClassOwnedElsewhere(t *testing.T) {
+	req := requestFor(validXR)
+	req.RequiredResources = map[string]*fnv1.Resources{
+		"priorityclass-armada-default": {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+			"metadata": {"name": "armada-default", "labels": {"crossplane.io/composite": "another-armada"}}, "value": 1000}`)}}},
+	}
+	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*fnv1.Result{{
+		Severity: fnv1.Severity_SEVERITY_FATAL,
+		Message: `invalid XArmada: spec.scheduling.priorityClasses[0].name: Invalid value: "armada-default": PriorityClass armada-default ` +
+			`already belongs to XArmada another-armada; PriorityClasses are cluster-wide, so choose names no other Armada in this cluster uses`,
+		Target: fnv1.Target_TARGET_COMPOSITE.Enum(),
+	}}
+	if diff := cmp.Diff(want, rsp.GetResults(), protocmp.Transform()); diff != "" {
+		t.Errorf("RunFunction(...): -want results, +got results:\n%s", diff)
+	}
+
+	// Without required resources the function asks for them.
+	rsp, _ = newFunction(t).RunFunction(context.Background(), requestFor(validXR))
+	names := make([]string, 0, len(rsp.GetRequirements().GetResources()))
+	for _, sel := range rsp.GetRequirements().GetResources() {
+		names = append(names, sel.GetKind()+"/"+sel.GetMatchName())
+	}
+	sort.Strings(names)
+	if diff := cmp.Diff([]string{"PriorityClass/armada-default", "PriorityClass/armada-preemptible"}, names); diff != "" {
+		t.Errorf("requirements: -want, +got:\n%s", diff)
+	}
+}
+
 func TestRunFunctionComposes(t *testing.T) {
 	req := requestFor(validXR)
 	// Desired state from an earlier pipeline step must be kept.

@@ -437,3 +437,39 @@ func TestFaults(t *testing.T) {
 		t.Errorf("%d credentials Secrets, want 1", len(secrets.Items))
 	}
 }
+
+// TestSharedClusterPriorityClasses: a second Armada whose priority class
+// names another Armada's PriorityClasses is refused with the field named,
+// and the first Armada is untouched.
+func TestSharedClusterPriorityClasses(t *testing.T) {
+	first := install(t, "minimal", "e2e-shared-a")
+	converge(t, first)
+	_, before := composed(t, first)
+
+	ns := "e2e-shared-b"
+	namespace(t, ns)
+	docs := exampleDocs(t, "minimal", ns)
+	second := claimOf(t, docs)
+	userSecrets(t, second)
+	apply(t, docs...)
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), second) })
+	waitFor(t, "second XR refused naming spec.scheduling.priorityClasses", func() (bool, string) {
+		c := get(t, claimAPIVersion, "ArmadaClaim", ns, second.GetName())
+		name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
+		if name == "" {
+			return false, "no XR yet"
+		}
+		xr := get(t, claimAPIVersion, "XArmada", "", name)
+		if xr == nil {
+			return false, "no XR yet"
+		}
+		s, r, m := condition(xr, "Synced")
+		return s == "False" && strings.Contains(m, "spec.scheduling.priorityClasses[0].name") && strings.Contains(m, "already belongs to XArmada"),
+			fmt.Sprintf("Synced=%s %s: %s", s, r, m)
+	})
+	for _, r := range before {
+		if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) == nil {
+			t.Errorf("the first Armada lost %s", r)
+		}
+	}
+}
