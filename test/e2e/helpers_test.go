@@ -224,7 +224,9 @@ func markHealthy(t *testing.T, refs []ref) {
 			continue
 		}
 		u.Object["status"] = status
-		if err := kube().Status().Update(context.Background(), u); err != nil {
+		// Crossplane may update the object meanwhile; the caller's next
+		// round tries again.
+		if err := kube().Status().Update(context.Background(), u); err != nil && !kerrors.IsConflict(err) {
 			t.Fatalf("cannot mark %s healthy: %v", r, err)
 		}
 	}
