@@ -52,15 +52,8 @@ func TestMain(m *testing.M) {
 // claim is Synced. It returns the claim.
 func install(t *testing.T, example, ns string, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
-	namespace(t, ns)
-	docs := exampleDocs(t, example, ns)
-	claim := claimOf(t, docs)
-	for _, m := range mutate {
-		m(claim)
-	}
-	userSecrets(t, claim)
 	calls := functionCalls(t)
-	apply(t, docs...)
+	claim := applyExample(t, example, ns, mutate...)
 	start := time.Now()
 	claimCondition(t, claim, "Synced", "True")
 	waitFor(t, "XR composed and Synced", func() (bool, string) {
@@ -70,6 +63,22 @@ func install(t *testing.T, example, ns string, mutate ...func(*unstructured.Unst
 	})
 	t.Logf("%s: claim Synced and its XR composed %s after apply, %d function calls",
 		example, time.Since(start).Round(time.Millisecond), functionCalls(t)-calls)
+	return claim
+}
+
+// applyExample applies an example in its own restricted namespace, with
+// the Secrets its claim references, without waiting. The claim is deleted
+// when the test ends.
+func applyExample(t *testing.T, example, ns string, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
+	namespace(t, ns)
+	docs := exampleDocs(t, example, ns)
+	claim := claimOf(t, docs)
+	for _, m := range mutate {
+		m(claim)
+	}
+	userSecrets(t, claim)
+	apply(t, docs...)
 	t.Cleanup(func() { _ = kube().Delete(context.Background(), claim) })
 	return claim
 }
@@ -390,12 +399,7 @@ func TestDeleteGarbageCollects(t *testing.T) {
 // no deleted object.
 func TestFaults(t *testing.T) {
 	ns := "e2e-faults"
-	namespace(t, ns)
-	docs := exampleDocs(t, "minimal", ns)
-	claim := claimOf(t, docs)
-	userSecrets(t, claim)
-	apply(t, docs...)
-	t.Cleanup(func() { _ = kube().Delete(context.Background(), claim) })
+	claim := applyExample(t, "minimal", ns)
 	ctx := context.Background()
 
 	if err := cp.StopFunction(); err != nil {
@@ -447,12 +451,7 @@ func TestSharedClusterPriorityClasses(t *testing.T) {
 	_, before := composed(t, first)
 
 	ns := "e2e-shared-b"
-	namespace(t, ns)
-	docs := exampleDocs(t, "minimal", ns)
-	second := claimOf(t, docs)
-	userSecrets(t, second)
-	apply(t, docs...)
-	t.Cleanup(func() { _ = kube().Delete(context.Background(), second) })
+	second := applyExample(t, "minimal", ns)
 	waitFor(t, "second XR refused naming spec.scheduling.priorityClasses", func() (bool, string) {
 		c := get(t, claimAPIVersion, "ArmadaClaim", ns, second.GetName())
 		name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
