@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,8 +80,24 @@ func applyExample(t *testing.T, example, ns string, mutate ...func(*unstructured
 	}
 	userSecrets(t, claim)
 	apply(t, docs...)
-	t.Cleanup(func() { _ = kube().Delete(context.Background(), claim) })
+	t.Cleanup(func() { deleteClaim(t, claim) })
 	return claim
+}
+
+// deleteClaim deletes a claim and waits until its cluster-wide
+// PriorityClasses are garbage-collected, so the next test's Armada can
+// use the same names.
+func deleteClaim(t *testing.T, claim *unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	_ = kube().Delete(ctx, claim)
+	waitFor(t, "PriorityClasses of "+claim.GetNamespace()+" collected", func() (bool, string) {
+		pcs := &schedulingv1.PriorityClassList{}
+		if err := kube().List(ctx, pcs, client.MatchingLabels{"crossplane.io/claim-namespace": claim.GetNamespace()}); err != nil {
+			return false, err.Error()
+		}
+		return len(pcs.Items) == 0, fmt.Sprintf("%d left", len(pcs.Items))
+	})
 }
 
 // converge marks Jobs and workloads healthy until the claim is Ready,
