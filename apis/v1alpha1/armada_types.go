@@ -73,6 +73,22 @@ type ArmadaSpec struct {
 	// Pulsar carries Armada's event and control-plane topics.
 	Pulsar Pulsar `json:"pulsar"`
 
+	// DeletionPolicy of the stateful resources this Armada composes: the
+	// in-cluster PostgreSQL cluster and its databases, databases created on
+	// an external server, the in-cluster Redis volume and the in-cluster
+	// Pulsar release. Orphan (the default) leaves them and their data in
+	// place when the claim is deleted or a service's mode is switched;
+	// Delete removes them with it.
+	// +kubebuilder:validation:Enum=Orphan;Delete
+	// +kubebuilder:default=Orphan
+	// +optional
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+
+	// ProviderConfigs names the ClusterProviderConfigs of the Crossplane
+	// providers that manage in-cluster backing services.
+	// +optional
+	ProviderConfigs ProviderConfigs `json:"providerConfigs,omitempty"`
+
 	// Scheduling configures pools and priority classes.
 	// +optional
 	Scheduling Scheduling `json:"scheduling,omitempty"`
@@ -245,6 +261,29 @@ type OIDC struct {
 	Scope string `json:"scope,omitempty"`
 }
 
+// ProviderConfigs names ClusterProviderConfigs.
+type ProviderConfigs struct {
+	// Kubernetes is the provider-kubernetes ClusterProviderConfig that
+	// manages the in-cluster PostgreSQL cluster, which is wrapped in an
+	// Object so that it can outlive the claim. Defaults to "default".
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Kubernetes string `json:"kubernetes,omitempty"`
+	// Helm is the provider-helm ClusterProviderConfig that installs the
+	// in-cluster Pulsar chart. Defaults to "default".
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Helm string `json:"helm,omitempty"`
+}
+
+// LocalSecretRef names a Secret in the target namespace.
+type LocalSecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
 // SecretKeyRef selects a key of a Secret in the target namespace.
 type SecretKeyRef struct {
 	// Name of the Secret.
@@ -255,97 +294,6 @@ type SecretKeyRef struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Key string `json:"key"`
-}
-
-// Postgres is how Armada reaches PostgreSQL.
-type Postgres struct {
-	// Mode of the database. External uses an existing server.
-	// +kubebuilder:validation:Enum=External
-	// +kubebuilder:default=External
-	// +optional
-	Mode string `json:"mode,omitempty"`
-	// Host of the server.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	Host string `json:"host"`
-	// Port of the server. Defaults to 5432.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
-	// +optional
-	Port int32 `json:"port,omitempty"`
-	// User Armada connects as. It must be able to create tables in both
-	// databases.
-	// +kubebuilder:validation:MinLength=1
-	User string `json:"user"`
-	// PasswordSecretRef selects the user's password.
-	PasswordSecretRef SecretKeyRef `json:"passwordSecretRef"`
-	// SSLMode of the connection. Defaults to "require".
-	// +kubebuilder:validation:Enum=disable;allow;prefer;require;verify-ca;verify-full
-	// +optional
-	SSLMode string `json:"sslMode,omitempty"`
-	// Databases names the two databases, which must already exist.
-	// +optional
-	Databases Databases `json:"databases,omitempty"`
-}
-
-// Databases names Armada's databases.
-type Databases struct {
-	// Scheduler database. Defaults to "scheduler".
-	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
-	// +optional
-	Scheduler string `json:"scheduler,omitempty"`
-	// Lookout database, also used by the server for queues. Defaults to
-	// "lookout".
-	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
-	// +optional
-	Lookout string `json:"lookout,omitempty"`
-}
-
-// Redis is how Armada reaches Redis.
-type Redis struct {
-	// Mode of Redis. External uses an existing server.
-	// +kubebuilder:validation:Enum=External
-	// +kubebuilder:default=External
-	// +optional
-	Mode string `json:"mode,omitempty"`
-	// Addrs are host:port addresses of the Redis server or cluster.
-	// +kubebuilder:validation:MinItems=1
-	// +listType=atomic
-	Addrs []string `json:"addrs"`
-	// DB number shared by the server and the event ingester. Defaults to 1.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=15
-	// +optional
-	DB *int32 `json:"db,omitempty"`
-	// PasswordSecretRef selects the Redis password, if it has one.
-	// +optional
-	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
-}
-
-// Pulsar is how Armada reaches Apache Pulsar.
-type Pulsar struct {
-	// Mode of Pulsar. External uses an existing cluster.
-	// +kubebuilder:validation:Enum=External
-	// +kubebuilder:default=External
-	// +optional
-	Mode string `json:"mode,omitempty"`
-	// URL of the broker, pulsar://host:6650 or pulsar+ssl://host:6651.
-	// +kubebuilder:validation:Pattern=`^pulsar(\+ssl)?://[^\s/]+$`
-	URL string `json:"url"`
-	// Tenant holding Armada's topics. Defaults to "public".
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
-	// +optional
-	Tenant string `json:"tenant,omitempty"`
-	// Namespace holding Armada's topics. Defaults to "default".
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
-	// TokenSecretRef selects a JWT the components authenticate with.
-	// +optional
-	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
-	// CASecretRef selects a PEM CA bundle for pulsar+ssl:// URLs.
-	// +optional
-	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 }
 
 // Scheduling configures pools and priority classes.
@@ -461,6 +409,10 @@ type ArmadaStatus struct {
 	// Endpoints where Armada can be reached.
 	// +optional
 	Endpoints Endpoints `json:"endpoints,omitempty"`
+	// BackingServices reports PostgreSQL, Redis and Pulsar, keyed by
+	// postgres, redis and pulsar.
+	// +optional
+	BackingServices map[string]BackingServiceStatus `json:"backingServices,omitempty"`
 	// CredentialsSecret names the Secret, in spec.namespace, holding the
 	// generated basic-auth passwords.
 	// +optional

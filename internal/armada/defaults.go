@@ -1,6 +1,9 @@
 package armada
 
 import (
+	"net"
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -18,22 +21,33 @@ const DefaultVersion = "0.22.7"
 // in one place, so the override order (user's explicit setting, then our
 // field, then these) is visible at a glance.
 const (
-	defaultPostgresPort    = 5432
-	defaultPostgresSSLMode = "require"
-	defaultSchedulerDB     = "scheduler"
-	defaultLookoutDB       = "lookout"
-	defaultRedisDB         = 1
-	defaultPulsarTenant    = "public"
-	defaultPulsarNamespace = "default"
-	defaultAdminGroup      = "armada-admins"
-	defaultOIDCGroupsClaim = "groups"
-	defaultOIDCScope       = "openid email profile"
-	defaultPoolName        = "default"
-	defaultExecutorCluster = "local"
-	defaultImageOrg        = "gresearch"
+	defaultPostgresPort     = 5432
+	defaultPostgresSSLMode  = "require"
+	defaultSchedulerDB      = "scheduler"
+	defaultLookoutDB        = "lookout"
+	defaultRedisDB          = 1
+	defaultPulsarTenant     = "armada"
+	defaultPulsarNamespace  = "armada"
+	defaultEventsPartitions = 2
+	defaultProviderConfig   = "default"
+	defaultAdminGroup       = "armada-admins"
+	defaultOIDCGroupsClaim  = "groups"
+	defaultOIDCScope        = "openid email profile"
+	defaultPoolName         = "default"
+	defaultExecutorCluster  = "local"
+	defaultImageOrg         = "gresearch"
 
-	// modeExternal is the only backing-service mode so far.
-	modeExternal = "External"
+	// Backing-service modes.
+	modeExternal  = "External"
+	modeInCluster = "InCluster"
+
+	// Deletion policies of stateful resources.
+	deletionOrphan = "Orphan"
+	deletionDelete = "Delete"
+
+	// Pulsar release profiles.
+	pulsarProfileSmall = "Small"
+	pulsarProfileHA    = "HA"
 
 	// Ports every component listens on. Armada's own defaults differ per
 	// component (and the scheduler ingester's is random), so the function
@@ -50,6 +64,33 @@ const (
 	// Pod identity of every Armada image (build/*/Dockerfile).
 	runAsUser  = 1000
 	runAsGroup = 2000
+)
+
+// Pinned versions of the in-cluster backing services. Each is what the
+// project's examples and goldens are rendered with; see the README for why.
+const (
+	// cnpgImage is the operand image CloudNativePG v1.29.0 defaults to
+	// (pkg/versions.DefaultImageName), pinned so that an operator upgrade
+	// does not silently upgrade PostgreSQL.
+	cnpgImage = "ghcr.io/cloudnative-pg/postgresql:18.3-system-trixie"
+	// cnpgOwner owns Armada's databases in the in-cluster PostgreSQL; its
+	// password is in the cluster's <name>-app Secret, which CloudNativePG
+	// generates.
+	cnpgOwner = "armada"
+
+	// redisImage is the official Redis image (uid 999).
+	redisImage    = "library/redis:7.4.2"
+	redisUID      = 999
+	redisPort     = 6379
+	redisPassword = "internal-redis"
+
+	// The Apache Pulsar Helm chart and the image of the topic-init Job,
+	// the chart's appVersion (Pulsar 4.0 LTS).
+	pulsarChartRepository = "https://pulsar.apache.org/charts"
+	pulsarChartName       = "pulsar"
+	pulsarChartVersion    = "4.5.0"
+	pulsarImage           = "apachepulsar/pulsar:4.0.9"
+	pulsarUID             = 10000
 )
 
 // defaultPriorityClasses are Armada's executor chart priority classes.
@@ -95,8 +136,20 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 	if s.Version == "" {
 		s.Version = DefaultVersion
 	}
+	if s.DeletionPolicy == "" {
+		s.DeletionPolicy = deletionOrphan
+	}
+	if s.ProviderConfigs.Kubernetes == "" {
+		s.ProviderConfigs.Kubernetes = defaultProviderConfig
+	}
+	if s.ProviderConfigs.Helm == "" {
+		s.ProviderConfigs.Helm = defaultProviderConfig
+	}
 	if s.Postgres.Mode == "" {
 		s.Postgres.Mode = modeExternal
+	}
+	if s.Postgres.Mode == modeInCluster {
+		defaultPostgresInCluster(&s.Postgres)
 	}
 	if s.Postgres.Port == 0 {
 		s.Postgres.Port = defaultPostgresPort
@@ -113,12 +166,32 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 	if s.Redis.Mode == "" {
 		s.Redis.Mode = modeExternal
 	}
+	if s.Redis.Mode == modeInCluster {
+		if s.Redis.InCluster == nil {
+			s.Redis.InCluster = &v1alpha1.RedisInCluster{}
+		}
+		if s.Redis.InCluster.StorageSize == nil {
+			q := resource.MustParse("1Gi")
+			s.Redis.InCluster.StorageSize = &q
+		}
+	}
 	if s.Redis.DB == nil {
 		db := int32(defaultRedisDB)
 		s.Redis.DB = &db
 	}
 	if s.Pulsar.Mode == "" {
 		s.Pulsar.Mode = modeExternal
+	}
+	if s.Pulsar.Mode == modeInCluster {
+		if s.Pulsar.InCluster == nil {
+			s.Pulsar.InCluster = &v1alpha1.PulsarInCluster{}
+		}
+		if s.Pulsar.InCluster.Profile == "" {
+			s.Pulsar.InCluster.Profile = pulsarProfileSmall
+		}
+	}
+	if s.Pulsar.EventsPartitions == 0 {
+		s.Pulsar.EventsPartitions = defaultEventsPartitions
 	}
 	if s.Pulsar.Tenant == "" {
 		s.Pulsar.Tenant = defaultPulsarTenant
@@ -153,6 +226,43 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 		if s.Executors[i].Pool == "" {
 			s.Executors[i].Pool = s.Scheduling.Pools[0].Name
 		}
+	}
+}
+
+func defaultPostgresInCluster(pg *v1alpha1.Postgres) {
+	if pg.InCluster == nil {
+		pg.InCluster = &v1alpha1.PostgresInCluster{}
+	}
+	ic := pg.InCluster
+	if ic.Instances == 0 {
+		ic.Instances = 1
+	}
+	if ic.StorageSize == nil {
+		q := resource.MustParse("10Gi")
+		ic.StorageSize = &q
+	}
+	if ic.ImageName == "" {
+		ic.ImageName = cnpgImage
+	}
+}
+
+// resolveConnections points Armada at the in-cluster services, whose
+// addresses and credentials follow from the install's name. It runs after
+// validation, which has checked the user set none of these fields.
+func (in *Install) resolveConnections() {
+	s := &in.Spec
+	if s.Postgres.Mode == modeInCluster {
+		s.Postgres.Host = in.serviceHost("postgres-rw")
+		s.Postgres.User = cnpgOwner
+		s.Postgres.PasswordSecretRef = &v1alpha1.SecretKeyRef{Name: in.object("postgres-app"), Key: "password"}
+	}
+	if s.Redis.Mode == modeInCluster {
+		s.Redis.Addrs = []string{net.JoinHostPort(in.serviceHost("redis"), strconv.Itoa(redisPort))}
+		s.Redis.PasswordSecretRef = &v1alpha1.SecretKeyRef{Name: in.credentialsSecret(), Key: redisPassword}
+	}
+	if s.Pulsar.Mode == modeInCluster {
+		s.Pulsar.URL = "pulsar://" + net.JoinHostPort(in.serviceHost("pulsar-broker"), "6650")
+		s.Pulsar.AdminURL = httpURL(in.serviceHost("pulsar-broker"), 8080)
 	}
 }
 

@@ -4,6 +4,7 @@
 package armada
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"slices"
@@ -115,6 +116,19 @@ func (in *Install) basicUsers() []v1alpha1.BasicUser {
 	return append(slices.Clone(internalUsers), in.Spec.Auth.BasicUsers...)
 }
 
+// passwordKeys are the keys of the credentials Secret: every basic-auth
+// user's password and, with an in-cluster Redis, its password.
+func (in *Install) passwordKeys() []string {
+	var keys []string
+	for _, u := range in.basicUsers() {
+		keys = append(keys, u.Name)
+	}
+	if in.Spec.Redis.Mode == modeInCluster {
+		keys = append(keys, redisPassword)
+	}
+	return keys
+}
+
 // passwordEnv is the environment variable that overrides a basic-auth
 // user's password in a component's config. Armada's config loader maps
 // ARMADA_<KEY_PATH> onto keys present in a loaded file, so the generated
@@ -129,4 +143,25 @@ func versionSuffix(version string) string { return strings.ReplaceAll(version, "
 // topic is a Pulsar topic's full name.
 func (in *Install) topic(name string) string {
 	return fmt.Sprintf("persistent://%s/%s/%s", in.Spec.Pulsar.Tenant, in.Spec.Pulsar.Namespace, name)
+}
+
+// annotationExternalName is the name of a managed resource's external
+// resource.
+const annotationExternalName = "crossplane.io/external-name"
+
+// trimSlash drops a trailing slash.
+func trimSlash(s string) string { return strings.TrimSuffix(s, "/") }
+
+// toJSONMap converts a typed value into the JSON-compatible map an
+// unstructured object holds.
+func toJSONMap(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil
+	}
+	return m
 }

@@ -17,6 +17,13 @@ type Observed struct {
 	Jobs map[string]JobState
 	// Workloads are the component workloads seen, by instance name.
 	Workloads map[string]Workload
+	// Keys are the composition resource names observed.
+	Keys map[string]bool
+	// Ready reports, by composition resource name, whether an observed
+	// resource is ready: a managed resource or Object whose Ready
+	// condition is True, a CloudNativePG Database applied, a workload
+	// available or a Job complete.
+	Ready map[string]bool
 }
 
 // JobState is a Job's outcome.
@@ -27,6 +34,8 @@ const (
 	JobRunning JobState = iota
 	JobComplete
 	JobFailed
+	// JobNotCreated is a Job not composed yet: it waits for its inputs.
+	JobNotCreated
 )
 
 // Workload is an observed Deployment or StatefulSet.
@@ -40,11 +49,16 @@ type Workload struct {
 // Observe extracts what rendering needs from observed composed resources,
 // keyed by composition resource name.
 func Observe(resources map[string]*unstructured.Unstructured) Observed {
-	o := Observed{Passwords: map[string]string{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{}}
+	o := Observed{
+		Passwords: map[string]string{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
+		Keys: map[string]bool{}, Ready: map[string]bool{},
+	}
 	for key, u := range resources {
 		if u == nil {
 			continue
 		}
+		o.Keys[key] = true
+		o.Ready[key] = ready(u)
 		switch {
 		case key == keyCredentials:
 			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
@@ -60,6 +74,26 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		}
 	}
 	return o
+}
+
+// ready is whether an observed resource is ready, by its kind.
+func ready(u *unstructured.Unstructured) bool {
+	switch {
+	case u.GetKind() == "Job":
+		return jobState(u) == JobComplete
+	case u.GetKind() == "Deployment" || u.GetKind() == "StatefulSet":
+		return workload(u).Ready
+	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Database":
+		applied, _, _ := unstructured.NestedBool(u.Object, "status", "applied")
+		return applied
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			return m["status"] == "True"
+		}
+	}
+	return false
 }
 
 func jobState(u *unstructured.Unstructured) JobState {

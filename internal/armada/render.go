@@ -21,8 +21,9 @@ const (
 // Condition types and reasons the XR reports. They are stable: users and
 // tooling may match on them.
 const (
-	ConditionMigrations = "MigrationsComplete"
-	ConditionComponents = "ComponentsReady"
+	ConditionBackingServices = "BackingServicesReady"
+	ConditionMigrations      = "MigrationsComplete"
+	ConditionComponents      = "ComponentsReady"
 
 	ReasonComplete            = "Complete"
 	ReasonRunning             = "Running"
@@ -30,6 +31,9 @@ const (
 	ReasonAllReady            = "AllReady"
 	ReasonWaitingForMigration = "WaitingForMigration"
 	ReasonUnavailable         = "Unavailable"
+	ReasonReady               = "Ready"
+	ReasonWaiting             = "Waiting"
+	ReasonWaitingForDatabases = "WaitingForDatabases"
 )
 
 // Object is one composed object.
@@ -91,6 +95,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := checkDowngrade(in, opt.Observed); err != nil {
 		return nil, err
 	}
+	if err := checkModeChanges(&in.Spec, opt.Observed); err != nil {
+		return nil, err
+	}
 	r := &renderer{in: in, opt: opt}
 	r.out.Status = v1alpha1.ArmadaStatus{
 		Version:           v1alpha1.VersionStatus{Desired: in.Spec.Version},
@@ -101,16 +108,21 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := r.credentials(); err != nil {
 		return nil, err
 	}
-	migrated, err := r.migrations()
+	g, err := r.backing()
+	if err != nil {
+		return nil, err
+	}
+	migrated, err := r.migrations(g)
 	if err != nil {
 		return nil, err
 	}
 	for _, inst := range instances(in) {
-		if err := r.instance(inst, migrated); err != nil {
+		if err := r.instance(inst, g, migrated); err != nil {
 			return nil, err
 		}
 	}
 	r.cluster()
+	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
 	return &r.out, nil
 }
@@ -135,27 +147,28 @@ func checkDowngrade(in *Install, o Observed) error {
 // password already observed so they stay stable across reconciles.
 func (r *renderer) credentials() error {
 	passwords := map[string]string{}
-	for _, u := range r.in.basicUsers() {
-		if p, ok := r.opt.Observed.Passwords[u.Name]; ok {
-			passwords[u.Name] = p
+	for _, key := range r.in.passwordKeys() {
+		if p, ok := r.opt.Observed.Passwords[key]; ok {
+			passwords[key] = p
 			continue
 		}
 		if r.opt.Rand == nil {
 			return errors.New("cannot generate passwords: no random source configured")
 		}
-		p, err := generatePassword(r.opt.Rand(u.Name))
+		p, err := generatePassword(r.opt.Rand(key))
 		if err != nil {
-			return errors.Wrapf(err, "cannot generate password for user %q", u.Name)
+			return errors.Wrapf(err, "cannot generate password %q", key)
 		}
-		passwords[u.Name] = p
+		passwords[key] = p
 	}
 	r.add(keyCredentials, r.in.credentials(passwords), r.exists(keyCredentials))
 	return nil
 }
 
-// migrations composes the migration Jobs of the desired version and
-// reports which migrations are complete.
-func (r *renderer) migrations() (map[string]JobState, error) {
+// migrations composes the migration Jobs of the desired version, once the
+// databases exist, and reports which migrations are complete. A Job already
+// created stays composed whatever the databases' observed state.
+func (r *renderer) migrations(g gates) (map[string]JobState, error) {
 	done := map[string]JobState{}
 	v := r.in.Spec.Version
 	for _, m := range migrations {
@@ -165,7 +178,11 @@ func (r *renderer) migrations() (map[string]JobState, error) {
 		}
 		r.add("migrate-"+m.Name+"-config", secret, r.exists("migrate-"+m.Name+"-config"))
 		job := r.in.migrationJob(m, v, secret.Name, hash)
-		state := r.opt.Observed.Jobs[job.Name]
+		state, seen := r.opt.Observed.Jobs[job.Name]
+		if !seen && !g.Postgres {
+			done[m.Name] = JobNotCreated
+			continue
+		}
 		done[m.Name] = state
 		r.add(migrationKey(m.Name, v, hash), job, state == JobComplete)
 	}
@@ -175,7 +192,7 @@ func (r *renderer) migrations() (map[string]JobState, error) {
 // instance composes one component instance. Its workload runs the desired
 // version once the component's migration is complete; until then a running
 // workload keeps its version and a new one is not created yet.
-func (r *renderer) instance(inst *instance, migrated map[string]JobState) error {
+func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobState) error {
 	in, name := r.in, inst.Name
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
@@ -211,9 +228,11 @@ func (r *renderer) instance(inst *instance, migrated map[string]JobState) error 
 	}
 
 	observed, running := r.opt.Observed.Workloads[name]
-	version, reason := in.Spec.Version, ""
-	if inst.Migration != "" && migrated[inst.Migration] != JobComplete {
+	version, reason := in.Spec.Version, g.waitingFor(inst)
+	if reason == "" && inst.Migration != "" && migrated[inst.Migration] != JobComplete {
 		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, in.Spec.Version)
+	}
+	if reason != "" {
 		if !running {
 			r.out.Status.Components[name] = v1alpha1.ComponentStatus{Reason: reason}
 			return nil
@@ -286,18 +305,25 @@ func (r *renderer) cluster() {
 // conditions summarise migrations and components, with stable reasons and
 // messages that list what is pending in a stable order.
 func (r *renderer) conditions(migrated map[string]JobState) {
-	var running, failed []string
+	var running, failed, pending []string
 	for _, m := range migrations {
 		switch migrated[m.Name] {
 		case JobRunning:
 			running = append(running, m.Name)
 		case JobFailed:
 			failed = append(failed, m.Name)
+		case JobNotCreated:
+			pending = append(pending, m.Name)
 		case JobComplete:
 		}
 	}
 	v := r.in.Spec.Version
 	switch {
+	case len(pending) > 0:
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionMigrations, Reason: ReasonWaitingForDatabases,
+			Message: fmt.Sprintf("Waiting for the PostgreSQL databases before running the %s migration of Armada %s", strings.Join(pending, " and "), v),
+		})
 	case len(failed) > 0:
 		r.out.Conditions = append(r.out.Conditions, Condition{
 			Type: ConditionMigrations, Reason: ReasonFailed,

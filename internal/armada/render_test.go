@@ -45,8 +45,9 @@ func find(out *Output, key string) *Object {
 	return nil
 }
 
-// migrated observes the migration Jobs that rendering s composes as
-// complete; with only, just those of the named databases.
+// migrated observes the Jobs that rendering s composes as complete: the
+// topic-init Job and the migrations; with only, just the migrations of the
+// named databases.
 func migrated(t *testing.T, s v1alpha1.ArmadaSpec, only ...string) map[string]JobState {
 	t.Helper()
 	jobs := map[string]JobState{}
@@ -55,7 +56,7 @@ func migrated(t *testing.T, s v1alpha1.ArmadaSpec, only ...string) map[string]Jo
 		if !ok {
 			continue
 		}
-		if len(only) == 0 || slices.ContainsFunc(only, func(db string) bool { return strings.Contains(j.Name, "-migrate-"+db+"-") }) {
+		if len(only) == 0 || strings.Contains(j.Name, "-pulsar-topics-") || slices.ContainsFunc(only, func(db string) bool { return strings.Contains(j.Name, "-migrate-"+db+"-") }) {
 			jobs[j.Name] = JobComplete
 		}
 	}
@@ -72,7 +73,7 @@ func TestMigrationsGateComponents(t *testing.T) {
 	}{
 		"FreshInstall": {
 			reason:   "Before any migration completes, database users are not created; the rest is.",
-			observed: Observed{},
+			observed: Observed{Jobs: migrated(t, spec(), "none")},
 			present:  []string{"migrate-lookout-0-22-7-", "migrate-scheduler-0-22-7-", "event-ingester-workload", "binoculars-workload", "executor-local-workload", "server-config"},
 			absent:   []string{"server-workload", "scheduler-workload", "scheduler-ingester-workload", "lookout-workload", "lookout-ingester-workload"},
 			cond:     Condition{Type: ConditionComponents, Reason: ReasonWaitingForMigration},
@@ -104,7 +105,7 @@ func TestMigrationsGateComponents(t *testing.T) {
 					t.Errorf("%s\n%s is composed before its migration completed", tc.reason, k)
 				}
 			}
-			got := out.Conditions[1]
+			got := out.Conditions[2]
 			got.Message = ""
 			if diff := cmp.Diff(tc.cond, got); diff != "" {
 				t.Errorf("%s\ncondition: -want, +got:\n%s", tc.reason, diff)

@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -36,6 +37,7 @@ var (
 	pulsarURL   = regexp.MustCompile(`^pulsar(\+ssl)?://[^\s/]+$`)
 	pulsarIdent = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	dbName      = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+	adminURL    = regexp.MustCompile(`^https?://[^\s/]+/?$`)
 )
 
 // New defaults and validates an XR. The XRD's schema enforces most of these
@@ -53,6 +55,7 @@ func New(xr XR) (*Install, field.ErrorList) {
 		in.Namespace = xr.Labels[labelClaimNamespace]
 	}
 	errs := validateSpec(field.NewPath("spec"), &in.Spec)
+	in.resolveConnections()
 	if in.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
 	}
@@ -71,6 +74,9 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	var errs field.ErrorList
 	if !slices.Contains(SupportedVersions, s.Version) {
 		errs = append(errs, field.NotSupported(p.Child("version"), s.Version, SupportedVersions))
+	}
+	if !slices.Contains(deletionPolicies, s.DeletionPolicy) {
+		errs = append(errs, field.NotSupported(p.Child("deletionPolicy"), s.DeletionPolicy, deletionPolicies))
 	}
 	errs = append(errs, validatePostgres(p.Child("postgres"), &s.Postgres)...)
 	errs = append(errs, validateRedis(p.Child("redis"), &s.Redis)...)
@@ -108,24 +114,61 @@ func validateSecretRef(p *field.Path, r *v1alpha1.SecretKeyRef) field.ErrorList 
 	return errs
 }
 
-func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
+// modes are the backing-service modes.
+var modes = []string{modeExternal, modeInCluster}
+
+// validateMode checks a backing service's mode and that the fields of the
+// other mode are unset.
+func validateMode(p *field.Path, mode string, inCluster bool, external map[string]bool) field.ErrorList {
 	var errs field.ErrorList
-	if pg.Mode != modeExternal {
-		errs = append(errs, field.NotSupported(p.Child("mode"), pg.Mode, []string{modeExternal}))
+	switch mode {
+	case modeExternal:
+		if inCluster {
+			errs = append(errs, field.Forbidden(p.Child("inCluster"), "only valid with mode: InCluster"))
+		}
+	case modeInCluster:
+		for _, name := range slices.Sorted(maps.Keys(external)) {
+			if external[name] {
+				errs = append(errs, field.Forbidden(p.Child(name), "not valid with mode: InCluster, which composes the service and its connection"))
+			}
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("mode"), mode, modes))
 	}
-	if pg.Host == "" {
-		errs = append(errs, field.Required(p.Child("host"), "the PostgreSQL server's host name"))
+	return errs
+}
+
+func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
+	errs := validateMode(p, pg.Mode, pg.InCluster != nil, map[string]bool{
+		"host": pg.Host != "", "user": pg.User != "", "passwordSecretRef": pg.PasswordSecretRef != nil, "adminSecretRef": pg.AdminSecretRef != nil,
+	})
+	if pg.Mode == modeExternal {
+		if pg.Host == "" {
+			errs = append(errs, field.Required(p.Child("host"), "the PostgreSQL server's host name"))
+		}
+		if pg.User == "" {
+			errs = append(errs, field.Required(p.Child("user"), "the user Armada connects as"))
+		}
+		if pg.PasswordSecretRef == nil {
+			errs = append(errs, field.Required(p.Child("passwordSecretRef"), "the Secret key holding the user's password"))
+		} else {
+			errs = append(errs, validateSecretRef(p.Child("passwordSecretRef"), pg.PasswordSecretRef)...)
+		}
+		if r := pg.AdminSecretRef; r != nil {
+			for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+				errs = append(errs, field.Invalid(p.Child("adminSecretRef", "name"), r.Name, msg))
+			}
+		}
+	}
+	if ic := pg.InCluster; ic != nil && (ic.Instances < 0 || ic.Instances > 9) {
+		errs = append(errs, field.Invalid(p.Child("inCluster", "instances"), ic.Instances, "must be between 1 and 9"))
 	}
 	if pg.Port < 1 || pg.Port > 65535 {
 		errs = append(errs, field.Invalid(p.Child("port"), pg.Port, "must be between 1 and 65535"))
 	}
-	if pg.User == "" {
-		errs = append(errs, field.Required(p.Child("user"), "the user Armada connects as"))
-	}
-	errs = append(errs, validateSecretRef(p.Child("passwordSecretRef"), &pg.PasswordSecretRef)...)
-	modes := []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
-	if !slices.Contains(modes, pg.SSLMode) {
-		errs = append(errs, field.NotSupported(p.Child("sslMode"), pg.SSLMode, modes))
+	sslModes := []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+	if !slices.Contains(sslModes, pg.SSLMode) {
+		errs = append(errs, field.NotSupported(p.Child("sslMode"), pg.SSLMode, sslModes))
 	}
 	dbs := p.Child("databases")
 	for name, db := range map[string]string{dbScheduler: pg.Databases.Scheduler, dbLookout: pg.Databases.Lookout} {
@@ -140,11 +183,10 @@ func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
 }
 
 func validateRedis(p *field.Path, r *v1alpha1.Redis) field.ErrorList {
-	var errs field.ErrorList
-	if r.Mode != modeExternal {
-		errs = append(errs, field.NotSupported(p.Child("mode"), r.Mode, []string{modeExternal}))
-	}
-	if len(r.Addrs) == 0 {
+	errs := validateMode(p, r.Mode, r.InCluster != nil, map[string]bool{
+		"addrs": len(r.Addrs) > 0, "passwordSecretRef": r.PasswordSecretRef != nil,
+	})
+	if r.Mode == modeExternal && len(r.Addrs) == 0 {
 		errs = append(errs, field.Required(p.Child("addrs"), "at least one host:port address"))
 	}
 	for i, a := range r.Addrs {
@@ -163,18 +205,28 @@ func validateRedis(p *field.Path, r *v1alpha1.Redis) field.ErrorList {
 }
 
 func validatePulsar(p *field.Path, ps *v1alpha1.Pulsar) field.ErrorList {
-	var errs field.ErrorList
-	if ps.Mode != modeExternal {
-		errs = append(errs, field.NotSupported(p.Child("mode"), ps.Mode, []string{modeExternal}))
+	errs := validateMode(p, ps.Mode, ps.InCluster != nil, map[string]bool{
+		"url": ps.URL != "", "adminURL": ps.AdminURL != "", "tokenSecretRef": ps.TokenSecretRef != nil, "caSecretRef": ps.CASecretRef != nil,
+	})
+	if ps.Mode == modeExternal {
+		if !pulsarURL.MatchString(ps.URL) {
+			errs = append(errs, field.Invalid(p.Child("url"), ps.URL, "must be pulsar://host:port or pulsar+ssl://host:port"))
+		}
+		if !adminURL.MatchString(ps.AdminURL) {
+			errs = append(errs, field.Invalid(p.Child("adminURL"), ps.AdminURL, "must be http(s)://host:port of the Pulsar admin API; the topic-init Job needs it"))
+		}
 	}
-	if !pulsarURL.MatchString(ps.URL) {
-		errs = append(errs, field.Invalid(p.Child("url"), ps.URL, "must be pulsar://host:port or pulsar+ssl://host:port"))
+	if ic := ps.InCluster; ic != nil && !slices.Contains([]string{pulsarProfileSmall, pulsarProfileHA}, ic.Profile) {
+		errs = append(errs, field.NotSupported(p.Child("inCluster", "profile"), ic.Profile, []string{pulsarProfileSmall, pulsarProfileHA}))
 	}
 	if !pulsarIdent.MatchString(ps.Tenant) {
 		errs = append(errs, field.Invalid(p.Child("tenant"), ps.Tenant, "must be 1-64 letters, digits, '_' or '-'"))
 	}
 	if !pulsarIdent.MatchString(ps.Namespace) {
 		errs = append(errs, field.Invalid(p.Child("namespace"), ps.Namespace, "must be 1-64 letters, digits, '_' or '-'"))
+	}
+	if ps.EventsPartitions < 1 || ps.EventsPartitions > 64 {
+		errs = append(errs, field.Invalid(p.Child("eventsPartitions"), ps.EventsPartitions, "must be between 1 and 64"))
 	}
 	if ps.TokenSecretRef != nil {
 		errs = append(errs, validateSecretRef(p.Child("tokenSecretRef"), ps.TokenSecretRef)...)

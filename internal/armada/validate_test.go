@@ -17,10 +17,10 @@ func spec(mods ...func(*v1alpha1.ArmadaSpec)) v1alpha1.ArmadaSpec {
 	s := v1alpha1.ArmadaSpec{
 		Postgres: v1alpha1.Postgres{
 			Host: "pg", User: "armada", SSLMode: "disable",
-			PasswordSecretRef: v1alpha1.SecretKeyRef{Name: "pg", Key: "password"},
+			PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"},
 		},
 		Redis:  v1alpha1.Redis{Addrs: []string{"redis:6379"}},
-		Pulsar: v1alpha1.Pulsar{URL: "pulsar://pulsar:6650"},
+		Pulsar: v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
 		Auth:   v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin", Groups: []string{"armada-admins"}}}},
 	}
 	for _, m := range mods {
@@ -71,7 +71,7 @@ func TestNew(t *testing.T) {
 		},
 		"MissingCredentials": {
 			reason: "A Postgres password must come from a Secret.",
-			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.PasswordSecretRef = v1alpha1.SecretKeyRef{} })),
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.PasswordSecretRef = &v1alpha1.SecretKeyRef{} })),
 			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{
 				field.Required(field.NewPath("spec", "postgres", "passwordSecretRef", "name"), ""),
 				field.Required(field.NewPath("spec", "postgres", "passwordSecretRef", "key"), ""),

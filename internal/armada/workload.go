@@ -98,8 +98,9 @@ func (in *Install) secretEnvs(c *component, replicas int32) []corev1.EnvVar {
 			}})
 	}
 	if c.Database != "" {
-		ref := in.Spec.Postgres.PasswordSecretRef
-		env = append(env, secretEnv("ARMADA_POSTGRES_CONNECTION_PASSWORD", ref.Name, ref.Key))
+		if ref := in.Spec.Postgres.PasswordSecretRef; ref != nil {
+			env = append(env, secretEnv("ARMADA_POSTGRES_CONNECTION_PASSWORD", ref.Name, ref.Key))
+		}
 	}
 	if ref := in.Spec.Redis.PasswordSecretRef; c.RedisKey != "" && ref != nil {
 		env = append(env, secretEnv("ARMADA_"+strings.ToUpper(c.RedisKey)+"_PASSWORD", ref.Name, ref.Key))

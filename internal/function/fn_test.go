@@ -27,7 +27,7 @@ const validXR = `{
 	"spec": {
 		"postgres": {"host": "pg", "user": "armada", "passwordSecretRef": {"name": "pg", "key": "password"}},
 		"redis": {"addrs": ["redis:6379"]},
-		"pulsar": {"url": "pulsar://pulsar:6650"},
+		"pulsar": {"url": "pulsar://pulsar:6650", "adminURL": "http://pulsar:8080"},
 		"auth": {"basicUsers": [{"name": "admin", "groups": ["armada-admins"]}]}
 	}
 }`
@@ -158,11 +158,11 @@ func TestRunFunctionComposes(t *testing.T) {
 	want := []string{
 		"binoculars-clusterrole", "binoculars-clusterrolebinding", "binoculars-config", "binoculars-pdb", "binoculars-service", "binoculars-serviceaccount", "binoculars-workload",
 		"credentials", "earlier-step",
-		"event-ingester-config", "event-ingester-pdb", "event-ingester-serviceaccount", "event-ingester-workload",
+		"event-ingester-config", "event-ingester-pdb", "event-ingester-serviceaccount",
 		"executor-clusterrole", "executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
 		"migrate-lookout-0-22-7-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-7-450f1f", "migrate-scheduler-config",
-		"priorityclass-armada-default", "priorityclass-armada-preemptible",
+		"priorityclass-armada-default", "priorityclass-armada-preemptible", "pulsar-topics",
 		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-serviceaccount",
 		"scheduler-pdb", "scheduler-service", "scheduler-serviceaccount",
 		"server-config", "server-pdb", "server-service", "server-serviceaccount",

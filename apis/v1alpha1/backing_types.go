@@ -1,0 +1,241 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Postgres is how Armada reaches PostgreSQL.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || (has(self.host) && has(self.user) && has(self.passwordSecretRef))",message="spec.postgres: External mode needs host, user and passwordSecretRef"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.host) || has(self.user) || has(self.passwordSecretRef) || has(self.adminSecretRef))",message="spec.postgres: InCluster mode takes no host, user, passwordSecretRef or adminSecretRef; the connection comes from the composed cluster"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.postgres.inCluster is only valid with mode: InCluster"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange)",message="spec.postgres.mode cannot change on a live Armada; set spec.postgres.allowModeChange: true to switch (with deletionPolicy Orphan the old databases stay in place)"
+type Postgres struct {
+	// Mode of the database. External uses an existing server; InCluster
+	// composes a CloudNativePG cluster (the CloudNativePG operator must be
+	// installed).
+	// +kubebuilder:validation:Enum=External;InCluster
+	// +kubebuilder:default=External
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// AllowModeChange permits switching mode on a live Armada. The old
+	// mode's resources leave desired state; spec.deletionPolicy decides
+	// whether their data stays.
+	// +optional
+	AllowModeChange bool `json:"allowModeChange,omitempty"`
+	// Host of the external server.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Host string `json:"host,omitempty"`
+	// Port of the external server. Defaults to 5432.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// User Armada connects to the external server as. It must own, or be
+	// able to create tables in, both databases.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	User string `json:"user,omitempty"`
+	// PasswordSecretRef selects the external user's password.
+	// +optional
+	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
+	// AdminSecretRef names a Secret holding an administrative connection to
+	// the external server in provider-sql's format (keys endpoint, port,
+	// username, password). When set, provider-sql creates both databases,
+	// owned by user; without it they must already exist.
+	// +optional
+	AdminSecretRef *LocalSecretRef `json:"adminSecretRef,omitempty"`
+	// SSLMode of the connection. Defaults to "require".
+	// +kubebuilder:validation:Enum=disable;allow;prefer;require;verify-ca;verify-full
+	// +optional
+	SSLMode string `json:"sslMode,omitempty"`
+	// Databases names the two databases.
+	// +optional
+	Databases Databases `json:"databases,omitempty"`
+	// InCluster configures the composed CloudNativePG cluster.
+	// +optional
+	InCluster *PostgresInCluster `json:"inCluster,omitempty"`
+}
+
+// PostgresInCluster configures an in-cluster CloudNativePG cluster.
+type PostgresInCluster struct {
+	// Instances of PostgreSQL: one primary and instances-1 replicas.
+	// Defaults to 1; use 3 for high availability.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +optional
+	Instances int32 `json:"instances,omitempty"`
+	// StorageSize of each instance's volume. Defaults to 10Gi.
+	// +optional
+	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
+	// StorageClass of the volumes. Defaults to the cluster's default.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClass string `json:"storageClass,omitempty"`
+	// Resources of each PostgreSQL instance.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// ImageName is the PostgreSQL operand image. Defaults to the image the
+	// pinned CloudNativePG release defaults to.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	ImageName string `json:"imageName,omitempty"`
+}
+
+// Databases names Armada's databases.
+type Databases struct {
+	// Scheduler database. Defaults to "scheduler".
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	Scheduler string `json:"scheduler,omitempty"`
+	// Lookout database, also used by the server for queues. Defaults to
+	// "lookout".
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	Lookout string `json:"lookout,omitempty"`
+}
+
+// Redis is how Armada reaches Redis.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || (has(self.addrs) && size(self.addrs) > 0)",message="spec.redis: External mode needs addrs"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.addrs) || has(self.passwordSecretRef))",message="spec.redis: InCluster mode takes no addrs or passwordSecretRef; the function composes both"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.redis.inCluster is only valid with mode: InCluster"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange)",message="spec.redis.mode cannot change on a live Armada; set spec.redis.allowModeChange: true to switch"
+type Redis struct {
+	// Mode of Redis. External uses an existing server; InCluster composes a
+	// single-instance Redis StatefulSet with a persistent volume.
+	// +kubebuilder:validation:Enum=External;InCluster
+	// +kubebuilder:default=External
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// AllowModeChange permits switching mode on a live Armada.
+	// +optional
+	AllowModeChange bool `json:"allowModeChange,omitempty"`
+	// Addrs are host:port addresses of the external Redis server or cluster.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=263
+	// +listType=atomic
+	// +optional
+	Addrs []string `json:"addrs,omitempty"`
+	// DB number shared by the server and the event ingester. Defaults to 1.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
+	// +optional
+	DB *int32 `json:"db,omitempty"`
+	// PasswordSecretRef selects the external Redis password, if it has one.
+	// +optional
+	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
+	// InCluster configures the composed Redis.
+	// +optional
+	InCluster *RedisInCluster `json:"inCluster,omitempty"`
+}
+
+// RedisInCluster configures the in-cluster Redis.
+type RedisInCluster struct {
+	// StorageSize of the append-only-file volume. Defaults to 1Gi.
+	// +optional
+	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
+	// StorageClass of the volume. Defaults to the cluster's default.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClass string `json:"storageClass,omitempty"`
+	// Resources of the Redis container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Image of Redis. Defaults to a pinned official Redis image.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// Pulsar is how Armada reaches Apache Pulsar.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || (has(self.url) && has(self.adminURL))",message="spec.pulsar: External mode needs url and adminURL"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.url) || has(self.adminURL) || has(self.tokenSecretRef) || has(self.caSecretRef))",message="spec.pulsar: InCluster mode takes no url, adminURL, tokenSecretRef or caSecretRef; the function composes the broker"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.pulsar.inCluster is only valid with mode: InCluster"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange)",message="spec.pulsar.mode cannot change on a live Armada; set spec.pulsar.allowModeChange: true to switch"
+type Pulsar struct {
+	// Mode of Pulsar. External uses an existing cluster; InCluster installs
+	// the Apache Pulsar Helm chart through provider-helm.
+	// +kubebuilder:validation:Enum=External;InCluster
+	// +kubebuilder:default=External
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// AllowModeChange permits switching mode on a live Armada.
+	// +optional
+	AllowModeChange bool `json:"allowModeChange,omitempty"`
+	// URL of the external broker, pulsar://host:6650 or pulsar+ssl://host:6651.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^pulsar(\+ssl)?://[^\s/]+$`
+	// +optional
+	URL string `json:"url,omitempty"`
+	// AdminURL of the external cluster's admin REST API, for example
+	// http://pulsar-broker.pulsar.svc:8080. The topic-init Job creates the
+	// tenant, namespace and topics through it.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^\s/]+/?$`
+	// +optional
+	AdminURL string `json:"adminURL,omitempty"`
+	// Tenant holding Armada's topics; created if missing. Defaults to
+	// "armada".
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	// +optional
+	Tenant string `json:"tenant,omitempty"`
+	// Namespace holding Armada's topics; created if missing. Defaults to
+	// "armada".
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// EventsPartitions is the partition count of the events topic, which
+	// bounds ingester parallelism. Defaults to 2. Pulsar can add partitions
+	// later but never remove them.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	EventsPartitions int32 `json:"eventsPartitions,omitempty"`
+	// TokenSecretRef selects a JWT the components and the topic-init Job
+	// authenticate with.
+	// +optional
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
+	// CASecretRef selects a PEM CA bundle for pulsar+ssl:// and https URLs.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
+	// InCluster configures the composed Pulsar.
+	// +optional
+	InCluster *PulsarInCluster `json:"inCluster,omitempty"`
+}
+
+// PulsarInCluster configures the in-cluster Pulsar release.
+type PulsarInCluster struct {
+	// Profile sizes the release. Small runs one ZooKeeper, bookie and
+	// broker with small volumes, for development and small installations;
+	// HA runs three of each, spread over nodes.
+	// +kubebuilder:validation:Enum=Small;HA
+	// +kubebuilder:default=Small
+	// +optional
+	Profile string `json:"profile,omitempty"`
+	// StorageClass of the ZooKeeper and BookKeeper volumes. Defaults to the
+	// cluster's default.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClass string `json:"storageClass,omitempty"`
+	// Values are Helm values merged over the profile's; yours win.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *runtime.RawExtension `json:"values,omitempty"`
+}
+
+// BackingServiceStatus reports one backing service.
+type BackingServiceStatus struct {
+	// Mode of the service.
+	Mode string `json:"mode"`
+	// Ready is true when Armada may use the service: an in-cluster service
+	// is up, its databases or topics exist.
+	Ready bool `json:"ready"`
+	// Reason says what the service is waiting for.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,216 @@
+package armada
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// deletionPolicies are the values of spec.deletionPolicy.
+var deletionPolicies = []string{deletionOrphan, deletionDelete}
+
+// Composition resource names of the backing services. Each mode's stateful
+// resources share a prefix, so observed state tells which mode a live
+// Armada runs in.
+const (
+	keyPostgresCluster  = "postgres-cnpg-cluster"
+	keyPostgresCNPGDB   = "postgres-cnpg-db-"
+	keyPostgresSQLPC    = "postgres-sql-providerconfig"
+	keyPostgresSQLDB    = "postgres-sql-db-"
+	keyRedisStatefulSet = "redis-incluster-statefulset"
+	keyRedisService     = "redis-incluster-service"
+	keyPulsarRelease    = "pulsar-helm-release"
+	keyPulsarTopics     = "pulsar-topics"
+)
+
+// A backingService is one row of the backing-service table: which spec
+// field it is and, per mode, the prefix of the composition resource names
+// of its resources.
+type backingService struct {
+	Name     string
+	Mode     func(*v1alpha1.ArmadaSpec) string
+	Allow    func(*v1alpha1.ArmadaSpec) bool
+	Prefixes map[string]string
+}
+
+var backingServices = []backingService{
+	{
+		Name:     "postgres",
+		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Postgres.Mode },
+		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Postgres.AllowModeChange },
+		Prefixes: map[string]string{modeInCluster: "postgres-cnpg-", modeExternal: "postgres-sql-"},
+	},
+	{
+		Name:     "redis",
+		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Redis.Mode },
+		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Redis.AllowModeChange },
+		Prefixes: map[string]string{modeInCluster: "redis-incluster-"},
+	},
+	{
+		Name:     "pulsar",
+		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Pulsar.Mode },
+		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Pulsar.AllowModeChange },
+		Prefixes: map[string]string{modeInCluster: "pulsar-helm-"},
+	},
+}
+
+// IsStateful reports whether a composition resource name holds data: a
+// database, a database cluster, Redis's volume or the Pulsar release.
+func IsStateful(key string) bool {
+	return key == keyPostgresCluster || key == keyRedisStatefulSet || key == keyPulsarRelease ||
+		strings.HasPrefix(key, keyPostgresCNPGDB) || strings.HasPrefix(key, keyPostgresSQLDB)
+}
+
+// checkModeChanges refuses to switch a backing service's mode while the old
+// mode's resources are composed, unless the user allowed it. Returning an
+// error leaves everything composed as it is.
+func checkModeChanges(s *v1alpha1.ArmadaSpec, o Observed) error {
+	for _, b := range backingServices {
+		mode := b.Mode(s)
+		for _, key := range slices.Sorted(maps.Keys(o.Keys)) {
+			for old, prefix := range b.Prefixes {
+				if old == mode || !strings.HasPrefix(key, prefix) || b.Allow(s) {
+					continue
+				}
+				return errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s while its %s resources exist (%s); set spec.%s.allowModeChange: true to switch (with spec.deletionPolicy Orphan the old data stays in place)",
+					b.Name, b.Name, old, mode, old, key, b.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// gates are what the backing services allow to proceed.
+type gates struct {
+	// Postgres is true when both databases exist.
+	Postgres bool
+	// Redis is true when Redis is up.
+	Redis bool
+	// Topics is true when the Pulsar topics exist.
+	Topics bool
+}
+
+// backing composes the backing services and reports what they allow. Their
+// stateful resources are composed from the spec alone: a missing or failed
+// observation only holds back what depends on them, never removes them.
+func (r *renderer) backing() (gates, error) {
+	in, o := r.in, r.opt.Observed
+	var g gates
+	status := map[string]v1alpha1.BackingServiceStatus{}
+
+	pg := &in.Spec.Postgres
+	switch {
+	case pg.Mode == modeInCluster:
+		r.add(keyPostgresCluster, in.cnpgCluster(), o.Ready[keyPostgresCluster])
+		waiting := []string{}
+		if !o.Ready[keyPostgresCluster] {
+			waiting = append(waiting, "CloudNativePG cluster "+in.cnpgClusterName())
+		}
+		for _, db := range databases(pg) {
+			r.add(keyPostgresCNPGDB+db, in.cnpgDatabase(db), o.Ready[keyPostgresCNPGDB+db])
+			if !o.Ready[keyPostgresCNPGDB+db] {
+				waiting = append(waiting, "database "+db)
+			}
+		}
+		g.Postgres = len(waiting) == 0
+		status["postgres"] = serviceStatus(pg.Mode, waiting)
+	case pg.AdminSecretRef != nil:
+		r.add(keyPostgresSQLPC, in.sqlProviderConfig(), r.exists(keyPostgresSQLPC))
+		waiting := []string{}
+		for _, db := range databases(pg) {
+			r.add(keyPostgresSQLDB+db, in.sqlDatabase(db), o.Ready[keyPostgresSQLDB+db])
+			if !o.Ready[keyPostgresSQLDB+db] {
+				waiting = append(waiting, "database "+db)
+			}
+		}
+		g.Postgres = len(waiting) == 0
+		status["postgres"] = serviceStatus(pg.Mode, waiting)
+	default:
+		g.Postgres = true
+		status["postgres"] = serviceStatus(pg.Mode, nil)
+	}
+
+	g.Redis = true
+	if in.Spec.Redis.Mode == modeInCluster {
+		g.Redis = o.Ready[keyRedisStatefulSet]
+		r.add(keyRedisStatefulSet, in.redisStatefulSet(), g.Redis)
+		r.add(keyRedisService, in.redisService(), r.exists(keyRedisService))
+	}
+	status["redis"] = serviceStatus(in.Spec.Redis.Mode, waitingIf(!g.Redis, "Redis "+in.object("redis")))
+
+	ps := &in.Spec.Pulsar
+	up := true
+	if ps.Mode == modeInCluster {
+		rel, err := in.pulsarRelease()
+		if err != nil {
+			return g, err
+		}
+		up = o.Ready[keyPulsarRelease]
+		r.add(keyPulsarRelease, rel, up)
+	}
+	job := in.topicsJobName()
+	state, seen := o.Jobs[job]
+	if up || seen {
+		r.add(keyPulsarTopics, in.topicsJob(), state == JobComplete)
+	}
+	g.Topics = seen && state == JobComplete
+	var waiting []string
+	switch {
+	case !up && !seen:
+		waiting = []string{"Pulsar release " + in.object("pulsar")}
+	case seen && state == JobFailed:
+		waiting = []string{"topic-init Job " + job + ", which failed; see its pod logs"}
+	case !g.Topics:
+		waiting = []string{"topic-init Job " + job}
+	}
+	status["pulsar"] = serviceStatus(ps.Mode, waiting)
+
+	r.out.Status.BackingServices = status
+	return g, nil
+}
+
+func waitingIf(cond bool, what string) []string {
+	if cond {
+		return []string{what}
+	}
+	return nil
+}
+
+func serviceStatus(mode string, waiting []string) v1alpha1.BackingServiceStatus {
+	if len(waiting) == 0 {
+		return v1alpha1.BackingServiceStatus{Mode: mode, Ready: true}
+	}
+	return v1alpha1.BackingServiceStatus{Mode: mode, Reason: "Waiting for " + strings.Join(waiting, ", ")}
+}
+
+// waitingFor is why an instance must wait for a backing service, or "".
+func (g gates) waitingFor(inst *instance) string {
+	switch {
+	case inst.Database != "" && !g.Postgres:
+		return "Waiting for the PostgreSQL databases"
+	case inst.RedisKey != "" && !g.Redis:
+		return "Waiting for Redis"
+	case inst.Pulsar && !g.Topics:
+		return "Waiting for the Pulsar topics"
+	}
+	return ""
+}
+
+// backingCondition summarises the backing services.
+func (r *renderer) backingCondition() Condition {
+	var waiting []string
+	for _, name := range []string{"postgres", "redis", "pulsar"} {
+		if s := r.out.Status.BackingServices[name]; !s.Ready {
+			waiting = append(waiting, fmt.Sprintf("%s: %s", name, s.Reason))
+		}
+	}
+	if len(waiting) > 0 {
+		return Condition{Type: ConditionBackingServices, Reason: ReasonWaiting, Message: strings.Join(waiting, "; ")}
+	}
+	return Condition{Type: ConditionBackingServices, Status: true, Reason: ReasonReady, Message: "PostgreSQL databases, Redis and Pulsar topics are ready"}
+}

@@ -1,0 +1,142 @@
+package armada
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// API versions of the PostgreSQL objects, pinned to what the offline
+// validation checks them against: CloudNativePG v1.29.0 and provider-sql
+// v0.16.0 (namespaced, Crossplane v2 style).
+const (
+	apiCNPG          = "postgresql.cnpg.io/v1"
+	apiProviderSQL   = "postgresql.sql.m.crossplane.io/v1alpha1"
+	apiK8sObject     = "kubernetes.m.crossplane.io/v1alpha1"
+	kindClusterPCRef = "ClusterProviderConfig"
+)
+
+// unstructuredObject is a namespaced object of a kind this module has no Go
+// types for (providers' and CloudNativePG's kinds are built as unstructured
+// on purpose: their Go modules do not build against crossplane-runtime v2.4).
+// Every value must be JSON-compatible: string, bool, int64, float64, []any
+// or map[string]any.
+func (in *Install) unstructuredObject(apiVersion, kind, name, component string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	u.SetName(name)
+	u.SetNamespace(in.Namespace)
+	u.SetLabels(in.labels(component))
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+// managementPolicies keep a stateful managed resource's external resource
+// when the managed resource is deleted, unless spec.deletionPolicy is
+// Delete. Returns nil for the provider's default (every action).
+func (in *Install) managementPolicies() []any {
+	if in.Spec.DeletionPolicy == deletionDelete {
+		return nil
+	}
+	return []any{"Observe", "Create", "Update", "LateInitialize"}
+}
+
+// protect applies managementPolicies to a managed resource's spec.
+func (in *Install) protect(spec map[string]any) map[string]any {
+	if p := in.managementPolicies(); p != nil {
+		spec["managementPolicies"] = p
+	}
+	return spec
+}
+
+// cnpgClusterName is the CloudNativePG Cluster's name. CloudNativePG
+// derives its Services (<name>-rw) and app Secret (<name>-app) from it.
+func (in *Install) cnpgClusterName() string { return in.object("postgres") }
+
+// cnpgCluster is the CloudNativePG Cluster, wrapped in a provider-kubernetes
+// Object so that spec.deletionPolicy Orphan can leave it, with its volumes,
+// in place when the claim is deleted: a Cluster composed directly would be
+// garbage-collected with the XR. The Object is Ready when the Cluster's own
+// Ready condition is.
+func (in *Install) cnpgCluster() *unstructured.Unstructured {
+	ic := in.Spec.Postgres.InCluster
+	storage := map[string]any{"size": ic.StorageSize.String()}
+	if ic.StorageClass != "" {
+		storage["storageClass"] = ic.StorageClass
+	}
+	spec := map[string]any{
+		"instances": int64(ic.Instances),
+		"imageName": ic.ImageName,
+		"storage":   storage,
+		"bootstrap": map[string]any{"initdb": map[string]any{"database": cnpgOwner, "owner": cnpgOwner}},
+		// The Armada components are the only clients.
+		"enableSuperuserAccess": false,
+	}
+	if ic.Resources != nil {
+		spec["resources"] = toJSONMap(ic.Resources)
+	}
+	cluster := in.unstructuredObject(apiCNPG, "Cluster", in.cnpgClusterName(), "postgres", spec)
+	return in.unstructuredObject(apiK8sObject, "Object", in.object("postgres-cluster"), "postgres", in.protect(map[string]any{
+		"forProvider":       map[string]any{"manifest": cluster.Object},
+		"readiness":         map[string]any{"policy": "DeriveFromObject"},
+		"providerConfigRef": map[string]any{"kind": kindClusterPCRef, "name": in.Spec.ProviderConfigs.Kubernetes},
+	}))
+}
+
+// cnpgDatabase is a CloudNativePG Database in the composed cluster, owned
+// by cnpgOwner. Its reclaim policy follows spec.deletionPolicy, so deleting
+// it keeps the database unless the user asked otherwise.
+func (in *Install) cnpgDatabase(db string) *unstructured.Unstructured {
+	reclaim := "retain"
+	if in.Spec.DeletionPolicy == deletionDelete {
+		reclaim = "delete"
+	}
+	return in.unstructuredObject(apiCNPG, "Database", in.object("postgres-"+db), "postgres", map[string]any{
+		"cluster":               map[string]any{"name": in.cnpgClusterName()},
+		"name":                  db,
+		"owner":                 cnpgOwner,
+		"databaseReclaimPolicy": reclaim,
+	})
+}
+
+// sqlProviderConfig is the provider-sql ProviderConfig for an external
+// server, reading the user's admin connection Secret.
+func (in *Install) sqlProviderConfig() *unstructured.Unstructured {
+	pg := in.Spec.Postgres
+	return in.unstructuredObject(apiProviderSQL, "ProviderConfig", in.object("postgres-admin"), "postgres", map[string]any{
+		"credentials": map[string]any{
+			"source":              "PostgreSQLConnectionSecret",
+			"connectionSecretRef": map[string]any{"name": pg.AdminSecretRef.Name},
+		},
+		"sslMode":         sqlSSLMode(pg.SSLMode),
+		"defaultDatabase": "postgres",
+	})
+}
+
+// sqlSSLMode maps a libpq sslmode onto provider-sql's narrower enum:
+// allow and prefer try TLS first, so they become require.
+func sqlSSLMode(mode string) string {
+	switch mode {
+	case "allow", "prefer":
+		return "require"
+	default:
+		return mode
+	}
+}
+
+// sqlDatabase is a provider-sql Database on the external server, owned by
+// the user Armada connects as. Its external name is the database's name.
+func (in *Install) sqlDatabase(db string) *unstructured.Unstructured {
+	u := in.unstructuredObject(apiProviderSQL, "Database", in.object("postgres-"+db), "postgres", in.protect(map[string]any{
+		"forProvider":       map[string]any{"owner": in.Spec.Postgres.User},
+		"providerConfigRef": map[string]any{"kind": "ProviderConfig", "name": in.object("postgres-admin")},
+	}))
+	u.SetAnnotations(map[string]string{annotationExternalName: db})
+	return u
+}
+
+// databases are the two database names.
+func databases(pg *v1alpha1.Postgres) []string {
+	return []string{pg.Databases.Scheduler, pg.Databases.Lookout}
+}

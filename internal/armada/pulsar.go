@@ -1,0 +1,218 @@
+package armada
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+const apiHelm = "helm.m.crossplane.io/v1beta1"
+
+// pulsarProfiles are the Apache Pulsar chart values of each profile. The
+// chart's defaults run three of everything plus a proxy, a toolset and a
+// monitoring stack; Armada needs only ZooKeeper, BookKeeper and brokers.
+func pulsarProfile(profile string) map[string]any {
+	replicas, quorum, antiAffinity := int64(1), "1", false
+	journal, ledgers, zk := "5Gi", "10Gi", "5Gi"
+	if profile == pulsarProfileHA {
+		replicas, quorum, antiAffinity = 3, "2", true
+		journal, ledgers, zk = "10Gi", "50Gi", "20Gi"
+	}
+	return map[string]any{
+		"components": map[string]any{
+			"zookeeper": true, "bookkeeper": true, "autorecovery": true, "broker": true,
+			"proxy": false, "toolset": false, "pulsar_manager": false,
+		},
+		"victoria-metrics-k8s-stack": map[string]any{"enabled": false},
+		"affinity":                   map[string]any{"anti_affinity": antiAffinity},
+		"zookeeper": map[string]any{
+			"replicaCount": replicas,
+			"volumes":      map[string]any{"data": map[string]any{"size": zk}},
+		},
+		"bookkeeper": map[string]any{
+			"replicaCount": replicas,
+			"volumes": map[string]any{
+				"journal": map[string]any{"size": journal},
+				"ledgers": map[string]any{"size": ledgers},
+			},
+		},
+		"broker": map[string]any{
+			"replicaCount": replicas,
+			"configData": map[string]any{
+				"managedLedgerDefaultEnsembleSize": quorum,
+				"managedLedgerDefaultWriteQuorum":  quorum,
+				"managedLedgerDefaultAckQuorum":    quorum,
+			},
+		},
+	}
+}
+
+// pulsarRelease installs the Apache Pulsar chart through provider-helm.
+// fullnameOverride fixes the Service names Armada connects to. The release
+// is a stateful resource: spec.deletionPolicy Orphan keeps it installed
+// when the claim goes.
+func (in *Install) pulsarRelease() (*unstructured.Unstructured, error) {
+	ic := in.Spec.Pulsar.InCluster
+	values := pulsarProfile(ic.Profile)
+	values["fullnameOverride"] = in.object("pulsar")
+	if ic.StorageClass != "" {
+		for _, v := range []struct{ component, volume string }{{"zookeeper", "data"}, {"bookkeeper", "journal"}, {"bookkeeper", "ledgers"}} {
+			vol := values[v.component].(map[string]any)["volumes"].(map[string]any)[v.volume].(map[string]any)
+			vol["storageClassName"] = ic.StorageClass
+		}
+	}
+	user, err := decodeConfig(ic.Values)
+	if err != nil {
+		return nil, errors.Wrap(err, "spec.pulsar.inCluster.values")
+	}
+	values = mergeConfig(values, user)
+	return in.unstructuredObject(apiHelm, "Release", in.object("pulsar"), "pulsar", in.protect(map[string]any{
+		"forProvider": map[string]any{
+			"chart": map[string]any{
+				"repository": pulsarChartRepository,
+				"name":       pulsarChartName,
+				"version":    pulsarChartVersion,
+			},
+			"namespace":           in.Namespace,
+			"skipCreateNamespace": true,
+			"wait":                true,
+			"waitTimeout":         "20m",
+			"values":              values,
+		},
+		"providerConfigRef": map[string]any{"kind": kindClusterPCRef, "name": in.Spec.ProviderConfigs.Helm},
+	})), nil
+}
+
+// Mount points of the topic-init Job's optional credentials.
+const (
+	topicsTokenDir = "/pulsar-auth"
+	topicsCADir    = "/pulsar-ca"
+)
+
+// topicsScript creates the tenant, the namespace, the partitioned events
+// topic and the control-plane topic, each only if missing, and grows the
+// events topic to the desired partition count. Running it twice is a no-op.
+// Armada's producers and consumers use the full topic names it creates.
+const topicsScript = `set -euo pipefail
+admin() { "${PULSAR_ADMIN:-bin/pulsar-admin}" "${ADMIN_ARGS[@]}" "$@"; }
+ADMIN_ARGS=(--admin-url "$ADMIN_URL")
+if [[ -n "${TOKEN_FILE:-}" ]]; then
+  ADMIN_ARGS+=(--auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params "file://$TOKEN_FILE")
+fi
+if [[ -n "${CA_FILE:-}" ]]; then
+  ADMIN_ARGS+=(--tls-trust-cert-path "$CA_FILE")
+fi
+ensure() {
+  local what=$1; shift
+  local out
+  if out=$(admin "$@" 2>&1); then echo "created $what"; return 0; fi
+  if grep -qiE 'already exist|409' <<<"$out"; then echo "$what already exists"; return 0; fi
+  echo "cannot create $what: $out" >&2
+  return 1
+}
+cluster=$(admin clusters list | head -n 1)
+if [[ -z "$cluster" ]]; then echo "cannot list Pulsar clusters at $ADMIN_URL" >&2; exit 1; fi
+ensure "tenant $TENANT" tenants create "$TENANT" --allowed-clusters "$cluster"
+ensure "namespace $TENANT/$NAMESPACE" namespaces create "$TENANT/$NAMESPACE"
+ensure "topic $EVENTS_TOPIC" topics create-partitioned-topic "$EVENTS_TOPIC" --partitions "$PARTITIONS"
+ensure "topic $CONTROL_PLANE_TOPIC" topics create "$CONTROL_PLANE_TOPIC"
+current=$(admin topics get-partitioned-topic-metadata "$EVENTS_TOPIC" | tr -d ' \n' | sed -n 's/.*"partitions":\([0-9]*\).*/\1/p')
+if [[ -z "$current" ]]; then echo "cannot read the partition count of $EVENTS_TOPIC" >&2; exit 1; fi
+if (( current < PARTITIONS )); then
+  admin topics update-partitioned-topic "$EVENTS_TOPIC" --partitions "$PARTITIONS"
+  echo "grew $EVENTS_TOPIC from $current to $PARTITIONS partitions"
+elif (( current > PARTITIONS )); then
+  echo "$EVENTS_TOPIC keeps its $current partitions: Pulsar cannot remove partitions"
+fi
+echo "Pulsar topics ready"
+`
+
+// topicsEnv is the topic-init Job's environment; it also names the Job.
+func (in *Install) topicsEnv() []corev1.EnvVar {
+	p := in.Spec.Pulsar
+	env := []corev1.EnvVar{
+		{Name: "ADMIN_URL", Value: strings.TrimSuffix(p.AdminURL, "/")},
+		{Name: "TENANT", Value: p.Tenant},
+		{Name: "NAMESPACE", Value: p.Namespace},
+		{Name: "EVENTS_TOPIC", Value: in.topic(topicEvents)},
+		{Name: "CONTROL_PLANE_TOPIC", Value: in.topic(topicControlPlane)},
+		{Name: "PARTITIONS", Value: strconv.Itoa(int(p.EventsPartitions))},
+	}
+	if ref := p.TokenSecretRef; ref != nil {
+		env = append(env, corev1.EnvVar{Name: "TOKEN_FILE", Value: topicsTokenDir + "/" + ref.Key})
+	}
+	if ref := p.CASecretRef; ref != nil {
+		env = append(env, corev1.EnvVar{Name: "CA_FILE", Value: topicsCADir + "/" + ref.Key})
+	}
+	return env
+}
+
+// topicsJobName names the topic-init Job by a hash of what it does, so a
+// change of tenant, namespace, partitions or URL runs it again.
+func (in *Install) topicsJobName() string {
+	h := sha256.New()
+	for _, e := range in.topicsEnv() {
+		fmt.Fprintf(h, "%s=%s\n", e.Name, e.Value)
+	}
+	fmt.Fprint(h, topicsScript)
+	return in.object("pulsar-topics-" + hex.EncodeToString(h.Sum(nil))[:8])
+}
+
+// topicsJob runs topicsScript with Pulsar's own pulsar-admin.
+func (in *Install) topicsJob() *batchv1.Job {
+	p := in.Spec.Pulsar
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if ref := p.TokenSecretRef; ref != nil {
+		vols = append(vols, corev1.Volume{Name: "pulsar-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "pulsar-token", MountPath: topicsTokenDir, ReadOnly: true})
+	}
+	if ref := p.CASecretRef; ref != nil {
+		vols = append(vols, corev1.Volume{Name: "pulsar-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "pulsar-ca", MountPath: topicsCADir, ReadOnly: true})
+	}
+	sc := containerSecurityContext()
+	// pulsar-admin is a JVM that writes logs under its install directory.
+	sc.ReadOnlyRootFilesystem = ptr.To(false)
+	return &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: in.meta(in.topicsJobName(), "pulsar-topics"),
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](10),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: in.labels("pulsar-topics")},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					ImagePullSecrets:             in.Spec.ImagePullSecrets,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](pulsarUID),
+						RunAsGroup:     ptr.To[int64](0),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            "pulsar-topics",
+						Image:           in.thirdPartyImage(pulsarImage),
+						Command:         []string{"/bin/bash", "-c", topicsScript},
+						Env:             in.topicsEnv(),
+						VolumeMounts:    mounts,
+						Resources:       migrationResources(),
+						SecurityContext: sc,
+					}},
+					Volumes: vols,
+				},
+			},
+		},
+	}
+}
