@@ -1,14 +1,13 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/providers"
 )
 
 // modulePath is this repository's Go module.
@@ -109,28 +108,7 @@ func (c *ControlPlane) resolveCRDDirs(ctx context.Context) error {
 	return nil
 }
 
-// moduleDir returns the module cache directory of module@version,
-// downloading the module if it is not cached yet. It runs outside any
-// module (in dir), so it never touches a go.mod.
-func moduleDir(ctx context.Context, dir, module, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var m struct {
-		Dir   string `json:"Dir"`
-		Error string `json:"Error"`
-	}
-	if jerr := json.Unmarshal(out, &m); jerr == nil && m.Error != "" {
-		return "", errors.Errorf("cannot download %s@%s: %s", module, version, m.Error)
-	}
-	if err != nil {
-		return "", errors.Wrapf(err, "cannot download %s@%s: %s", module, version, stderr.String())
-	}
-	if m.Dir == "" {
-		return "", errors.Errorf("cannot find %s@%s in the module cache", module, version)
-	}
-	return m.Dir, nil
+// moduleDir finds a module in the module cache; see providers.ModuleDir.
+func moduleDir(ctx context.Context, _ string, module, version string) (string, error) {
+	return providers.ModuleDir(ctx, module, version)
 }

@@ -5,15 +5,30 @@
 package simulate
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // HealthyStatus returns the status a healthy cluster reports for obj, and
-// whether obj is a kind that has one (Job, Deployment, StatefulSet). A Job
-// that already completed returns false: its completion is immutable.
+// whether obj is a kind that has one: a Job, Deployment or StatefulSet; a
+// CloudNativePG Database the operator applied; a Crossplane managed
+// resource (provider-kubernetes Object, provider-helm Release,
+// provider-sql Database) its provider reports Synced and Ready. A Job that
+// already completed returns false: its completion is immutable.
 func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]any, bool) {
+	group := strings.Split(obj.GetAPIVersion(), "/")[0]
+	switch {
+	case group == "postgresql.cnpg.io" && obj.GetKind() == "Database":
+		return map[string]any{"applied": true, "observedGeneration": obj.GetGeneration()}, true
+	case strings.HasSuffix(group, ".crossplane.io") && managedKinds[obj.GetKind()]:
+		ts := now.UTC().Format(time.RFC3339)
+		return map[string]any{"conditions": []any{
+			map[string]any{"type": "Synced", "status": "True", "reason": "ReconcileSuccess", "lastTransitionTime": ts},
+			map[string]any{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": ts},
+		}}, true
+	}
 	switch obj.GetKind() {
 	case "Job":
 		if complete(obj) {
@@ -45,6 +60,9 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 	}
 	return nil, false
 }
+
+// managedKinds are the managed-resource kinds the function composes.
+var managedKinds = map[string]bool{"Object": true, "Release": true, "Database": true}
 
 func complete(obj *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")

@@ -45,6 +45,25 @@ func TestHealthyStatus(t *testing.T) {
 			reason: "A completed Job's status is immutable and left alone.",
 			obj:    map[string]any{"kind": "Job", "status": map[string]any{"conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}},
 		},
+		"CNPGDatabase": {
+			reason: "CloudNativePG reports a Database applied.",
+			obj:    map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database", "metadata": map[string]any{"generation": int64(2)}},
+			want:   map[string]any{"applied": true, "observedGeneration": int64(2)},
+			ok:     true,
+		},
+		"ManagedResource": {
+			reason: "A provider reports its managed resource Synced and Ready.",
+			obj:    map[string]any{"apiVersion": "helm.m.crossplane.io/v1beta1", "kind": "Release"},
+			want: map[string]any{"conditions": []any{
+				map[string]any{"type": "Synced", "status": "True", "reason": "ReconcileSuccess", "lastTransitionTime": ts},
+				map[string]any{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": ts},
+			}},
+			ok: true,
+		},
+		"ProviderConfig": {
+			reason: "A ProviderConfig has no readiness to simulate.",
+			obj:    map[string]any{"apiVersion": "postgresql.sql.m.crossplane.io/v1alpha1", "kind": "ProviderConfig"},
+		},
 		"Secret": {
 			reason: "Other kinds have no health to simulate.",
 			obj:    map[string]any{"kind": "Secret"},

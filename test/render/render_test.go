@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/function-sdk-go/logging"
 
 	fn "github.com/armadaproject/armada-crossplane/internal/function"
+	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -73,6 +75,10 @@ func examples(t *testing.T) []string {
 // then validates the converged output against the generated XRD offline.
 func TestRender(t *testing.T) {
 	tools, addr := setup(t)
+	crds, err := providers.CRDDirs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, path := range examples(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
@@ -104,7 +110,11 @@ func TestRender(t *testing.T) {
 				t.Errorf("rendering the same request twice differs (-first +second):\n%s", diff)
 			}
 
-			if out, err := tools.Validate(ctx, []string{xrd}, "-", withoutResults(final)); err != nil {
+			resources, err := withManifests(withoutResults(final))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := tools.Validate(ctx, append([]string{xrd}, crds...), "-", resources); err != nil {
 				t.Errorf("converged output does not validate: %v", err)
 			} else {
 				t.Logf("validate: %s", lastLine(out))
@@ -141,6 +151,36 @@ func withoutResults(out []byte) []byte {
 		keep = append(keep, doc)
 	}
 	return []byte(strings.Join(keep, "\n---"))
+}
+
+// withManifests appends the manifest every provider-kubernetes Object
+// wraps, so the wrapped objects (the CloudNativePG Cluster) are validated
+// against their own CRDs too.
+func withManifests(out []byte) ([]byte, error) {
+	docs := []string{string(out)}
+	for doc := range strings.SplitSeq(string(out), "\n---") {
+		var o struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Spec       struct {
+				ForProvider struct {
+					Manifest map[string]any `json:"manifest"`
+				} `json:"forProvider"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			return nil, err
+		}
+		if o.Kind != "Object" || !strings.HasPrefix(o.APIVersion, "kubernetes.m.crossplane.io/") {
+			continue
+		}
+		b, err := yaml.Marshal(o.Spec.ForProvider.Manifest)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, string(b))
+	}
+	return []byte(strings.Join(docs, "\n---\n")), nil
 }
 
 func lastLine(b []byte) string {

@@ -1,0 +1,105 @@
+// Package providers pins the Crossplane providers and the CloudNativePG
+// release whose kinds function-armada composes, and fetches their CRDs from
+// the Go module proxy at those versions: offline validation and the local
+// control plane check composed objects against exactly these schemas.
+package providers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// A Provider is one pinned dependency of the compositions.
+type Provider struct {
+	// Name is the short name, e.g. provider-helm.
+	Name string
+	// Module and Version are its Go module at the pinned release.
+	Module, Version string
+	// CRDDir is where the module ships its CRDs.
+	CRDDir string
+	// Package is its Crossplane package, without a tag; empty for
+	// CloudNativePG, which is an operator, not a Crossplane package.
+	Package string
+	// Why the version is pinned.
+	Why string
+}
+
+// Pinned are the providers and operators the compositions use.
+var Pinned = []Provider{
+	{
+		Name: "provider-kubernetes", Module: "github.com/crossplane-contrib/provider-kubernetes", Version: "v1.3.1",
+		CRDDir: "package/crds", Package: "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes",
+		Why: "newest release built on crossplane-runtime v2.3 and Go 1.26; the local control plane runs it",
+	},
+	{
+		Name: "provider-helm", Module: "github.com/crossplane-contrib/provider-helm", Version: "v1.3.0",
+		CRDDir: "package/crds", Package: "xpkg.crossplane.io/crossplane-contrib/provider-helm",
+		Why: "newest release whose module (and so its CRDs) the proxy serves; namespaced helm.m.crossplane.io Release",
+	},
+	{
+		Name: "provider-sql", Module: "github.com/crossplane-contrib/provider-sql", Version: "v0.16.0",
+		CRDDir: "package/crds", Package: "xpkg.crossplane.io/crossplane-contrib/provider-sql",
+		Why: "first release with namespaced postgresql.sql.m.crossplane.io kinds and secretKeyMapping",
+	},
+	{
+		Name: "cloudnative-pg", Module: "github.com/cloudnative-pg/cloudnative-pg", Version: "v1.29.0",
+		CRDDir: "config/crd/bases",
+		Why:    "newest release on Kubernetes 1.35 libraries; its default operand image is pinned in the function",
+	},
+}
+
+// Get returns a pinned provider by name.
+func Get(name string) (Provider, bool) {
+	for _, p := range Pinned {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// CRDDirs returns the CRD directories of every pinned provider, downloading
+// their modules into the module cache if needed.
+func CRDDirs(ctx context.Context) ([]string, error) {
+	dirs := make([]string, 0, len(Pinned))
+	for _, p := range Pinned {
+		d, err := ModuleDir(ctx, p.Module, p.Version)
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, filepath.Join(d, p.CRDDir))
+	}
+	return dirs, nil
+}
+
+// ModuleDir returns the module cache directory of module@version,
+// downloading the module if it is not cached yet. It runs outside any
+// module, so it never touches a go.mod.
+func ModuleDir(ctx context.Context, module, version string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var m struct {
+		Dir   string `json:"Dir"`
+		Error string `json:"Error"`
+	}
+	if jerr := json.Unmarshal(out, &m); jerr == nil && m.Error != "" {
+		return "", errors.Errorf("cannot download %s@%s: %s", module, version, m.Error)
+	}
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot download %s@%s: %s", module, version, stderr.String())
+	}
+	if m.Dir == "" {
+		return "", errors.Errorf("cannot find %s@%s in the module cache", module, version)
+	}
+	return m.Dir, nil
+}
