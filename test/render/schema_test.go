@@ -18,7 +18,18 @@ metadata: {name: armada, namespace: armada}
 spec:
   postgres: {host: pg, user: armada, passwordSecretRef: {name: pg, key: password}}
   redis: {addrs: ["redis:6379"]}
-  pulsar: {url: "pulsar://pulsar:6650"}
+  pulsar: {url: "pulsar://pulsar:6650", adminURL: "http://pulsar:8080"}
+  auth: {basicUsers: [{name: admin}]}
+`
+
+// inCluster is a valid claim with every backing service in-cluster.
+const inCluster = `apiVersion: platform.armadaproject.io/v1alpha1
+kind: ArmadaClaim
+metadata: {name: armada, namespace: armada}
+spec:
+  postgres: {mode: InCluster}
+  redis: {mode: InCluster}
+  pulsar: {mode: InCluster}
   auth: {basicUsers: [{name: admin}]}
 `
 
@@ -61,12 +72,46 @@ func TestSchema(t *testing.T) {
 		"MissingPostgresPassword": {
 			reason: "Credentials come from a Secret reference, which is required.",
 			claim:  strings.Replace(valid, ", passwordSecretRef: {name: pg, key: password}", "", 1),
-			want:   []string{"spec.postgres.passwordSecretRef: Required value"},
+			want:   []string{"spec.postgres: Invalid value: spec.postgres: External mode needs host, user and passwordSecretRef"},
 		},
 		"BadPulsarURL": {
 			reason: "Pulsar URLs are pulsar:// or pulsar+ssl://.",
 			claim:  strings.Replace(valid, "pulsar://pulsar:6650", "http://pulsar:8080", 1),
 			want:   []string{"spec.pulsar.url: Invalid value"},
+		},
+		"InCluster": {
+			reason: "Every backing service may be composed in-cluster with no connection settings.",
+			claim:  inCluster,
+		},
+		"InClusterWithHost": {
+			reason: "An in-cluster Postgres takes no external connection settings.",
+			claim:  strings.Replace(inCluster, "postgres: {mode: InCluster}", "postgres: {mode: InCluster, host: pg}", 1),
+			want:   []string{"spec.postgres: InCluster mode takes no host, user, passwordSecretRef or adminSecretRef"},
+		},
+		"ExternalWithInClusterSettings": {
+			reason: "In-cluster settings are only valid in-cluster.",
+			claim:  strings.Replace(valid, `redis: {addrs: ["redis:6379"]}`, `redis: {addrs: ["redis:6379"], inCluster: {image: redis}}`, 1),
+			want:   []string{"spec.redis.inCluster is only valid with mode: InCluster"},
+		},
+		"ExternalPulsarNeedsAdminURL": {
+			reason: "The topic-init Job needs the external admin URL.",
+			claim:  strings.Replace(valid, `, adminURL: "http://pulsar:8080"`, "", 1),
+			want:   []string{"spec.pulsar: External mode needs url and adminURL"},
+		},
+		"UnknownMode": {
+			reason: "Modes are an enum.",
+			claim:  strings.Replace(inCluster, "redis: {mode: InCluster}", "redis: {mode: Managed}", 1),
+			want:   []string{`spec.redis.mode: Unsupported value: "Managed"`},
+		},
+		"BadDeletionPolicy": {
+			reason: "The deletion policy is Orphan or Delete.",
+			claim:  valid + "  deletionPolicy: Retain\n",
+			want:   []string{`spec.deletionPolicy: Unsupported value: "Retain"`},
+		},
+		"TooManyPartitions": {
+			reason: "Partitions are bounded.",
+			claim:  strings.Replace(inCluster, "pulsar: {mode: InCluster}", "pulsar: {mode: InCluster, eventsPartitions: 100}", 1),
+			want:   []string{"spec.pulsar.eventsPartitions: Invalid value: 100"},
 		},
 		"ReplicasOutOfRange": {
 			reason: "Replicas are bounded.",
