@@ -11,6 +11,10 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
+// modeExternalManaged names External Postgres with adminSecretRef, whose
+// databases provider-sql manages, in mode-change errors.
+const modeExternalManaged = "External with adminSecretRef"
+
 // deletionPolicies are the values of spec.deletionPolicy.
 var deletionPolicies = []string{deletionOrphan, deletionDelete}
 
@@ -32,7 +36,11 @@ const (
 // field it is and, per mode, the prefix of the composition resource names
 // of its resources.
 type backingService struct {
-	Name     string
+	Name string
+	// Field is the spec's mode field.
+	Field func(*v1alpha1.ArmadaSpec) string
+	// Mode is Field, refined where one mode composes different stateful
+	// resources depending on other fields.
 	Mode     func(*v1alpha1.ArmadaSpec) string
 	Allow    func(*v1alpha1.ArmadaSpec) bool
 	Prefixes map[string]string
@@ -40,19 +48,27 @@ type backingService struct {
 
 var backingServices = []backingService{
 	{
-		Name:     "postgres",
-		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Postgres.Mode },
+		Name:  "postgres",
+		Field: func(s *v1alpha1.ArmadaSpec) string { return s.Postgres.Mode },
+		Mode: func(s *v1alpha1.ArmadaSpec) string {
+			if s.Postgres.Mode == modeExternal && s.Postgres.AdminSecretRef != nil {
+				return modeExternalManaged
+			}
+			return s.Postgres.Mode
+		},
 		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Postgres.AllowModeChange },
-		Prefixes: map[string]string{modeInCluster: "postgres-cnpg-", modeExternal: "postgres-sql-"},
+		Prefixes: map[string]string{modeInCluster: "postgres-cnpg-", modeExternalManaged: "postgres-sql-"},
 	},
 	{
 		Name:     "redis",
+		Field:    func(s *v1alpha1.ArmadaSpec) string { return s.Redis.Mode },
 		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Redis.Mode },
 		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Redis.AllowModeChange },
 		Prefixes: map[string]string{modeInCluster: "redis-incluster-"},
 	},
 	{
 		Name:     "pulsar",
+		Field:    func(s *v1alpha1.ArmadaSpec) string { return s.Pulsar.Mode },
 		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Pulsar.Mode },
 		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Pulsar.AllowModeChange },
 		Prefixes: map[string]string{modeInCluster: "pulsar-helm-"},
@@ -66,20 +82,31 @@ func IsStateful(key string) bool {
 		strings.HasPrefix(key, keyPostgresCNPGDB) || strings.HasPrefix(key, keyPostgresSQLDB)
 }
 
-// checkModeChanges refuses to switch a backing service's mode while the old
-// mode's resources are composed, unless the user allowed it. Returning an
-// error leaves everything composed as it is.
+// checkModeChanges refuses to switch a backing service's mode on a live
+// Armada, unless the user allowed it: the old mode is known from the
+// composed resources observed or, when those are missing, from the mode the
+// XR's status last reported. Returning an error leaves everything composed
+// as it is.
 func checkModeChanges(s *v1alpha1.ArmadaSpec, o Observed) error {
 	for _, b := range backingServices {
 		mode := b.Mode(s)
+		if b.Allow(s) {
+			continue
+		}
+		old, evidence := "", ""
 		for _, key := range slices.Sorted(maps.Keys(o.Keys)) {
-			for old, prefix := range b.Prefixes {
-				if old == mode || !strings.HasPrefix(key, prefix) || b.Allow(s) {
-					continue
+			for m, prefix := range b.Prefixes {
+				if m != mode && strings.HasPrefix(key, prefix) {
+					old, evidence = m, "its "+m+" resources exist ("+key+")"
 				}
-				return errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s while its %s resources exist (%s); set spec.%s.allowModeChange: true to switch (with spec.deletionPolicy Orphan the old data stays in place)",
-					b.Name, b.Name, old, mode, old, key, b.Name)
 			}
+		}
+		if m := o.Modes[b.Name]; old == "" && m != "" && m != b.Field(s) {
+			old, evidence = m, "status.backingServices."+b.Name+".mode is "+m
+		}
+		if old != "" {
+			return errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s on a live Armada (%s); set spec.%s.allowModeChange: true to switch (with spec.deletionPolicy Orphan the old data stays in place)",
+				b.Name, b.Name, old, mode, evidence, b.Name)
 		}
 	}
 	return nil

@@ -24,6 +24,15 @@ type Observed struct {
 	// condition is True, a CloudNativePG Database applied, a workload
 	// available or a Job complete.
 	Ready map[string]bool
+	// Modes are the backing-service modes the XR's status reported, by
+	// service (postgres, redis, pulsar).
+	Modes map[string]string
+}
+
+// WithModes returns o with the modes the XR's status reported.
+func (o Observed) WithModes(modes map[string]string) Observed {
+	o.Modes = modes
+	return o
 }
 
 // JobState is a Job's outcome.

@@ -94,7 +94,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	out, err := armada.Render(in, armada.Options{
-		Observed: armada.Observe(unstructuredOf(observed)),
+		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 		Exists:   func(key string) bool { _, ok := observed[resource.Name(key)]; return ok },
 	})
@@ -280,4 +280,20 @@ func toMap(s any) (map[string]any, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// observedModes are the backing-service modes the XR's status reports: the
+// modes the last reconcile composed. They let the function refuse a mode
+// switch even when the old mode's resources are not observed.
+func observedModes(xr map[string]any) map[string]string {
+	services, _, _ := unstructured.NestedMap(xr, "status", "backingServices")
+	modes := map[string]string{}
+	for name, v := range services {
+		if m, ok := v.(map[string]any); ok {
+			if mode, ok := m["mode"].(string); ok && mode != "" {
+				modes[name] = mode
+			}
+		}
+	}
+	return modes
 }
