@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
@@ -146,7 +149,7 @@ func runExample(t *testing.T, e *env, file string) {
 		t.Fatal(err)
 	}
 
-	svc, supplied := startServices(t, r)
+	svc, supplied := startServices(t, r, workloads)
 	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
 
 	var runs []*run
@@ -177,7 +180,7 @@ func runExample(t *testing.T, e *env, file string) {
 		}
 	}
 
-	prepareDatabases(t, r, svc, supplied, runs)
+	prepareDatabases(t, r, svc, runs)
 	free := (&ports{t: t}).Free
 
 	migrations := 0
@@ -213,22 +216,42 @@ func runExample(t *testing.T, e *env, file string) {
 }
 
 // startServices starts PostgreSQL and Redis and returns the values of the
-// Secrets the user would provide, by the references in the XR's spec.
-func startServices(t *testing.T, r *render) (*services, map[secretRef]string) {
+// Secrets that are not part of the render: the user's (spec references) or
+// the ones an operator generates (CloudNativePG's app Secret). Which Secret
+// keys hold the Postgres and Redis passwords is read from the rendered
+// workloads' env, so the test connects through exactly the references the
+// function rendered.
+func startServices(t *testing.T, r *render, workloads []workload) (*services, map[secretRef]string) {
 	t.Helper()
 	supplied := map[secretRef]string{}
 	svc := &services{PG: testenv.StartPostgres(t)}
 
-	ref, ok := r.XRSecretRef("postgres", "passwordSecretRef")
+	ref, ok := envSecretRef(workloads, "ARMADA_POSTGRES_CONNECTION_PASSWORD")
 	if !ok {
-		t.Fatal("the XR has no spec.postgres.passwordSecretRef")
+		t.Fatal("no rendered workload reads ARMADA_POSTGRES_CONNECTION_PASSWORD from a Secret")
+	}
+	if _, rendered, _ := r.Secret(ref.Name); rendered {
+		t.Fatalf("the Postgres password Secret %s is rendered; it must come from the user or CloudNativePG", ref.Name)
 	}
 	supplied[ref] = testenv.RandomPassword(t)
 
-	if ref, ok := r.XRSecretRef("redis", "passwordSecretRef"); ok {
-		svc.Redis = testenv.StartRedis(t)
-		supplied[ref] = svc.Redis.Password
-	} else {
+	for _, env := range []string{"ARMADA_REDIS_PASSWORD", "ARMADA_EVENTSAPIREDIS_PASSWORD"} {
+		ref, ok := envSecretRef(workloads, env)
+		if !ok || svc.Redis != nil {
+			continue
+		}
+		if data, rendered, err := r.Secret(ref.Name); err != nil {
+			t.Fatal(err)
+		} else if rendered {
+			// An in-cluster Redis: its password is generated into the
+			// rendered credentials Secret.
+			svc.Redis = testenv.StartRedisWithPassword(t, string(data[ref.Key]))
+		} else {
+			svc.Redis = testenv.StartRedis(t)
+			supplied[ref] = svc.Redis.Password
+		}
+	}
+	if svc.Redis == nil {
 		svc.Redis = testenv.StartRedisWithPassword(t, "")
 	}
 	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
@@ -241,22 +264,79 @@ func startServices(t *testing.T, r *render) (*services, map[secretRef]string) {
 	return svc, supplied
 }
 
-// prepareDatabases creates the XR's Postgres user with the password the
-// test supplies through spec.postgres.passwordSecretRef, and every database
-// a rendered config names, owned by that user.
-func prepareDatabases(t *testing.T, r *render, svc *services, supplied map[secretRef]string, runs []*run) {
-	t.Helper()
-	user := r.XRString("", "spec", "postgres", "user")
-	if user == "" {
-		t.Fatal("the XR has no spec.postgres.user")
+// envSecretRef finds the Secret key an env var of a rendered workload
+// reads.
+func envSecretRef(workloads []workload, name string) (secretRef, bool) {
+	for _, w := range workloads {
+		for _, c := range append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...) {
+			for _, e := range c.Env {
+				if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					return secretRef{Name: e.ValueFrom.SecretKeyRef.Name, Key: e.ValueFrom.SecretKeyRef.Key}, true
+				}
+			}
+		}
 	}
-	ref, _ := r.XRSecretRef("postgres", "passwordSecretRef")
-	password := supplied[ref]
+	return secretRef{}, false
+}
+
+// composedDatabases are the databases the render asks a provider or
+// operator to create, by name, with their owners: CloudNativePG Databases
+// and provider-sql Databases.
+func composedDatabases(r *render) map[string]string {
+	dbs := map[string]string{}
+	for _, u := range r.Objects {
+		switch {
+		case u.GetKind() != "Database":
+		case strings.HasPrefix(u.GetAPIVersion(), "postgresql.cnpg.io/"):
+			name, _, _ := unstructured.NestedString(u.Object, "spec", "name")
+			owner, _, _ := unstructured.NestedString(u.Object, "spec", "owner")
+			dbs[name] = owner
+		case strings.HasPrefix(u.GetAPIVersion(), "postgresql.sql."):
+			owner, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "owner")
+			dbs[u.GetAnnotations()["crossplane.io/external-name"]] = owner
+		}
+	}
+	return dbs
+}
+
+// prepareDatabases creates the Postgres user the rendered configs connect
+// as, with the password the test supplies through the rendered Secret
+// reference, and the databases. Where the render composes Database objects
+// the test plays their provider (CloudNativePG or provider-sql): it creates
+// exactly those, owned as they say, and every database a config names must
+// be one of them. Otherwise the databases are the user's, created up front.
+func prepareDatabases(t *testing.T, r *render, svc *services, runs []*run) {
+	t.Helper()
+	user := ""
+	for _, rn := range runs {
+		if u, ok := rn.Effective("postgres.connection.user"); ok && u != "" {
+			user = u
+			break
+		}
+	}
+	if user == "" {
+		t.Fatal("no rendered config sets postgres.connection.user")
+	}
+	// The password as the rendered reference resolves it.
+	password := ""
+	for _, rn := range runs {
+		if v, ok := rn.Inv.Lookup("ARMADA_POSTGRES_CONNECTION_PASSWORD"); ok {
+			password = v
+			break
+		}
+	}
 	if user == "postgres" {
 		svc.PG.MustExec(t, "postgres", "ALTER ROLE postgres PASSWORD "+testenv.QuoteLiteral(password))
 		svc.PG.SuperuserPassword = password
 	} else {
 		svc.PG.CreateRole(t, user, password)
+	}
+	composed := composedDatabases(r)
+	for _, db := range slices.Sorted(maps.Keys(composed)) {
+		if composed[db] != user {
+			t.Errorf("composed database %s is owned by %q, but the components connect as %q", db, composed[db], user)
+		}
+		svc.PG.CreateDatabase(t, db, composed[db])
 	}
 	created := map[string]bool{}
 	for _, rn := range runs {
@@ -265,6 +345,12 @@ func prepareDatabases(t *testing.T, r *render, svc *services, supplied map[secre
 		}
 		db, _ := rn.Effective("postgres.connection.dbname")
 		if db == "" || created[db] {
+			continue
+		}
+		if len(composed) > 0 {
+			if _, ok := composed[db]; !ok {
+				t.Errorf("%s connects to database %q, which no composed Database creates", rn.ID(), db)
+			}
 			continue
 		}
 		svc.PG.CreateDatabase(t, db, user)
