@@ -78,6 +78,12 @@ type Options struct {
 	// ProviderConfigs out.
 	SkipProviderKubernetes bool
 
+	// SkipBackingServiceCRDs leaves out the CRDs of provider-helm,
+	// provider-sql and CloudNativePG at the pinned versions
+	// (internal/providers), which an Armada with in-cluster or
+	// provider-created backing services composes.
+	SkipBackingServiceCRDs bool
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool

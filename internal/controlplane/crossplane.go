@@ -26,9 +26,9 @@ const CrossplaneNamespace = "crossplane-system"
 // Files in Options.PackageDir the control plane installs.
 var packageFiles = []string{"definition.yaml", "composition.yaml"}
 
-// applyCRDs creates the Crossplane namespace and applies Crossplane's and
-// (unless skipped) provider-kubernetes' CRDs, waiting until all are
-// Established.
+// applyCRDs creates the Crossplane namespace and applies Crossplane's,
+// (unless skipped) provider-kubernetes' and the backing services' CRDs,
+// waiting until all are Established.
 func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}
 	if err := c.client.Create(ctx, ns); err != nil && !kerrors.IsAlreadyExists(err) {
@@ -44,6 +44,13 @@ func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 			return err
 		}
 		crds = append(crds, pcrds...)
+	}
+	if !c.opts.SkipBackingServiceCRDs {
+		bcrds, err := backingServiceCRDs(ctx)
+		if err != nil {
+			return err
+		}
+		crds = append(crds, bcrds...)
 	}
 	if err := c.apply(ctx, crds...); err != nil {
 		return err

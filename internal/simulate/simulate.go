@@ -13,13 +13,18 @@ import (
 
 // HealthyStatus returns the status a healthy cluster reports for obj, and
 // whether obj is a kind that has one: a Job, Deployment or StatefulSet; a
-// CloudNativePG Database the operator applied; a Crossplane managed
+// CloudNativePG Cluster ready or Database applied, as the operator reports; a Crossplane managed
 // resource (provider-kubernetes Object, provider-helm Release,
 // provider-sql Database) its provider reports Synced and Ready. A Job that
 // already completed returns false: its completion is immutable.
 func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]any, bool) {
 	group := strings.Split(obj.GetAPIVersion(), "/")[0]
 	switch {
+	case group == "postgresql.cnpg.io" && obj.GetKind() == "Cluster":
+		ts := now.UTC().Format(time.RFC3339)
+		return map[string]any{"phase": "Cluster in healthy state", "conditions": []any{
+			map[string]any{"type": "Ready", "status": "True", "reason": "ClusterIsReady", "message": "Cluster is Ready", "lastTransitionTime": ts},
+		}}, true
 	case group == "postgresql.cnpg.io" && obj.GetKind() == "Database":
 		return map[string]any{"applied": true, "observedGeneration": obj.GetGeneration()}, true
 	case strings.HasSuffix(group, ".crossplane.io") && managedKinds[obj.GetKind()]:

@@ -45,6 +45,14 @@ func TestHealthyStatus(t *testing.T) {
 			reason: "A completed Job's status is immutable and left alone.",
 			obj:    map[string]any{"kind": "Job", "status": map[string]any{"conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}},
 		},
+		"CNPGCluster": {
+			reason: "CloudNativePG reports a Cluster Ready.",
+			obj:    map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster"},
+			want: map[string]any{"phase": "Cluster in healthy state", "conditions": []any{
+				map[string]any{"type": "Ready", "status": "True", "reason": "ClusterIsReady", "message": "Cluster is Ready", "lastTransitionTime": ts},
+			}},
+			ok: true,
+		},
 		"CNPGDatabase": {
 			reason: "CloudNativePG reports a Database applied.",
 			obj:    map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database", "metadata": map[string]any{"generation": int64(2)}},

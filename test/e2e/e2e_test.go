@@ -199,6 +199,14 @@ func restrictedAdmission(t *testing.T, ns string, refs []ref) {
 	for _, r := range byKind(refs, "Deployment", "StatefulSet", "Job") {
 		u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
 		tpl, _, _ := unstructured.NestedMap(u.Object, "spec", "template")
+		// A StatefulSet's pods mount the claims its controller creates.
+		claims, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
+		for _, c := range claims {
+			name, _, _ := unstructured.NestedString(c.(map[string]any), "metadata", "name")
+			vols, _, _ := unstructured.NestedSlice(tpl, "spec", "volumes")
+			vols = append(vols, map[string]any{"name": name, "persistentVolumeClaim": map[string]any{"claimName": name + "-" + r.Name + "-0"}})
+			_ = unstructured.SetNestedSlice(tpl, vols, "spec", "volumes")
+		}
 		for _, obj := range []*unstructured.Unstructured{
 			{Object: map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "metadata": map[string]any{"name": r.Name + "-dryrun", "namespace": ns}, "spec": u.Object["spec"]}},
 			{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": r.Name + "-pod", "namespace": ns}, "spec": tpl["spec"]}},
@@ -228,8 +236,8 @@ func restrictedAdmission(t *testing.T, ns string, refs []ref) {
 func TestMigrationsGateComponents(t *testing.T) {
 	claim := install(t, "minimal", "e2e-gating")
 	_, refs := composed(t, claim)
-	if n := len(byKind(refs, "Job")); n != 2 {
-		t.Fatalf("%d migration Jobs composed, want 2", n)
+	if n := len(byKind(refs, "Job")); n != 3 {
+		t.Fatalf("%d Jobs composed, want 3: two migrations and the Pulsar topic-init Job", n)
 	}
 	for _, r := range byKind(refs, "Deployment", "StatefulSet") {
 		for _, gated := range []string{"-server", "-scheduler", "-lookout"} {

@@ -209,12 +209,22 @@ func byKind(refs []ref, kinds ...string) []ref {
 	return out
 }
 
-// markHealthy patches the status a kubelet and the workload controllers
-// would report once pods run: Jobs complete, workloads available. Nothing
-// runs pods here.
+// markHealthy patches the status a kubelet, the workload controllers and
+// the controllers that do not run here would report: Jobs complete,
+// workloads available, CloudNativePG clusters and databases ready,
+// provider-helm's and provider-sql's managed resources Ready. Objects are
+// provider-kubernetes', which does run: it derives their readiness from the
+// CloudNativePG Cluster they wrap, which is marked ready instead.
 func markHealthy(t *testing.T, refs []ref) {
 	t.Helper()
-	for _, r := range byKind(refs, "Job", "Deployment", "StatefulSet") {
+	for _, r := range byKind(refs, "Object") {
+		if u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name); u != nil {
+			m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest")
+			w := &unstructured.Unstructured{Object: m}
+			refs = append(refs, ref{w.GetAPIVersion(), w.GetKind(), w.GetNamespace(), w.GetName()})
+		}
+	}
+	for _, r := range byKind(refs, "Job", "Deployment", "StatefulSet", "Database", "Release", "Cluster") {
 		u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
 		if u == nil {
 			continue

@@ -1,0 +1,33 @@
+package controlplane
+
+import (
+	"context"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/armadaproject/armada-crossplane/internal/providers"
+)
+
+// backingServiceCRDs are the CRDs of the pinned providers and operators
+// other than provider-kubernetes, read from their Go modules. No
+// controller runs for them here: the API server validates the objects the
+// function composes, and tests report their status as the provider would.
+func backingServiceCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	var crds []*unstructured.Unstructured
+	for _, p := range providers.Pinned {
+		if p.Name == "provider-kubernetes" {
+			continue
+		}
+		d, err := providers.ModuleDir(ctx, p.Module, p.Version)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := readManifestDir(filepath.Join(d, p.CRDDir))
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, objs...)
+	}
+	return crds, nil
+}
