@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -161,5 +162,31 @@ func TestExamplesValidate(t *testing.T) {
 		t.Errorf("examples do not validate: %v", err)
 	} else {
 		t.Logf("%s", lastLine(out))
+	}
+}
+
+// TestPackageManifestsValidate checks the hand-written manifests the
+// package and the README ship (the activation policy, the RBAC for
+// Crossplane) against Crossplane's CRDs and Kubernetes' schemas.
+func TestPackageManifestsValidate(t *testing.T) {
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir, err := providers.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", "v2.4.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{
+		filepath.Join(root, "package", "xarmada", "activation.yaml"),
+		filepath.Join(root, "cluster", "rbac", "crossplane-armada.yaml"),
+	} {
+		if out, err := tools.Validate(ctx, []string{filepath.Join(dir, "cluster", "crds")}, f, nil); err != nil {
+			t.Errorf("%s does not validate: %v", f, err)
+		} else {
+			t.Logf("%s: %s", filepath.Base(f), lastLine(out))
+		}
 	}
 }
