@@ -209,36 +209,17 @@ func byKind(refs []ref, kinds ...string) []ref {
 	return out
 }
 
-// markHealthy patches the status a kubelet, the workload controllers and
-// the controllers that do not run here would report: Jobs complete,
-// workloads available, CloudNativePG clusters and databases ready,
-// provider-helm's and provider-sql's managed resources Ready. Objects are
-// provider-kubernetes', which does run: it derives their readiness from the
-// CloudNativePG Cluster they wrap, which is marked ready instead.
+// markHealthy reports what the kubelet, the workload controllers,
+// CloudNativePG and the providers that do not run here would: see
+// simulate.MarkHealthy.
 func markHealthy(t *testing.T, refs []ref) {
 	t.Helper()
-	for _, r := range byKind(refs, "Object") {
-		if u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name); u != nil {
-			m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest")
-			w := &unstructured.Unstructured{Object: m}
-			refs = append(refs, ref{w.GetAPIVersion(), w.GetKind(), w.GetNamespace(), w.GetName()})
-		}
+	rs := make([]simulate.Ref, 0, len(refs))
+	for _, r := range refs {
+		rs = append(rs, simulate.Ref(r))
 	}
-	for _, r := range byKind(refs, "Job", "Deployment", "StatefulSet", "Database", "Release", "Cluster") {
-		u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
-		if u == nil {
-			continue
-		}
-		status, ok := simulate.HealthyStatus(u, time.Now())
-		if !ok {
-			continue
-		}
-		u.Object["status"] = status
-		// Crossplane may update the object meanwhile; the caller's next
-		// round tries again.
-		if err := kube().Status().Update(context.Background(), u); err != nil && !kerrors.IsConflict(err) {
-			t.Fatalf("cannot mark %s healthy: %v", r, err)
-		}
+	if err := simulate.MarkHealthy(context.Background(), kube(), rs); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -269,42 +269,13 @@ func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.U
 			if s, _, _ := condition(xr, "Ready"); s == statusTrue {
 				return xr, refs, nil
 			}
-			if err := markHealthy(ctx, c, xr); err != nil {
+			if err := simulate.MarkHealthy(ctx, c, simulate.RefsOf(xr)); err != nil {
 				return nil, nil, err
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	return nil, nil, errors.New("claim did not become Ready")
-}
-
-func markHealthy(ctx context.Context, c client.Client, xr *unstructured.Unstructured) error {
-	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-	for _, r := range raw {
-		m, _ := r.(map[string]any)
-		kind, _ := m["kind"].(string)
-		if kind != "Job" && kind != "Deployment" && kind != "StatefulSet" {
-			continue
-		}
-		apiVersion, _ := m["apiVersion"].(string)
-		ns, _ := m["namespace"].(string)
-		name, _ := m["name"].(string)
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-			continue
-		}
-		status, ok := simulate.HealthyStatus(u, time.Now())
-		if !ok {
-			continue
-		}
-		u.Object["status"] = status
-		if err := c.Status().Update(ctx, u); err != nil && !kerrors.IsConflict(err) {
-			return errors.Wrapf(err, "cannot update %s %s status", kind, u.GetName())
-		}
-	}
-	return nil
 }
 
 func printTree(xr *unstructured.Unstructured, refs []string) {
