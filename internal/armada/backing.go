@@ -11,6 +11,13 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
+// Backing service names, as in the spec and status.
+const (
+	servicePostgres = "postgres"
+	serviceRedis    = "redis"
+	servicePulsar   = "pulsar"
+)
+
 // modeExternalManaged names External Postgres with adminSecretRef, whose
 // databases provider-sql manages, in mode-change errors.
 const modeExternalManaged = "External with adminSecretRef"
@@ -48,7 +55,7 @@ type backingService struct {
 
 var backingServices = []backingService{
 	{
-		Name:  "postgres",
+		Name:  servicePostgres,
 		Field: func(s *v1alpha1.ArmadaSpec) string { return s.Postgres.Mode },
 		Mode: func(s *v1alpha1.ArmadaSpec) string {
 			if s.Postgres.Mode == modeExternal && s.Postgres.AdminSecretRef != nil {
@@ -60,14 +67,14 @@ var backingServices = []backingService{
 		Prefixes: map[string]string{modeInCluster: "postgres-cnpg-", modeExternalManaged: "postgres-sql-"},
 	},
 	{
-		Name:     "redis",
+		Name:     serviceRedis,
 		Field:    func(s *v1alpha1.ArmadaSpec) string { return s.Redis.Mode },
 		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Redis.Mode },
 		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Redis.AllowModeChange },
 		Prefixes: map[string]string{modeInCluster: "redis-incluster-"},
 	},
 	{
-		Name:     "pulsar",
+		Name:     servicePulsar,
 		Field:    func(s *v1alpha1.ArmadaSpec) string { return s.Pulsar.Mode },
 		Mode:     func(s *v1alpha1.ArmadaSpec) string { return s.Pulsar.Mode },
 		Allow:    func(s *v1alpha1.ArmadaSpec) bool { return s.Pulsar.AllowModeChange },
@@ -105,7 +112,8 @@ func checkModeChanges(s *v1alpha1.ArmadaSpec, o Observed) error {
 			old, evidence = m, "status.backingServices."+b.Name+".mode is "+m
 		}
 		if old != "" {
-			return errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s on a live Armada (%s); set spec.%s.allowModeChange: true to switch (with spec.deletionPolicy Orphan the old data stays in place)",
+			return errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s on a live Armada (%s); "+
+				"set spec.%s.allowModeChange: true to switch (with spec.deletionPolicy Orphan the old data stays in place)",
 				b.Name, b.Name, old, mode, evidence, b.Name)
 		}
 	}
@@ -126,56 +134,63 @@ type gates struct {
 // stateful resources are composed from the spec alone: a missing or failed
 // observation only holds back what depends on them, never removes them.
 func (r *renderer) backing() (gates, error) {
-	in, o := r.in, r.opt.Observed
-	var g gates
-	status := map[string]v1alpha1.BackingServiceStatus{}
+	r.out.Status.BackingServices = map[string]v1alpha1.BackingServiceStatus{}
+	g := gates{Postgres: r.postgres(), Redis: r.redis()}
+	topics, err := r.pulsar()
+	g.Topics = topics
+	return g, err
+}
 
+// postgres composes the PostgreSQL cluster or the databases and reports
+// whether both databases exist.
+func (r *renderer) postgres() bool {
+	in, o := r.in, r.opt.Observed
 	pg := &in.Spec.Postgres
+	var waiting []string
 	switch {
 	case pg.Mode == modeInCluster:
 		r.add(keyPostgresCluster, in.cnpgCluster(), o.Ready[keyPostgresCluster])
-		waiting := []string{}
 		if !o.Ready[keyPostgresCluster] {
 			waiting = append(waiting, "CloudNativePG cluster "+in.cnpgClusterName())
 		}
 		for _, db := range databases(pg) {
 			r.add(keyPostgresCNPGDB+db, in.cnpgDatabase(db), o.Ready[keyPostgresCNPGDB+db])
-			if !o.Ready[keyPostgresCNPGDB+db] {
-				waiting = append(waiting, "database "+db)
-			}
+			waiting = append(waiting, waitingIf(!o.Ready[keyPostgresCNPGDB+db], "database "+db)...)
 		}
-		g.Postgres = len(waiting) == 0
-		status["postgres"] = serviceStatus(pg.Mode, waiting)
 	case pg.AdminSecretRef != nil:
 		r.add(keyPostgresSQLPC, in.sqlProviderConfig(), r.exists(keyPostgresSQLPC))
-		waiting := []string{}
 		for _, db := range databases(pg) {
 			r.add(keyPostgresSQLDB+db, in.sqlDatabase(db), o.Ready[keyPostgresSQLDB+db])
-			if !o.Ready[keyPostgresSQLDB+db] {
-				waiting = append(waiting, "database "+db)
-			}
+			waiting = append(waiting, waitingIf(!o.Ready[keyPostgresSQLDB+db], "database "+db)...)
 		}
-		g.Postgres = len(waiting) == 0
-		status["postgres"] = serviceStatus(pg.Mode, waiting)
-	default:
-		g.Postgres = true
-		status["postgres"] = serviceStatus(pg.Mode, nil)
 	}
+	r.out.Status.BackingServices[servicePostgres] = serviceStatus(pg.Mode, waiting)
+	return len(waiting) == 0
+}
 
-	g.Redis = true
+// redis composes the in-cluster Redis and reports whether Redis is up.
+func (r *renderer) redis() bool {
+	in := r.in
+	ready := true
 	if in.Spec.Redis.Mode == modeInCluster {
-		g.Redis = o.Ready[keyRedisStatefulSet]
-		r.add(keyRedisStatefulSet, in.redisStatefulSet(), g.Redis)
+		ready = r.opt.Observed.Ready[keyRedisStatefulSet]
+		r.add(keyRedisStatefulSet, in.redisStatefulSet(), ready)
 		r.add(keyRedisService, in.redisService(), r.exists(keyRedisService))
 	}
-	status["redis"] = serviceStatus(in.Spec.Redis.Mode, waitingIf(!g.Redis, "Redis "+in.object("redis")))
+	r.out.Status.BackingServices[serviceRedis] = serviceStatus(in.Spec.Redis.Mode, waitingIf(!ready, "Redis "+in.object(serviceRedis)))
+	return ready
+}
 
+// pulsar composes the in-cluster Pulsar and, once Pulsar is up, the
+// topic-init Job; it reports whether the topics exist.
+func (r *renderer) pulsar() (bool, error) {
+	in, o := r.in, r.opt.Observed
 	ps := &in.Spec.Pulsar
 	up := true
 	if ps.Mode == modeInCluster {
 		rel, err := in.pulsarRelease()
 		if err != nil {
-			return g, err
+			return false, err
 		}
 		up = o.Ready[keyPulsarRelease]
 		r.add(keyPulsarRelease, rel, up)
@@ -185,20 +200,18 @@ func (r *renderer) backing() (gates, error) {
 	if up || seen {
 		r.add(keyPulsarTopics, in.topicsJob(), state == JobComplete)
 	}
-	g.Topics = seen && state == JobComplete
+	ready := seen && state == JobComplete
 	var waiting []string
 	switch {
 	case !up && !seen:
-		waiting = []string{"Pulsar release " + in.object("pulsar")}
+		waiting = []string{"Pulsar release " + in.object(servicePulsar)}
 	case seen && state == JobFailed:
 		waiting = []string{"topic-init Job " + job + ", which failed; see its pod logs"}
-	case !g.Topics:
+	case !ready:
 		waiting = []string{"topic-init Job " + job}
 	}
-	status["pulsar"] = serviceStatus(ps.Mode, waiting)
-
-	r.out.Status.BackingServices = status
-	return g, nil
+	r.out.Status.BackingServices[servicePulsar] = serviceStatus(ps.Mode, waiting)
+	return ready, nil
 }
 
 func waitingIf(cond bool, what string) []string {
@@ -231,7 +244,7 @@ func (g gates) waitingFor(inst *instance) string {
 // backingCondition summarises the backing services.
 func (r *renderer) backingCondition() Condition {
 	var waiting []string
-	for _, name := range []string{"postgres", "redis", "pulsar"} {
+	for _, name := range []string{servicePostgres, serviceRedis, servicePulsar} {
 		if s := r.out.Status.BackingServices[name]; !s.Ready {
 			waiting = append(waiting, fmt.Sprintf("%s: %s", name, s.Reason))
 		}

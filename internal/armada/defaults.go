@@ -91,6 +91,7 @@ const (
 	pulsarChartVersion    = "4.5.0"
 	pulsarImage           = "apachepulsar/pulsar:4.0.9"
 	pulsarUID             = 10000
+	pulsarAdminPort       = 8080
 )
 
 // defaultPriorityClasses are Armada's executor chart priority classes.
@@ -145,6 +146,39 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 	if s.ProviderConfigs.Helm == "" {
 		s.ProviderConfigs.Helm = defaultProviderConfig
 	}
+	defaultBackingServices(s)
+	if len(s.Auth.AdminGroups) == 0 {
+		s.Auth.AdminGroups = []string{defaultAdminGroup}
+	}
+	if o := s.Auth.OIDC; o != nil {
+		if o.GroupsClaim == "" {
+			o.GroupsClaim = defaultOIDCGroupsClaim
+		}
+		if o.Scope == "" {
+			o.Scope = defaultOIDCScope
+		}
+	}
+	if len(s.Scheduling.Pools) == 0 {
+		s.Scheduling.Pools = []v1alpha1.Pool{{Name: defaultPoolName}}
+	}
+	if len(s.Scheduling.PriorityClasses) == 0 {
+		s.Scheduling.PriorityClasses = defaultPriorityClasses()
+	}
+	if s.Scheduling.DefaultPriorityClass == "" {
+		s.Scheduling.DefaultPriorityClass = s.Scheduling.PriorityClasses[0].Name
+	}
+	if len(s.Executors) == 0 {
+		s.Executors = []v1alpha1.Executor{{ClusterID: defaultExecutorCluster}}
+	}
+	for i := range s.Executors {
+		if s.Executors[i].Pool == "" {
+			s.Executors[i].Pool = s.Scheduling.Pools[0].Name
+		}
+	}
+}
+
+// defaultBackingServices fills the Postgres, Redis and Pulsar defaults.
+func defaultBackingServices(s *v1alpha1.ArmadaSpec) {
 	if s.Postgres.Mode == "" {
 		s.Postgres.Mode = modeExternal
 	}
@@ -199,34 +233,6 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 	if s.Pulsar.Namespace == "" {
 		s.Pulsar.Namespace = defaultPulsarNamespace
 	}
-	if len(s.Auth.AdminGroups) == 0 {
-		s.Auth.AdminGroups = []string{defaultAdminGroup}
-	}
-	if o := s.Auth.OIDC; o != nil {
-		if o.GroupsClaim == "" {
-			o.GroupsClaim = defaultOIDCGroupsClaim
-		}
-		if o.Scope == "" {
-			o.Scope = defaultOIDCScope
-		}
-	}
-	if len(s.Scheduling.Pools) == 0 {
-		s.Scheduling.Pools = []v1alpha1.Pool{{Name: defaultPoolName}}
-	}
-	if len(s.Scheduling.PriorityClasses) == 0 {
-		s.Scheduling.PriorityClasses = defaultPriorityClasses()
-	}
-	if s.Scheduling.DefaultPriorityClass == "" {
-		s.Scheduling.DefaultPriorityClass = s.Scheduling.PriorityClasses[0].Name
-	}
-	if len(s.Executors) == 0 {
-		s.Executors = []v1alpha1.Executor{{ClusterID: defaultExecutorCluster}}
-	}
-	for i := range s.Executors {
-		if s.Executors[i].Pool == "" {
-			s.Executors[i].Pool = s.Scheduling.Pools[0].Name
-		}
-	}
 }
 
 func defaultPostgresInCluster(pg *v1alpha1.Postgres) {
@@ -262,7 +268,7 @@ func (in *Install) resolveConnections() {
 	}
 	if s.Pulsar.Mode == modeInCluster {
 		s.Pulsar.URL = "pulsar://" + net.JoinHostPort(in.serviceHost("pulsar-broker"), "6650")
-		s.Pulsar.AdminURL = httpURL(in.serviceHost("pulsar-broker"), 8080)
+		s.Pulsar.AdminURL = "http://" + net.JoinHostPort(in.serviceHost("pulsar-broker"), strconv.Itoa(pulsarAdminPort))
 	}
 }
 

@@ -67,9 +67,9 @@ func edit(rng *rand.Rand, s v1alpha1.ArmadaSpec) v1alpha1.ArmadaSpec {
 			}
 			s.Pulsar.AllowModeChange = allow
 		case 3:
-			s.Pulsar.EventsPartitions = int32(1 + rng.IntN(8))
+			s.Pulsar.EventsPartitions = 1 + rng.Int32N(8)
 		case 4:
-			s.Components.Server.Replicas = ptr.To(int32(1 + rng.IntN(3)))
+			s.Components.Server.Replicas = ptr.To(1 + rng.Int32N(3))
 		case 5:
 			s.Version = SupportedVersions[rng.IntN(len(SupportedVersions))]
 		case 6:
@@ -112,7 +112,7 @@ func observe(t *testing.T, rng *rand.Rand, out *Output) Observed {
 // (an error) composes nothing new, so nothing is dropped either, and the
 // error names a field.
 func TestStatefulResourcesNeverDropped(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 2))
+	rng := rand.New(rand.NewPCG(4, 2)) //nolint:gosec // A fixed seed keeps the property test reproducible.
 	opts := func(o Observed) Options { return Options{Observed: o, Rand: KeyedRand([]byte("k"), "xr")} }
 	checked, dropped, refused := 0, 0, 0
 	for i := range 400 {
@@ -141,11 +141,9 @@ func TestStatefulResourcesNeverDropped(t *testing.T) {
 		// composed. (With neither, the XRD's CEL transition rule on
 		// spec.*.mode is the guard; the e2e tests prove it.)
 		o := observe(t, rng, prev)
-		{
-			o.Modes = map[string]string{}
-			for name, st := range prev.Status.BackingServices {
-				o.Modes[name] = st.Mode
-			}
+		o.Modes = map[string]string{}
+		for name, st := range prev.Status.BackingServices {
+			o.Modes[name] = st.Mode
 		}
 		next, err := Render(in2, opts(o))
 		if err != nil {
@@ -168,7 +166,7 @@ func TestStatefulResourcesNeverDropped(t *testing.T) {
 				continue
 			}
 			dropped++
-			service := strings.SplitN(o.Key, "-", 2)[0]
+			service, _, _ := strings.Cut(o.Key, "-")
 			if !modeSwitched(before, after, service) {
 				t.Errorf("case %d: stateful %s dropped without an allowed mode switch of spec.%s\nbefore: %+v\nafter: %+v", i, o.Key, service, before, after)
 			}

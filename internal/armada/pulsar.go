@@ -3,7 +3,6 @@ package armada
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -21,12 +20,19 @@ const apiHelm = "helm.m.crossplane.io/v1beta1"
 // pulsarProfiles are the Apache Pulsar chart values of each profile. The
 // chart's defaults run three of everything plus a proxy, a toolset and a
 // monitoring stack; Armada needs only ZooKeeper, BookKeeper and brokers.
-func pulsarProfile(profile string) map[string]any {
+func pulsarProfile(profile, storageClass string) map[string]any {
 	replicas, quorum, antiAffinity := int64(1), "1", false
 	journal, ledgers, zk := "5Gi", "10Gi", "5Gi"
 	if profile == pulsarProfileHA {
 		replicas, quorum, antiAffinity = 3, "2", true
 		journal, ledgers, zk = "10Gi", "50Gi", "20Gi"
+	}
+	volume := func(size string) map[string]any {
+		v := map[string]any{"size": size}
+		if storageClass != "" {
+			v["storageClassName"] = storageClass
+		}
+		return v
 	}
 	return map[string]any{
 		"components": map[string]any{
@@ -37,13 +43,13 @@ func pulsarProfile(profile string) map[string]any {
 		"affinity":                   map[string]any{"anti_affinity": antiAffinity},
 		"zookeeper": map[string]any{
 			"replicaCount": replicas,
-			"volumes":      map[string]any{"data": map[string]any{"size": zk}},
+			"volumes":      map[string]any{"data": volume(zk)},
 		},
 		"bookkeeper": map[string]any{
 			"replicaCount": replicas,
 			"volumes": map[string]any{
-				"journal": map[string]any{"size": journal},
-				"ledgers": map[string]any{"size": ledgers},
+				"journal": volume(journal),
+				"ledgers": volume(ledgers),
 			},
 		},
 		"broker": map[string]any{
@@ -63,14 +69,8 @@ func pulsarProfile(profile string) map[string]any {
 // when the claim goes.
 func (in *Install) pulsarRelease() (*unstructured.Unstructured, error) {
 	ic := in.Spec.Pulsar.InCluster
-	values := pulsarProfile(ic.Profile)
-	values["fullnameOverride"] = in.object("pulsar")
-	if ic.StorageClass != "" {
-		for _, v := range []struct{ component, volume string }{{"zookeeper", "data"}, {"bookkeeper", "journal"}, {"bookkeeper", "ledgers"}} {
-			vol := values[v.component].(map[string]any)["volumes"].(map[string]any)[v.volume].(map[string]any)
-			vol["storageClassName"] = ic.StorageClass
-		}
-	}
+	values := pulsarProfile(ic.Profile, ic.StorageClass)
+	values["fullnameOverride"] = in.object(servicePulsar)
 	user, err := decodeConfig(ic.Values)
 	if err != nil {
 		return nil, errors.Wrap(err, "spec.pulsar.inCluster.values")
@@ -162,9 +162,9 @@ func (in *Install) topicsEnv() []corev1.EnvVar {
 func (in *Install) topicsJobName() string {
 	h := sha256.New()
 	for _, e := range in.topicsEnv() {
-		fmt.Fprintf(h, "%s=%s\n", e.Name, e.Value)
+		h.Write([]byte(e.Name + "=" + e.Value + "\n"))
 	}
-	fmt.Fprint(h, topicsScript)
+	h.Write([]byte(topicsScript))
 	return in.object("pulsar-topics-" + hex.EncodeToString(h.Sum(nil))[:8])
 }
 

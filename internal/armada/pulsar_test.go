@@ -52,7 +52,7 @@ func TestTopicsScript(t *testing.T) {
 		t.Fatal(errs)
 	}
 	runScript := func(partitions, fail string) (string, error) {
-		cmd := exec.Command("bash", "-c", topicsScript) //nolint:gosec // The script under test.
+		cmd := exec.CommandContext(t.Context(), "bash", "-c", topicsScript)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "PULSAR_ADMIN=" + bin, "FAKE_STATE=" + state, "FAKE_FAIL=" + fail}
 		for _, e := range in.topicsEnv() {
 			if e.Name == "PARTITIONS" {
@@ -85,10 +85,14 @@ func TestTopicsScript(t *testing.T) {
 	}{
 		{name: "Creates", partitions: "2", wantOut: "created topic persistent://armada/armada/events", want: want},
 		{name: "Idempotent", partitions: "2", wantOut: "persistent://armada/armada/events already exists", want: want},
-		{name: "GrowsPartitions", partitions: "4", wantOut: "grew persistent://armada/armada/events from 2 to 4 partitions",
-			want: []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=4"}},
-		{name: "NeverShrinks", partitions: "3", wantOut: "keeps its 4 partitions",
-			want: []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=4"}},
+		{
+			name: "GrowsPartitions", partitions: "4", wantOut: "grew persistent://armada/armada/events from 2 to 4 partitions",
+			want: []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=4"},
+		},
+		{
+			name: "NeverShrinks", partitions: "3", wantOut: "keeps its 4 partitions",
+			want: []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=4"},
+		},
 		{name: "FailsLoudly", partitions: "4", fail: "namespaces create", wantErr: true, wantOut: "cannot create namespace armada/armada: HTTP 401 Unauthorized"},
 	}
 	for _, tc := range cases {

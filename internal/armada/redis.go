@@ -26,7 +26,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 		retain = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
 	pvc := corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: in.labels("redis")},
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: in.labels(serviceRedis)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *ic.StorageSize}},
@@ -40,14 +40,14 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 		res = *ic.Resources
 	}
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}}, PeriodSeconds: 10}
-	labels := in.labels("redis")
+	labels := in.labels(serviceRedis)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: in.meta(in.object("redis"), "redis"),
+		ObjectMeta: in.meta(in.object(serviceRedis), serviceRedis),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To[int32](1),
-			ServiceName: in.object("redis"),
-			Selector:    &metav1.LabelSelector{MatchLabels: in.selector("redis")},
+			ServiceName: in.object(serviceRedis),
+			Selector:    &metav1.LabelSelector{MatchLabels: in.selector(serviceRedis)},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: retain, WhenScaled: retain,
 			},
@@ -65,7 +65,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
-						Name:    "redis",
+						Name:    serviceRedis,
 						Image:   image,
 						Command: []string{"redis-server"},
 						// The kubelet expands $(REDIS_PASSWORD) from the
@@ -89,9 +89,9 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 func (in *Install) redisService() *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: in.meta(in.object("redis"), "redis"),
+		ObjectMeta: in.meta(in.object(serviceRedis), serviceRedis),
 		Spec: corev1.ServiceSpec{
-			Selector: in.selector("redis"),
+			Selector: in.selector(serviceRedis),
 			Ports:    []corev1.ServicePort{{Name: "redis", Port: redisPort, TargetPort: intstr.FromString("redis"), Protocol: corev1.ProtocolTCP}},
 		},
 	}

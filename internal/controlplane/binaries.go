@@ -109,6 +109,6 @@ func (c *ControlPlane) resolveCRDDirs(ctx context.Context) error {
 }
 
 // moduleDir finds a module in the module cache; see providers.ModuleDir.
-func moduleDir(ctx context.Context, _ string, module, version string) (string, error) {
+func moduleDir(ctx context.Context, _, module, version string) (string, error) {
 	return providers.ModuleDir(ctx, module, version)
 }

@@ -18,20 +18,20 @@ import (
 // provider-sql Database) its provider reports Synced and Ready. A Job that
 // already completed returns false: its completion is immutable.
 func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]any, bool) {
-	group := strings.Split(obj.GetAPIVersion(), "/")[0]
+	group, _, _ := strings.Cut(obj.GetAPIVersion(), "/")
 	switch {
 	case group == "postgresql.cnpg.io" && obj.GetKind() == "Cluster":
 		ts := now.UTC().Format(time.RFC3339)
 		return map[string]any{"phase": "Cluster in healthy state", "conditions": []any{
-			map[string]any{"type": "Ready", "status": "True", "reason": "ClusterIsReady", "message": "Cluster is Ready", "lastTransitionTime": ts},
+			map[string]any{"type": "Ready", "status": condTrue, "reason": "ClusterIsReady", "message": "Cluster is Ready", keyLTT: ts},
 		}}, true
 	case group == "postgresql.cnpg.io" && obj.GetKind() == "Database":
 		return map[string]any{"applied": true, "observedGeneration": obj.GetGeneration()}, true
 	case strings.HasSuffix(group, ".crossplane.io") && managedKinds[obj.GetKind()]:
 		ts := now.UTC().Format(time.RFC3339)
 		return map[string]any{"conditions": []any{
-			map[string]any{"type": "Synced", "status": "True", "reason": "ReconcileSuccess", "lastTransitionTime": ts},
-			map[string]any{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": ts},
+			map[string]any{"type": "Synced", "status": condTrue, "reason": "ReconcileSuccess", keyLTT: ts},
+			map[string]any{"type": "Ready", "status": condTrue, "reason": "Available", keyLTT: ts},
 		}}, true
 	}
 	switch obj.GetKind() {
@@ -43,8 +43,8 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 		return map[string]any{
 			"startTime": ts, "completionTime": ts, "succeeded": int64(1),
 			"conditions": []any{
-				map[string]any{"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": ts, "lastTransitionTime": ts},
-				map[string]any{"type": "Complete", "status": "True", "lastProbeTime": ts, "lastTransitionTime": ts},
+				map[string]any{"type": "SuccessCriteriaMet", "status": condTrue, "lastProbeTime": ts, keyLTT: ts},
+				map[string]any{"type": "Complete", "status": condTrue, "lastProbeTime": ts, keyLTT: ts},
 			},
 		}, true
 	case "Deployment", "StatefulSet":
@@ -66,13 +66,19 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 	return nil, false
 }
 
+// condTrue is a condition's True status.
+const condTrue = "True"
+
+// keyLTT is a condition's lastTransitionTime field.
+const keyLTT = "lastTransitionTime"
+
 // managedKinds are the managed-resource kinds the function composes.
 var managedKinds = map[string]bool{"Object": true, "Release": true, "Database": true}
 
 func complete(obj *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Complete" && m["status"] == "True" {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Complete" && m["status"] == condTrue {
 			return true
 		}
 	}

@@ -79,7 +79,6 @@ func TestBackingServices(t *testing.T) {
 // deleting a claim with deletionPolicy Orphan leaves the Cluster, and with
 // Delete provider-kubernetes deletes it.
 func TestModeChangeAndProtection(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		example, ns string
 		kept        bool
@@ -107,7 +106,7 @@ func TestModeChangeAndProtection(t *testing.T) {
 			t.Logf("refused: %v", err)
 
 			if !tc.kept {
-				if err := kube().Delete(ctx, claim); err != nil {
+				if err := kube().Delete(context.Background(), claim); err != nil {
 					t.Fatal(err)
 				}
 				waitFor(t, "CloudNativePG Cluster deleted with the claim (deletionPolicy Delete)", func() (bool, string) {
@@ -135,7 +134,7 @@ func TestModeChangeAndProtection(t *testing.T) {
 			}
 
 			// Deleting the claim leaves the Cluster too.
-			if err := kube().Delete(ctx, claim); err != nil {
+			if err := kube().Delete(context.Background(), claim); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "claim deleted", func() (bool, string) {
@@ -144,7 +143,7 @@ func TestModeChangeAndProtection(t *testing.T) {
 			if get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) == nil {
 				t.Error("the CloudNativePG Cluster was deleted with the claim despite deletionPolicy Orphan")
 			}
-			_ = kube().Delete(ctx, &unstructured.Unstructured{Object: map[string]any{
+			_ = kube().Delete(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
 				"metadata": map[string]any{"name": cluster, "namespace": tc.ns},
 			}}, client.PropagationPolicy("Background"))

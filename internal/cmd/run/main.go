@@ -120,7 +120,10 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 	if err := c.Get(ctx, client.ObjectKey{Name: "function-armada"}, fn); err != nil {
 		return nil, errors.Wrap(err, "cannot find Function function-armada: install Crossplane v2 and the function-armada package first (see README)")
 	}
-	for _, f := range []string{"cluster/rbac/crossplane-armada.yaml", "package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml"} {
+	for _, f := range []string{
+		"cluster/rbac/crossplane-armada.yaml",
+		"package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml",
+	} {
 		docs, err := xprender.ReadDocs(f)
 		if err != nil {
 			return nil, err
