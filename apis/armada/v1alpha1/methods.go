@@ -18,6 +18,7 @@ var (
 	_ resource.TypedProviderConfigUsage = &ClusterProviderConfigUsage{}
 	_ resource.ProviderConfigUsageList  = &ProviderConfigUsageList{}
 	_ resource.ProviderConfigUsageList  = &ClusterProviderConfigUsageList{}
+	_ resource.ManagedList              = &QueueList{}
 )
 
 // GetCondition of this Queue.
@@ -140,6 +141,15 @@ func (p *ClusterProviderConfigUsageList) GetItems() []resource.ProviderConfigUsa
 	items := make([]resource.ProviderConfigUsage, len(p.Items))
 	for i := range p.Items {
 		items[i] = &p.Items[i]
+	}
+	return items
+}
+
+// GetItems of this QueueList.
+func (l *QueueList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
 	}
 	return items
 }
