@@ -111,7 +111,7 @@ func (c *cli) run() error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := provider.Setup(mgr, o); err != nil {
+	if err := provider.Setup(mgr, provider.Options{Controller: o}); err != nil {
 		return errors.Wrap(err, "cannot set up controllers")
 	}
 	log.Info("starting provider-armada", "sync", c.Sync, "poll", c.Poll, "maxReconcileRate", c.MaxReconcileRate)

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"time"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -14,10 +16,20 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
+// Options configure the Queue controller.
+type Options struct {
+	// Controller are crossplane-runtime's controller options.
+	Controller controller.Options
+	// CreationGracePeriod is how long after creating a queue a NotFound
+	// is taken for a slow read; zero means crossplane-runtime's default.
+	CreationGracePeriod time.Duration
+}
+
 // Setup adds the Queue controller to mgr. Management policies are always
 // honoured: they are how a v2 managed resource says to orphan (omit
 // Delete) or only observe its queue.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
+func Setup(mgr ctrl.Manager, so Options) error {
+	o := so.Controller
 	name := managed.ControllerName(v1alpha1.QueueKind)
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.Queue](NewConnector(mgr.GetClient())),
@@ -25,6 +37,9 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
 		managed.WithManagementPolicies(),
+	}
+	if so.CreationGracePeriod > 0 {
+		opts = append(opts, managed.WithCreationGracePeriod(so.CreationGracePeriod))
 	}
 	if o.ChangeLogOptions != nil {
 		opts = append(opts, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))
