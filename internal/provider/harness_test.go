@@ -22,7 +22,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
@@ -98,9 +97,9 @@ const (
 
 // startArmada starts an in-memory Armada that grants create_queue and
 // delete_queue to the admins group only.
-func startArmada(t *testing.T) *armadatest.Server {
+func startArmada(ctx context.Context, t *testing.T) *armadatest.Server {
 	t.Helper()
-	s, err := armadatest.Start(armadatest.Options{
+	s, err := armadatest.Start(ctx, armadatest.Options{
 		Users: map[string]armadatest.User{
 			adminUser:  {Password: adminPassword, Groups: []string{"admins"}},
 			viewerUser: {Password: viewerPassword},

@@ -28,7 +28,7 @@ func TestQueue(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("Lifecycle", func(t *testing.T) {
-		s := startArmada(t)
+		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
 		params := v1alpha1.QueueParameters{
 			PriorityFactor: "1.5",
@@ -114,7 +114,7 @@ func TestQueue(t *testing.T) {
 	})
 
 	t.Run("PermissionDenied", func(t *testing.T) {
-		s := startArmada(t)
+		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), viewerUser, viewerPassword)
 		e.create(ctx, t, newQueue(ns, "denied", v1alpha1.QueueParameters{PriorityFactor: "1"}))
 		e.waitFor(ctx, t, ns, "denied", conditions(xpv2.ReasonCreating, xpv2.ReasonReconcileError,
@@ -125,7 +125,7 @@ func TestQueue(t *testing.T) {
 	})
 
 	t.Run("Unauthenticated", func(t *testing.T) {
-		s := startArmada(t)
+		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, "wrong-password")
 		e.create(ctx, t, newQueue(ns, "unauthenticated", v1alpha1.QueueParameters{PriorityFactor: "1"}))
 		e.waitFor(ctx, t, ns, "unauthenticated", conditions("", xpv2.ReasonReconcileError,
@@ -133,7 +133,7 @@ func TestQueue(t *testing.T) {
 	})
 
 	t.Run("Unavailable", func(t *testing.T) {
-		s := startArmada(t)
+		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
 		e.create(ctx, t, newQueue(ns, "outage", v1alpha1.QueueParameters{PriorityFactor: "2"}))
 		e.waitFor(ctx, t, ns, "outage", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
@@ -146,7 +146,7 @@ func TestQueue(t *testing.T) {
 
 		// Armada returns: the Queue is synced again, and its queue was
 		// neither deleted nor recreated.
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 		q := e.waitFor(ctx, t, ns, "outage", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
@@ -160,7 +160,7 @@ func TestQueue(t *testing.T) {
 	})
 
 	t.Run("OrphanWithoutDeletePolicy", func(t *testing.T) {
-		s := startArmada(t)
+		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
 		q := newQueue(ns, "kept", v1alpha1.QueueParameters{PriorityFactor: "1"})
 		q.Spec.ManagementPolicies = xpv2.ManagementPolicies{
@@ -179,7 +179,7 @@ func TestQueue(t *testing.T) {
 	})
 
 	t.Run("ClusterProviderConfigAndExternalName", func(t *testing.T) {
-		s := startArmada(t)
+		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
 		e.create(ctx, t, &v1alpha1.ClusterProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: ns},

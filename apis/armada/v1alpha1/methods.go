@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 

@@ -17,7 +17,7 @@ func Describe(err error) error {
 		return err
 	}
 	var what string
-	switch s.Code() { //nolint:exhaustive // Every other code gets its name.
+	switch s.Code() {
 	case codes.PermissionDenied:
 		what = "permission denied"
 	case codes.Unauthenticated:

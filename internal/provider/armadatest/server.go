@@ -17,6 +17,7 @@ package armadatest
 
 import (
 	"context"
+	"maps"
 	"net"
 	"sort"
 	"sync"
@@ -78,8 +79,9 @@ type Server struct {
 	lis    net.Listener
 }
 
-// Start serves a new, empty queue service. Close it when done.
-func Start(o Options) (*Server, error) {
+// Start serves a new, empty queue service. ctx bounds only the setup of
+// the listener. Close the server when done.
+func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.PermissionGroups == nil {
 		o.PermissionGroups = map[Permission][]string{
 			CreateQueue: {EveryoneGroup},
@@ -90,7 +92,7 @@ func Start(o Options) (*Server, error) {
 		o.Address = "127.0.0.1:0"
 	}
 	s := &Server{opts: o, queues: map[string]*api.Queue{}, denied: map[string]bool{}, calls: map[string]int{}}
-	lis, err := net.Listen("tcp", o.Address)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", o.Address)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot listen")
 	}
@@ -126,15 +128,15 @@ func (s *Server) Stop() {
 }
 
 // Start listens again on the same address after Stop. It does nothing on
-// a running server.
-func (s *Server) Start() error {
+// a running server. ctx bounds only the setup of the listener.
+func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	running := s.grpc != nil
 	s.mu.Unlock()
 	if running {
 		return nil
 	}
-	lis, err := net.Listen("tcp", s.addr)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
 	if err != nil {
 		return errors.Wrapf(err, "cannot listen on %s again", s.addr)
 	}
@@ -198,9 +200,7 @@ func (s *Server) Calls() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]int, len(s.calls))
-	for k, v := range s.calls {
-		out[k] = v
-	}
+	maps.Copy(out, s.calls)
 	return out
 }
 

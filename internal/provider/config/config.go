@@ -49,9 +49,11 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	}
 	for _, k := range kinds {
 		name := providerconfig.ControllerName(k.name)
+		// crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
+		recorder := mgr.GetEventRecorderFor(name) //nolint:staticcheck // See above.
 		r := providerconfig.NewReconciler(mgr, k.of,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
-			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))) //nolint:staticcheck // crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
+			providerconfig.WithRecorder(event.NewAPIRecorder(recorder)))
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(name).
 			WithOptions(o.ForControllerRuntime()).

@@ -30,7 +30,7 @@ var (
 // provider does, reading the password from a Secret.
 func benchConn(b *testing.B) (*armadatest.Server, *armadaclient.Conn) {
 	b.Helper()
-	s, err := armadatest.Start(armadatest.Options{Users: map[string]armadatest.User{"provider": {Password: "pw"}}})
+	s, err := armadatest.Start(b.Context(), armadatest.Options{Users: map[string]armadatest.User{"provider": {Password: "pw"}}})
 	if err != nil {
 		b.Fatal(err)
 	}

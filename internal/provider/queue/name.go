@@ -23,7 +23,9 @@ func Name(cr *v1alpha1.Queue) (string, error) {
 		name = cr.GetName()
 	}
 	if !validName.MatchString(name) {
-		return "", errors.Errorf("invalid queue name %q: Armada uses it as a Kubernetes label value, so it must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (set the crossplane.io/external-name annotation to choose another name)", name)
+		return "", errors.Errorf("invalid queue name %q: Armada uses it as a Kubernetes label value, so it must be at most 63 "+
+			"letters, digits, '-', '_' or '.', starting and ending with a letter or digit "+
+			"(set the crossplane.io/external-name annotation to choose another name)", name)
 	}
 	return name, nil
 }

@@ -31,11 +31,13 @@ type Options struct {
 func Setup(mgr ctrl.Manager, so Options) error {
 	o := so.Controller
 	name := managed.ControllerName(v1alpha1.QueueKind)
+	// crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
+	recorder := mgr.GetEventRecorderFor(name) //nolint:staticcheck // See above.
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.Queue](NewConnector(mgr.GetClient())),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
+		managed.WithRecorder(event.NewAPIRecorder(recorder)),
 		managed.WithManagementPolicies(),
 	}
 	if so.CreationGracePeriod > 0 {
@@ -47,7 +49,8 @@ func Setup(mgr ctrl.Manager, so Options) error {
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			r := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, &v1alpha1.QueueList{}, o.MetricOptions.PollStateMetricInterval)
+			mo := o.MetricOptions
+			r := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, mo.MRStateMetrics, &v1alpha1.QueueList{}, mo.PollStateMetricInterval)
 			if err := mgr.Add(r); err != nil {
 				return errors.Wrap(err, "cannot register Queue state metrics recorder")
 			}
