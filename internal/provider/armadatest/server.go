@@ -17,6 +17,7 @@ package armadatest
 
 import (
 	"context"
+	"crypto/tls"
 	"maps"
 	"net"
 	"sort"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/armadaproject/armada/pkg/api"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -64,6 +66,8 @@ type Options struct {
 	PermissionGroups map[Permission][]string
 	// Address to listen on. Empty means a free port on 127.0.0.1.
 	Address string
+	// TLS, if set, serves TLS with this config instead of plaintext.
+	TLS *tls.Config
 }
 
 // A Server is a running in-memory Armada queue service.
@@ -103,7 +107,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // serve starts a gRPC server on lis. The caller must not hold s.mu.
 func (s *Server) serve(lis net.Listener) {
-	g := grpc.NewServer(grpc.UnaryInterceptor(s.authenticate))
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(s.authenticate)}
+	if s.opts.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
+	}
+	g := grpc.NewServer(opts...)
 	api.RegisterQueueServiceServer(g, &queueService{s: s})
 	s.mu.Lock()
 	s.grpc, s.lis = g, lis
