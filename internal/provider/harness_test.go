@@ -246,6 +246,9 @@ func (e *env) update(ctx context.Context, t *testing.T, ns, name string, mutate 
 	}
 }
 
+// corev1Namespace is a Namespace.
+type corev1Namespace = corev1.Namespace
+
 // clientKey is the key of the object ns/name.
 func clientKey(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}

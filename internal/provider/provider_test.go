@@ -27,6 +27,8 @@ func TestQueue(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
 
+	t.Run("Validation", func(t *testing.T) { testValidation(ctx, t, e) })
+
 	t.Run("Lifecycle", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
