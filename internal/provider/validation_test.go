@@ -2,11 +2,15 @@ package provider_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
@@ -107,5 +111,31 @@ func testValidation(ctx context.Context, t *testing.T, e *env) {
 				t.Errorf("%s\nCreate(...): want error containing %q, got %q", tc.reason, tc.err, got)
 			}
 		})
+	}
+}
+
+// testExamples checks the API server accepts every object in
+// examples/provider (dry run).
+func testExamples(ctx context.Context, t *testing.T, e *env) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "provider", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("cannot find examples/provider/*.yaml: %v", err)
+	}
+	e.create(ctx, t, &corev1Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	for _, f := range files {
+		b, err := os.ReadFile(f) //nolint:gosec // The path is a glob of this repository's examples.
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(b), "\n---\n") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s document %d: %v", f, i, err)
+			}
+			if err := e.kube.Create(ctx, u, client.DryRunAll); err != nil {
+				t.Errorf("%s document %d (%s %s): %v", filepath.Base(f), i, u.GetKind(), u.GetName(), err)
+			}
+		}
 	}
 }
