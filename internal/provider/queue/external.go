@@ -7,6 +7,7 @@ import (
 	"github.com/armadaproject/armada/pkg/api"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -51,6 +52,11 @@ func (e *External) Get(ctx context.Context, name string) (*api.Queue, error) {
 // queue is gone when it merely cannot see it.
 func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalObservation, error) {
 	name, err := Name(cr)
+	if err != nil && meta.WasDeleted(cr) {
+		// A queue with a name Armada cannot hold was never created, so
+		// there is nothing to delete.
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
