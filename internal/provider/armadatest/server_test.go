@@ -39,13 +39,13 @@ func TestServer(t *testing.T) {
 		// codes are the status codes of the calls, in order.
 		codes []codes.Code
 	}{
-		"CreateThenAlreadyExists": {
-			reason: "CreateQueue is not an upsert.",
+		"CreateTwice": {
+			reason: "Armada v0.22.7's CreateQueue upserts.",
 			calls: []call{
 				{user: "admin", password: "pw", do: create(&api.Queue{Name: "q", PriorityFactor: 1})},
-				{user: "admin", password: "pw", do: create(&api.Queue{Name: "q", PriorityFactor: 1})},
+				{user: "admin", password: "pw", do: create(&api.Queue{Name: "q", PriorityFactor: 2})},
 			},
-			codes: []codes.Code{codes.OK, codes.AlreadyExists},
+			codes: []codes.Code{codes.OK, codes.OK},
 		},
 		"PriorityFactorBelowOne": {
 			reason: "Armada's queue model rejects a factor below 1.",
@@ -69,12 +69,12 @@ func TestServer(t *testing.T) {
 			codes:  []codes.Code{codes.PermissionDenied},
 		},
 		"UpdateAbsent": {
-			reason: "UpdateQueue needs the queue to exist.",
+			reason: "Armada v0.22.7's UpdateQueue upserts too.",
 			calls: []call{{user: "admin", password: "pw", do: func(ctx context.Context, c api.QueueServiceClient) error {
 				_, err := c.UpdateQueue(ctx, &api.Queue{Name: "q", PriorityFactor: 1})
 				return err
 			}}},
-			codes: []codes.Code{codes.NotFound},
+			codes: []codes.Code{codes.OK},
 		},
 	}
 	for name, tc := range cases {

@@ -11,7 +11,9 @@ import (
 )
 
 // queueService implements Armada's QueueService over a Server's queues.
-// Methods it does not embed answer Unimplemented.
+// Methods it does not embed answer Unimplemented. As in Armada v0.22.7,
+// whose Postgres queue repository upserts, CreateQueue and UpdateQueue both
+// create or replace the queue: neither returns AlreadyExists or NotFound.
 type queueService struct {
 	api.UnimplementedQueueServiceServer
 
@@ -46,9 +48,6 @@ func (q *queueService) CreateQueue(ctx context.Context, req *api.Queue) (*types.
 	}
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
-	if _, ok := q.s.queues[c.GetName()]; ok {
-		return nil, status.Errorf(codes.AlreadyExists, "error creating queue: queue %s already exists", c.GetName())
-	}
 	q.s.queues[c.GetName()] = c
 	return &types.Empty{}, nil
 }
@@ -63,9 +62,6 @@ func (q *queueService) UpdateQueue(ctx context.Context, req *api.Queue) (*types.
 	}
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
-	if _, ok := q.s.queues[c.GetName()]; !ok {
-		return nil, status.Errorf(codes.NotFound, "error: could not find queue %q", c.GetName())
-	}
 	q.s.queues[c.GetName()] = c
 	return &types.Empty{}, nil
 }
