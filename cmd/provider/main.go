@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -46,12 +47,12 @@ type cli struct {
 
 func main() {
 	var c cli
-	ctx := kong.Parse(&c, kong.Name("provider-armada"), kong.Description("Crossplane provider for Armada queues."))
-	ctx.FatalIfErrorf(c.run())
+	kctx := kong.Parse(&c, kong.Name("provider-armada"), kong.Description("Crossplane provider for Armada queues."))
+	kctx.FatalIfErrorf(c.run(ctrl.SetupSignalHandler()))
 }
 
-// run starts the manager and blocks until a signal stops it.
-func (c *cli) run() error {
+// run starts the manager and blocks until ctx is done.
+func (c *cli) run(ctx context.Context) error {
 	zl := zap.New(zap.UseDevMode(c.Debug))
 	log := logging.NewLogrLogger(zl.WithName("provider-armada"))
 	if c.Debug {
@@ -115,5 +116,5 @@ func (c *cli) run() error {
 		return errors.Wrap(err, "cannot set up controllers")
 	}
 	log.Info("starting provider-armada", "sync", c.Sync, "poll", c.Poll, "maxReconcileRate", c.MaxReconcileRate)
-	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run controller manager")
+	return errors.Wrap(mgr.Start(ctx), "cannot run controller manager")
 }
