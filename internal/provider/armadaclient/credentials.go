@@ -80,9 +80,7 @@ func perRPCCredentials(ctx context.Context, kube client.Reader, c Config) (crede
 			return nil, err
 		}
 		cc := &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: string(secret), TokenURL: o.TokenURL, Scopes: o.Scopes}
-		// The token source outlives ctx's reconcile only until Disconnect
-		// closes the connection; it caches the token until it expires.
-		return &bearer{source: cc.TokenSource(context.WithoutCancel(ctx)), secure: secure}, nil
+		return &bearer{source: c.Tokens.source(ctx, cc), secure: secure}, nil
 	}
 	return nil, errors.Errorf("spec.credentials.source %q is not supported", cr.Source)
 }

@@ -39,6 +39,10 @@ type Config struct {
 	// references may only name that namespace. Empty for a
 	// ClusterProviderConfig, whose references must name one.
 	Namespace string
+	// Tokens, if set, shares OIDC tokens between connections made with
+	// the same client credentials, so each reconcile does not fetch a new
+	// one. Nil fetches a token per connection.
+	Tokens *TokenSources
 }
 
 // A Conn is one connection to Armada. Close it when done.

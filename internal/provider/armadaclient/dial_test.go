@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,10 +58,14 @@ func serverCert(t *testing.T) (tls.Certificate, []byte) {
 }
 
 // tokenServer is an OAuth2 token endpoint that issues "oidc-token" for
-// client "provider" with secret "client-secret".
-func tokenServer(t *testing.T) string {
+// client "provider" with secret "client-secret". It counts the tokens it
+// issues in *issued, if not nil.
+func tokenServer(t *testing.T, issued *atomic.Int32) string {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if issued != nil {
+			issued.Add(1)
+		}
 		id, secret, _ := r.BasicAuth()
 		if r.FormValue("grant_type") != "client_credentials" || id != "provider" || secret != "client-secret" {
 			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
@@ -95,7 +100,7 @@ func TestDial(t *testing.T) {
 	for _, s := range []*armadatest.Server{plain, secure} {
 		s.SetQueue(&api.Queue{Name: "q", PriorityFactor: 1})
 	}
-	tokenURL := tokenServer(t)
+	tokenURL := tokenServer(t, nil)
 
 	basic := func(ns string) v1alpha1.Credentials {
 		return v1alpha1.Credentials{Source: v1alpha1.CredentialsBasic, Basic: &v1alpha1.BasicAuth{
@@ -225,5 +230,46 @@ func TestBasicAuthHeader(t *testing.T) {
 	_, err = conn.Queues.GetQueue(context.Background(), &api.QueueGetRequest{Name: "absent"})
 	if d := cmp.Diff("not found: error: could not find queue \"absent\"", armadaclient.Describe(err).Error()); d != "" {
 		t.Errorf("GetQueue as a user whose password holds a colon: -want, +got:\n%s", d)
+	}
+}
+
+func TestTokenSourcesShared(t *testing.T) {
+	// Connections made with the same client credentials and one
+	// TokenSources fetch one token between them.
+	ctx := context.Background()
+	var issued atomic.Int32
+	tokenURL := tokenServer(t, &issued)
+	s, err := armadatest.Start(ctx, armadatest.Options{Tokens: map[string]string{"oidc-token": "provider"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
+		Data:       map[string][]byte{"client-secret": []byte("client-secret")},
+	}).Build()
+	cfg := armadaclient.Config{Namespace: "ns", Tokens: &armadaclient.TokenSources{}, Spec: v1alpha1.ProviderConfigSpec{
+		Endpoint: s.Address(), TLS: v1alpha1.TLS{Insecure: true},
+		Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsOIDCClientCredentials, OIDCClientCredentials: &v1alpha1.OIDCClientCredentials{
+			TokenURL: tokenURL, ClientID: "provider", ClientSecretSecretRef: selector("", "client-secret"),
+		}},
+	}}
+	for range 3 {
+		conn, err := armadaclient.Dial(ctx, kube, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Queues.GetQueue(ctx, &api.QueueGetRequest{Name: "absent"})
+		if !armadaclient.IsNotFound(armadaclient.Describe(err)) {
+			t.Errorf("GetQueue: want NotFound, got %v", err)
+		}
+		_ = conn.Close()
+	}
+	if got := issued.Load(); got != 1 {
+		t.Errorf("three connections fetched %d tokens, want 1", got)
 	}
 }

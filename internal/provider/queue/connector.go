@@ -20,7 +20,9 @@ type Connector struct {
 	kube client.Client
 	// usage trackers by provider config kind.
 	usage map[string]resource.ModernTracker
-	dial  func(context.Context, client.Reader, armadaclient.Config) (*armadaclient.Conn, error)
+	// tokens are shared across reconciles, so OIDC tokens are reused.
+	tokens *armadaclient.TokenSources
+	dial   func(context.Context, client.Reader, armadaclient.Config) (*armadaclient.Conn, error)
 }
 
 // NewConnector returns a Connector that reads configs and Secrets through
@@ -33,7 +35,8 @@ func NewConnector(kube client.Client) *Connector {
 			v1alpha1.ProviderConfigKind:        resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}),
 			v1alpha1.ClusterProviderConfigKind: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ClusterProviderConfigUsage{}),
 		},
-		dial: armadaclient.Dial,
+		tokens: &armadaclient.TokenSources{},
+		dial:   armadaclient.Dial,
 	}
 }
 
@@ -53,7 +56,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.Ty
 	if err := t.Track(ctx, cr); err != nil {
 		return nil, errors.Wrap(err, "cannot track provider config usage")
 	}
-	cfg := armadaclient.Config{}
+	cfg := armadaclient.Config{Tokens: c.tokens}
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
