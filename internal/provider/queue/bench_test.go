@@ -10,10 +10,18 @@ import (
 	"github.com/armadaproject/armada/pkg/api"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
@@ -62,6 +70,39 @@ func benchConn(b *testing.B) (*armadatest.Server, *armadaclient.Conn) {
 	return s, conn
 }
 
+// benchKube is a stand-in API server holding the Secret and the
+// ProviderConfig "armada" for the Armada at addr, answering from memory
+// (controller-runtime's fake client spends most of its time rebuilding a
+// REST mapper per Create, which would swamp the provider's own cost).
+// ProviderConfigUsages are absent, so each Connect creates one.
+func benchKube(addr string) client.Client {
+	sel := func(k string) v1alpha1.SecretKeySelector { return v1alpha1.SecretKeySelector{Name: "creds", Key: k} }
+	spec := v1alpha1.ProviderConfigSpec{
+		Endpoint: addr,
+		TLS:      v1alpha1.TLS{Insecure: true},
+		Credentials: v1alpha1.Credentials{
+			Source: v1alpha1.CredentialsBasic,
+			Basic:  &v1alpha1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
+		},
+	}
+	return &test.MockClient{
+		MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
+			switch o := obj.(type) {
+			case *corev1.Secret:
+				o.Data = map[string][]byte{"username": []byte("provider"), "password": []byte("pw")}
+			case *v1alpha1.ProviderConfig:
+				o.SetNamespace(key.Namespace)
+				o.SetName(key.Name)
+				o.Spec = spec
+			default:
+				return kerrors.NewNotFound(schema.GroupResource{}, key.Name)
+			}
+			return nil
+		},
+		MockCreate: test.NewMockCreateFn(nil),
+	}
+}
+
 // forEachQueue runs fn for *benchQueues queue names at *benchConcurrency
 // and reports queues/s.
 func forEachQueue(b *testing.B, fn func(ctx context.Context, iteration, i int) error) {
@@ -108,6 +149,30 @@ func BenchmarkReconcileQueues(b *testing.B) {
 		e := queue.NewExternal(conn)
 		forEachQueue(b, func(ctx context.Context, n, i int) error {
 			cr := newCR(n, i)
+			o, err := e.Observe(ctx, cr)
+			if err != nil || o.ResourceExists {
+				return fmt.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
+			}
+			_, err = e.Create(ctx, cr)
+			return err
+		})
+	})
+	b.Run("ConnectObserveCreate", func(b *testing.B) {
+		// As ObserveCreate, but each queue connects as a reconcile does:
+		// track the ProviderConfig's usage, read the config and its
+		// Secret, dial a new connection, and close it afterwards.
+		s, _ := benchConn(b)
+		c := queue.NewConnector(benchKube(s.Address()))
+		forEachQueue(b, func(ctx context.Context, n, i int) error {
+			cr := newCR(n, i)
+			cr.SetNamespace("ns")
+			cr.SetUID(types.UID(cr.GetName()))
+			cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "armada"}
+			e, err := c.Connect(ctx, cr)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = e.Disconnect(ctx) }()
 			o, err := e.Observe(ctx, cr)
 			if err != nil || o.ResourceExists {
 				return fmt.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
