@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
