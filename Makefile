@@ -23,10 +23,12 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD and the Composition from apis/.
+generate: ## Generate deepcopy code, the XRD, the Composition and provider-armada's CRDs from apis/.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
 	go run ./internal/xrdgen -crd $(GEN_DIR)/platform.armadaproject.io_xarmada.yaml -out package/xarmada
+	@rm -rf package/provider/crds && mkdir -p package/provider/crds
+	cp $(GEN_DIR)/armada.m.armadaproject.io_*.yaml package/provider/crds/
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.

@@ -91,14 +91,14 @@ func isExecutable(path string) bool {
 
 // resolveCRDDirs fills in the CRD directories from the Go module cache.
 func (c *ControlPlane) resolveCRDDirs(ctx context.Context) error {
-	if c.opts.CrossplaneCRDDir == "" {
+	if c.opts.CrossplaneCRDDir == "" && !c.opts.KubernetesOnly {
 		d, err := moduleDir(ctx, c.dir, crossplaneModule, CrossplaneVersion)
 		if err != nil {
 			return err
 		}
 		c.opts.CrossplaneCRDDir = filepath.Join(d, "cluster", "crds")
 	}
-	if c.opts.ProviderKubernetesCRDDir == "" && !c.opts.SkipProviderKubernetes {
+	if c.opts.ProviderKubernetesCRDDir == "" && !c.opts.SkipProviderKubernetes && !c.opts.KubernetesOnly {
 		d, err := moduleDir(ctx, c.dir, providerKubernetesModule, ProviderKubernetesVersion)
 		if err != nil {
 			return err

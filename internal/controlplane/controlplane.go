@@ -84,6 +84,16 @@ type Options struct {
 	// provider-created backing services composes.
 	SkipBackingServiceCRDs bool
 
+	// KubernetesOnly starts only etcd, kube-apiserver and
+	// kube-controller-manager, and applies only ExtraCRDDirs: no
+	// Crossplane, function, provider-kubernetes or package. For testing a
+	// controller run in-process, such as provider-armada's.
+	KubernetesOnly bool
+
+	// ExtraCRDDirs hold more CRDs (every *.yaml file) to apply and wait
+	// for, such as package/provider/crds.
+	ExtraCRDDirs []string
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -171,7 +181,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	if err := c.step("options resolved", func() error { return c.resolve(ctx) }); err != nil {
 		return err
 	}
-	if c.opts.Function == "" {
+	if c.opts.Function == "" && !c.opts.KubernetesOnly {
 		c.fnBuilt = make(chan buildResult, 1)
 		go func() {
 			path, err := c.buildFunction(ctx)
@@ -188,10 +198,10 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
-		{name: "crossplane ready", fn: c.startCrossplaneFirst},
-		{name: "function-armada ready", fn: c.startFunctionFirst},
-		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes},
-		{name: "XRD established and offered", fn: c.installPackage},
+		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
+		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly},
+		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes || c.opts.KubernetesOnly},
+		{name: "XRD established and offered", fn: c.installPackage, skip: c.opts.KubernetesOnly},
 	}
 	for _, s := range steps {
 		if s.skip {

@@ -28,24 +28,36 @@ var packageFiles = []string{"definition.yaml", "composition.yaml"}
 
 // applyCRDs creates the Crossplane namespace and applies Crossplane's,
 // (unless skipped) provider-kubernetes' and the backing services' CRDs,
-// waiting until all are Established.
+// plus ExtraCRDDirs, waiting until all are Established. KubernetesOnly
+// applies only ExtraCRDDirs.
 func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}
 	if err := c.client.Create(ctx, ns); err != nil && !kerrors.IsAlreadyExists(err) {
 		return errors.Wrap(err, "cannot create namespace "+CrossplaneNamespace)
 	}
-	crds, err := readManifestDir(c.opts.CrossplaneCRDDir)
-	if err != nil {
-		return err
+	var crds []*unstructured.Unstructured
+	if !c.opts.KubernetesOnly {
+		xp, err := readManifestDir(c.opts.CrossplaneCRDDir)
+		if err != nil {
+			return err
+		}
+		crds = append(crds, xp...)
 	}
-	if !c.opts.SkipProviderKubernetes {
+	for _, dir := range c.opts.ExtraCRDDirs {
+		extra, err := readManifestDir(dir)
+		if err != nil {
+			return err
+		}
+		crds = append(crds, extra...)
+	}
+	if !c.opts.SkipProviderKubernetes && !c.opts.KubernetesOnly {
 		pcrds, err := c.providerCRDs()
 		if err != nil {
 			return err
 		}
 		crds = append(crds, pcrds...)
 	}
-	if !c.opts.SkipBackingServiceCRDs {
+	if !c.opts.SkipBackingServiceCRDs && !c.opts.KubernetesOnly {
 		bcrds, err := backingServiceCRDs(ctx)
 		if err != nil {
 			return err

@@ -1,0 +1,34 @@
+// Package provider wires provider-armada's controllers: Queue, and the
+// ProviderConfig and ClusterProviderConfig usage accounting.
+package provider
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+
+	"github.com/armadaproject/armada-crossplane/internal/provider/config"
+	"github.com/armadaproject/armada-crossplane/internal/provider/queue"
+)
+
+// Options configure the provider's controllers.
+type Options struct {
+	// Controller are crossplane-runtime's controller options: logger,
+	// poll interval, rate limits, metrics.
+	Controller controller.Options
+
+	// CreationGracePeriod is how long after creating a queue a NotFound
+	// from Armada is taken for a slow read rather than a deleted queue.
+	// Zero means crossplane-runtime's default, 30s.
+	CreationGracePeriod time.Duration
+}
+
+// Setup adds every provider-armada controller to mgr.
+func Setup(mgr ctrl.Manager, o Options) error {
+	if err := config.Setup(mgr, o.Controller); err != nil {
+		return err
+	}
+	return queue.Setup(mgr, queue.Options{Controller: o.Controller, CreationGracePeriod: o.CreationGracePeriod})
+}

@@ -1,0 +1,140 @@
+package queue
+
+import (
+	"context"
+	"strings"
+
+	"github.com/armadaproject/armada/pkg/api"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
+)
+
+// External observes, creates, updates and deletes one Armada queue over a
+// connection opened by Connect.
+type External struct {
+	conn *armadaclient.Conn
+}
+
+// NewExternal returns an External that uses conn, and closes it on
+// Disconnect.
+func NewExternal(conn *armadaclient.Conn) *External { return &External{conn: conn} }
+
+var _ managed.TypedExternalClient[*v1alpha1.Queue] = &External{}
+
+// call runs fn with a deadline of the connection's timeout.
+func (e *External) call(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.conn.Timeout)
+	defer cancel()
+	return armadaclient.Describe(fn(ctx))
+}
+
+// Get returns the named queue as Armada holds it.
+func (e *External) Get(ctx context.Context, name string) (*api.Queue, error) {
+	var q *api.Queue
+	err := e.call(ctx, func(ctx context.Context) error {
+		var err error
+		q, err = e.conn.Queues.GetQueue(ctx, &api.QueueGetRequest{Name: name})
+		return err
+	})
+	return q, err
+}
+
+// Observe reports whether the queue exists and matches the spec, records
+// what Armada holds in status.atProvider and late-initialises userOwners.
+// A queue Armada does not have is absent; any other error, such as Armada
+// being unavailable, is returned, so the reconciler never concludes the
+// queue is gone when it merely cannot see it.
+func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalObservation, error) {
+	name, err := Name(cr)
+	if err != nil && meta.WasDeleted(cr) {
+		// A queue with a name Armada cannot hold was never created, so
+		// there is nothing to delete.
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	got, err := e.Get(ctx, name)
+	if armadaclient.IsNotFound(err) {
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get queue")
+	}
+	cr.Status.AtProvider = Observation(got)
+	cr.SetConditions(xpv2.Available())
+	li := LateInitialize(&cr.Spec.ForProvider, got)
+	want, err := ToAPI(name, cr.Spec.ForProvider)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, "cannot compare queue")
+	}
+	diff := Diff(want, got)
+	return managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        len(diff) == 0,
+		ResourceLateInitialized: li,
+		Diff:                    strings.Join(diff, ", "),
+	}, nil
+}
+
+// Create creates the queue.
+func (e *External) Create(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalCreation, error) {
+	cr.SetConditions(xpv2.Creating())
+	q, err := e.desired(cr)
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, "cannot create queue")
+	}
+	err = e.call(ctx, func(ctx context.Context) error {
+		_, err := e.conn.Queues.CreateQueue(ctx, q)
+		return err
+	})
+	return managed.ExternalCreation{}, errors.Wrap(err, "cannot create queue")
+}
+
+// Update makes Armada's queue match the spec.
+func (e *External) Update(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalUpdate, error) {
+	q, err := e.desired(cr)
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, "cannot update queue")
+	}
+	err = e.call(ctx, func(ctx context.Context) error {
+		_, err := e.conn.Queues.UpdateQueue(ctx, q)
+		return err
+	})
+	return managed.ExternalUpdate{}, errors.Wrap(err, "cannot update queue")
+}
+
+// Delete deletes the queue. A queue that is already gone is deleted.
+func (e *External) Delete(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalDelete, error) {
+	cr.SetConditions(xpv2.Deleting())
+	name, err := Name(cr)
+	if err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, "cannot delete queue")
+	}
+	err = e.call(ctx, func(ctx context.Context) error {
+		_, err := e.conn.Queues.DeleteQueue(ctx, &api.QueueDeleteRequest{Name: name})
+		return err
+	})
+	if armadaclient.IsNotFound(err) {
+		return managed.ExternalDelete{}, nil
+	}
+	return managed.ExternalDelete{}, errors.Wrap(err, "cannot delete queue")
+}
+
+// Disconnect closes the connection.
+func (e *External) Disconnect(context.Context) error { return e.conn.Close() }
+
+// desired returns the queue cr asks for.
+func (e *External) desired(cr *v1alpha1.Queue) (*api.Queue, error) {
+	name, err := Name(cr)
+	if err != nil {
+		return nil, err
+	}
+	return ToAPI(name, cr.Spec.ForProvider)
+}

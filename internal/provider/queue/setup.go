@@ -1,0 +1,66 @@
+package queue
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+)
+
+// Options configure the Queue controller.
+type Options struct {
+	// Controller are crossplane-runtime's controller options.
+	Controller controller.Options
+	// CreationGracePeriod is how long after creating a queue a NotFound
+	// is taken for a slow read; zero means crossplane-runtime's default.
+	CreationGracePeriod time.Duration
+}
+
+// Setup adds the Queue controller to mgr. Management policies are always
+// honoured: they are how a v2 managed resource says to orphan (omit
+// Delete) or only observe its queue.
+func Setup(mgr ctrl.Manager, so Options) error {
+	o := so.Controller
+	name := managed.ControllerName(v1alpha1.QueueKind)
+	// crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
+	recorder := mgr.GetEventRecorderFor(name) //nolint:staticcheck // See above.
+	opts := []managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[*v1alpha1.Queue](NewConnector(mgr.GetClient())),
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithPollInterval(o.PollInterval),
+		managed.WithRecorder(event.NewAPIRecorder(recorder)),
+		managed.WithManagementPolicies(),
+	}
+	if so.CreationGracePeriod > 0 {
+		opts = append(opts, managed.WithCreationGracePeriod(so.CreationGracePeriod))
+	}
+	if o.ChangeLogOptions != nil {
+		opts = append(opts, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))
+	}
+	if o.MetricOptions != nil {
+		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+		if o.MetricOptions.MRStateMetrics != nil {
+			mo := o.MetricOptions
+			r := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, mo.MRStateMetrics, &v1alpha1.QueueList{}, mo.PollStateMetricInterval)
+			if err := mgr.Add(r); err != nil {
+				return errors.Wrap(err, "cannot register Queue state metrics recorder")
+			}
+		}
+	}
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.QueueGroupVersionKind), opts...)
+	return errors.Wrap(ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		WithEventFilter(resource.DesiredStateChanged()).
+		For(&v1alpha1.Queue{}).
+		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)), "cannot set up Queue controller")
+}

@@ -1,0 +1,141 @@
+package provider_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+)
+
+// testValidation checks that the real API server enforces the CRDs'
+// OpenAPI and CEL rules (it also proves it accepted their CEL cost, since
+// the CRDs were Established).
+func testValidation(ctx context.Context, t *testing.T, e *env) {
+	t.Helper()
+	ns := "validation"
+	e.create(ctx, t, &corev1Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	queue := func(mutate func(*v1alpha1.QueueParameters)) client.Object {
+		p := v1alpha1.QueueParameters{PriorityFactor: "1"}
+		mutate(&p)
+		return newQueue(ns, "q", p)
+	}
+	pc := func(mutate func(*v1alpha1.ProviderConfigSpec)) client.Object {
+		s := providerConfigSpec("armada:50051", "")
+		mutate(&s)
+		return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pc"}, Spec: s}
+	}
+	cases := map[string]struct {
+		reason string
+		obj    client.Object
+		// err is a substring of the API server's refusal; empty means it
+		// accepts the object. Creates are dry runs, so nothing is stored.
+		err string
+	}{
+		"PriorityFactorBelowOne": {
+			reason: "Armada rejects priority factors below 1.",
+			obj:    queue(func(p *v1alpha1.QueueParameters) { p.PriorityFactor = "0.99" }),
+			err:    "spec.forProvider.priorityFactor",
+		},
+		"PriorityFactorDecimal": {
+			reason: "A decimal factor of at least 1 is fine.",
+			obj:    queue(func(p *v1alpha1.QueueParameters) { p.PriorityFactor = "12.75" }),
+		},
+		"FractionAboveOne": {
+			reason: "Resource fractions are within [0, 1].",
+			obj: queue(func(p *v1alpha1.QueueParameters) {
+				p.ResourceLimitsByPriorityClassName = map[string]v1alpha1.PriorityClassResourceLimits{
+					"pc": {MaximumResourceFraction: map[string]v1alpha1.Fraction{"cpu": "1.01"}},
+				}
+			}),
+			err: "maximumResourceFraction.cpu",
+		},
+		"UnknownVerb": {
+			reason: "Verbs are an enum.",
+			obj: queue(func(p *v1alpha1.QueueParameters) {
+				p.Permissions = []v1alpha1.QueuePermission{{
+					Subjects: []v1alpha1.PermissionSubject{{Kind: v1alpha1.SubjectKindUser, Name: "a"}},
+					Verbs:    []v1alpha1.PermissionVerb{"delete"},
+				}}
+			}),
+			err: `Unsupported value: "delete"`,
+		},
+		"UnknownSubjectKind": {
+			reason: "Subject kinds are User or Group.",
+			obj: queue(func(p *v1alpha1.QueueParameters) {
+				p.Permissions = []v1alpha1.QueuePermission{{
+					Subjects: []v1alpha1.PermissionSubject{{Kind: "Robot", Name: "a"}},
+					Verbs:    []v1alpha1.PermissionVerb{v1alpha1.VerbWatch},
+				}}
+			}),
+			err: `Unsupported value: "Robot"`,
+		},
+		"EmptyLabelValue": {
+			reason: "Armada rejects empty label values.",
+			obj:    queue(func(p *v1alpha1.QueueParameters) { p.Labels = map[string]string{"k": ""} }),
+			err:    "label keys and values must be",
+		},
+		"InsecureWithCA": {
+			reason: "Plaintext and a CA contradict each other.",
+			obj: pc(func(s *v1alpha1.ProviderConfigSpec) {
+				s.TLS.CASecretRef = &v1alpha1.SecretKeySelector{Name: "ca", Key: "ca.crt"}
+			}),
+			err: "set either insecure: true or caSecretRef, not both",
+		},
+		"SourceWithoutBlock": {
+			reason: "The credentials block must match the source.",
+			obj:    pc(func(s *v1alpha1.ProviderConfigSpec) { s.Credentials.Source = v1alpha1.CredentialsBearerToken }),
+			err:    "set bearerToken exactly when source is BearerToken",
+		},
+		"EndpointWithoutPort": {
+			reason: "The endpoint is host:port.",
+			obj:    pc(func(s *v1alpha1.ProviderConfigSpec) { s.Endpoint = "https://armada" }),
+			err:    "spec.endpoint",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := e.kube.Create(ctx, tc.obj, client.DryRunAll)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if (tc.err == "") != (got == "") || !strings.Contains(got, tc.err) {
+				t.Errorf("%s\nCreate(...): want error containing %q, got %q", tc.reason, tc.err, got)
+			}
+		})
+	}
+}
+
+// testExamples checks the API server accepts every object in
+// examples/provider (dry run).
+func testExamples(ctx context.Context, t *testing.T, e *env) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "provider", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("cannot find examples/provider/*.yaml: %v", err)
+	}
+	e.create(ctx, t, &corev1Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	for _, f := range files {
+		b, err := os.ReadFile(f) //nolint:gosec // The path is a glob of this repository's examples.
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(b), "\n---\n") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s document %d: %v", f, i, err)
+			}
+			if err := e.kube.Create(ctx, u, client.DryRunAll); err != nil {
+				t.Errorf("%s document %d (%s %s): %v", filepath.Base(f), i, u.GetKind(), u.GetName(), err)
+			}
+		}
+	}
+}
