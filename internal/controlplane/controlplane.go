@@ -78,6 +78,13 @@ type Options struct {
 	// ProviderConfigs out.
 	SkipProviderKubernetes bool
 
+	// SkipFunction leaves function-armada and its paused FunctionRevision
+	// out, and SkipPackage the XRD and Composition from PackageDir: for
+	// tests where Crossplane's package manager installs them from the
+	// configuration-armada package instead.
+	SkipFunction bool
+	SkipPackage  bool
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -165,7 +172,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	if err := c.step("options resolved", func() error { return c.resolve(ctx) }); err != nil {
 		return err
 	}
-	if c.opts.Function == "" {
+	if c.opts.Function == "" && !c.opts.SkipFunction {
 		c.fnBuilt = make(chan buildResult, 1)
 		go func() {
 			path, err := c.buildFunction(ctx)
@@ -183,9 +190,9 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst},
-		{name: "function-armada ready", fn: c.startFunctionFirst},
+		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.SkipFunction},
 		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes},
-		{name: "XRD established and offered", fn: c.installPackage},
+		{name: "XRD established and offered", fn: c.installPackage, skip: c.opts.SkipPackage},
 	}
 	for _, s := range steps {
 		if s.skip {
