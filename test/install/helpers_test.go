@@ -1,0 +1,173 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/image"
+	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+)
+
+// Where the real packages live. The Configuration names them so; the test
+// points Crossplane at the local registry with ImageConfig rewrites.
+const (
+	providerKubernetesRepo = "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes"
+	providerKubernetesMod  = "github.com/crossplane-contrib/provider-kubernetes"
+)
+
+// installTimeout bounds each wait for Crossplane's package manager.
+const installTimeout = 3 * time.Minute
+
+// startRegistry serves an in-memory OCI registry on 127.0.0.1. Crossplane
+// and the CLI (go-containerregistry) talk plain HTTP to a loopback
+// registry, so it needs no certificate.
+func startRegistry(t *testing.T) string {
+	t.Helper()
+	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+// local returns where ref (REGISTRY/PATH:TAG) lives in the local registry.
+func local(host, ref string) string {
+	_, path, _ := strings.Cut(ref, "/")
+	return host + "/" + path
+}
+
+// mirrorProviderKubernetes builds provider-kubernetes' package from its
+// real package/crossplane.yaml and CRDs, in its Go module at the pinned
+// version, with a runtime image holding the binary the control plane runs
+// (built by `make cluster-bins`), and returns the .xpkg file. The upstream
+// package is not reachable here (no internet).
+func mirrorProviderKubernetes(t *testing.T, cliPath string) string {
+	t.Helper()
+	v := controlplane.ProviderKubernetesVersion
+	cmd := exec.CommandContext(t.Context(), "go", "mod", "download", "-json", providerKubernetesMod+"@"+v)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cannot download %s@%s: %v\n%s", providerKubernetesMod, v, err, out)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("cannot find %s@%s in the module cache: %v\n%s", providerKubernetesMod, v, err, out)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(home, ".cache", "armada-crossplane", "bin", "provider-kubernetes-"+v)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("provider-kubernetes %s is missing at %s: build it with `make cluster-bins`", v, bin)
+	}
+	dir := t.TempDir()
+	img, err := image.Assemble(image.Runtime{Name: "provider-kubernetes", CACerts: true}, runtime.GOARCH, bin, image.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar := filepath.Join(dir, "runtime.tar")
+	if err := image.WriteTarball(tar, providerKubernetesRepo+":"+v, img); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "provider-kubernetes.xpkg")
+	b, err := exec.CommandContext(t.Context(), cliPath, "xpkg", "build", //nolint:gosec // The pinned CLI and test paths.
+		"--package-root="+filepath.Join(m.Dir, "package"), "--examples-root="+filepath.Join(dir, "none"),
+		"--embed-runtime-image-tarball="+tar, "--package-file="+file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cannot build provider-kubernetes package: %v\n%s", err, b)
+	}
+	return file
+}
+
+// push pushes a built package to the local registry under its real path.
+func push(t *testing.T, cliPath, host string, b xpkg.Built) {
+	t.Helper()
+	if err := xpkg.Push(t.Context(), cliPath, t.TempDir(), b, local(host, b.Ref)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imageConfig rewrites packages under prefix to the local registry.
+func imageConfig(name, prefix, host string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "pkg.crossplane.io/v1beta1",
+		"kind":       "ImageConfig",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"matchImages":  []any{map[string]any{"type": "Prefix", "prefix": prefix}},
+			"rewriteImage": map[string]any{"prefix": local(host, prefix)},
+		},
+	}}
+}
+
+// get fetches a cluster-scoped object; ok is false if it does not exist.
+func get(ctx context.Context, c client.Client, apiVersion, kind, name string) (*unstructured.Unstructured, bool) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	err := c.Get(ctx, types.NamespacedName{Name: name}, u)
+	return u, err == nil
+}
+
+// conditions renders an object's conditions as Type=Status (Reason), the
+// form the expectations below use.
+func conditions(u *unstructured.Unstructured) map[string]string {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	out := map[string]string{}
+	for _, ci := range raw {
+		m, ok := ci.(map[string]any)
+		if !ok {
+			continue
+		}
+		out[fmt.Sprint(m["type"])] = fmt.Sprintf("%v (%v)", m["status"], m["reason"])
+	}
+	return out
+}
+
+// messages renders an object's condition messages, for failures.
+func messages(u *unstructured.Unstructured) string {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var b bytes.Buffer
+	for _, ci := range raw {
+		if m, ok := ci.(map[string]any); ok {
+			fmt.Fprintf(&b, "  %v=%v (%v): %v\n", m["type"], m["status"], m["reason"], m["message"])
+		}
+	}
+	return b.String()
+}
+
+// waitFor polls cond until it holds, failing the test with its last report
+// after installTimeout.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for time.Since(start) < installTimeout {
+		var ok bool
+		if ok, last = cond(); ok {
+			t.Logf("%s after %.1fs", what, time.Since(start).Seconds())
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last state:\n%s", installTimeout, what, last)
+}
