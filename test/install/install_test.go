@@ -45,8 +45,14 @@ func TestInstall(t *testing.T) {
 	kube := cp.Client()
 	cfg := lookup(t, res, "configuration-armada")
 	objs := []*unstructured.Unstructured{
-		// What `crossplane core init` creates on a real install: the
-		// runtime settings every Provider and Function revision uses.
+		// What Crossplane's Helm chart and `crossplane core init` create on
+		// a real install: Crossplane's service account (the package runtime
+		// copies its image pull secrets) and the runtime settings every
+		// Provider and Function revision uses.
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount",
+			"metadata": map[string]any{"name": "crossplane", "namespace": controlplane.CrossplaneNamespace},
+		}},
 		{Object: map[string]any{
 			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
 			"metadata": map[string]any{"name": "default"},
