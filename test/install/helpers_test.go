@@ -155,6 +155,18 @@ func messages(u *unstructured.Unstructured) string {
 	return b.String()
 }
 
+// message returns the message of an object's condition of type typ.
+func message(u *unstructured.Unstructured, typ string) string {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, ci := range raw {
+		if m, ok := ci.(map[string]any); ok && m["type"] == typ {
+			s, _ := m["message"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
 // waitFor polls cond until it holds, failing the test with its last report
 // after installTimeout.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {

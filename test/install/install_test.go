@@ -1,10 +1,15 @@
 package install
 
 import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,53 +84,84 @@ func TestInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fnRef := xpkg.DefaultRegistry + "/function-armada:" + version
+	pkRef := providerKubernetesRepo + ":" + controlplane.ProviderKubernetesVersion
+	active := "True (ActivePackageRevision)"
+	healthy := "True (HealthyPackageRevision)"
+	unhealthy := "False (UnhealthyPackageRevision)"
+	// noPods is why the runtime of a Function or Provider never becomes
+	// healthy here: Crossplane creates its Deployment, but no deployment
+	// controller or kubelet runs, so it never reports Available.
+	noPods := `deployment has no condition of type "Available"`
 	type object struct {
 		apiVersion, kind, name string
-		// conditions every one of which must hold.
-		conditions map[string]string
+		// revisionOf names the package whose only revision this is.
+		revisionOf string
+		// conditions are all of the object's conditions, as Type:
+		// "Status (Reason)"; messages are substrings of some of them.
+		conditions, messages map[string]string
 		// pkg is the package a package object must install.
 		pkg string
 	}
-	// The runtime Deployments Crossplane creates for the Function and the
-	// Provider never get pods: there is no kubelet here. So their
-	// RuntimeHealthy conditions, and the Healthy conditions of the Function
-	// and Provider that sum them up, cannot become True (see README,
-	// Install). Everything the package manager does itself can.
+	// Everything the package manager does itself becomes True; only the
+	// runtimes' health (RuntimeHealthy, and the Healthy of the Function and
+	// Provider that sums it up) stays False, for want of pods.
 	want := []object{
 		{apiVersion: pkgV1, kind: "Configuration", name: "configuration-armada", pkg: cfg.Ref,
-			conditions: map[string]string{"Installed": "True (ActivePackageRevision)", "Healthy": "True (HealthyPackageRevision)"}},
-		{apiVersion: pkgV1, kind: "Function", name: fnName, pkg: xpkg.DefaultRegistry + "/function-armada:" + version,
-			conditions: map[string]string{"Installed": "True (ActivePackageRevision)"}},
-		{apiVersion: pkgV1, kind: "Provider", name: pkName, pkg: providerKubernetesRepo + ":" + controlplane.ProviderKubernetesVersion,
-			conditions: map[string]string{"Installed": "True (ActivePackageRevision)"}},
+			conditions: map[string]string{"Installed": active, "Healthy": healthy}},
+		{apiVersion: pkgV1, kind: "ConfigurationRevision", revisionOf: "configuration-armada",
+			conditions: map[string]string{"RevisionHealthy": healthy}},
+		{apiVersion: pkgV1, kind: "Function", name: fnName, pkg: fnRef,
+			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods}},
+		{apiVersion: pkgV1, kind: "FunctionRevision", revisionOf: fnName,
+			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods}},
+		{apiVersion: pkgV1, kind: "Provider", name: pkName, pkg: pkRef,
+			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods}},
+		{apiVersion: pkgV1, kind: "ProviderRevision", revisionOf: pkName,
+			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods}},
 		{apiVersion: extV1, kind: "CompositeResourceDefinition", name: xrdName,
 			conditions: map[string]string{"Established": "True (WatchingCompositeResource)", "Offered": "True (WatchingCompositeResourceClaim)"}},
-		{apiVersion: extV1, kind: "Composition", name: xrdName},
+		{apiVersion: extV1, kind: "Composition", name: xrdName, conditions: map[string]string{}},
 	}
 	for _, w := range want {
-		waitFor(t, w.kind+" "+w.name, func() (bool, string) {
-			u, ok := get(t.Context(), kube, w.apiVersion, w.kind, w.name)
-			if !ok {
-				return false, w.kind + " " + w.name + " does not exist\n" + summary(t, kube)
+		what := w.kind + " " + w.name + w.revisionOf
+		waitFor(t, what, func() (bool, string) {
+			u, err := find(t.Context(), kube, w.apiVersion, w.kind, w.name, w.revisionOf)
+			if err != nil {
+				return false, err.Error() + "\n" + summary(t, kube)
 			}
-			got := conditions(u)
-			for typ, s := range w.conditions {
-				if got[typ] != s {
-					return false, w.kind + " " + w.name + ":\n" + messages(u) + summary(t, kube)
+			if diff := cmp.Diff(w.conditions, conditions(u)); diff != "" {
+				return false, what + " conditions: -want, +got:\n" + diff + messages(u) + summary(t, kube)
+			}
+			for typ, m := range w.messages {
+				if got := message(u, typ); !strings.Contains(got, m) {
+					return false, fmt.Sprintf("%s %s message: want it to contain %q, got %q", what, typ, m, got)
 				}
 			}
-			return true, ""
+			if w.pkg == "" {
+				return true, ""
+			}
+			p, _, _ := unstructured.NestedString(u.Object, "spec", "package")
+			return p == w.pkg, fmt.Sprintf("%s spec.package: want %s, got %s", what, w.pkg, p)
 		})
-		if w.pkg == "" {
-			continue
-		}
-		u, _ := get(t.Context(), kube, w.apiVersion, w.kind, w.name)
-		p, _, _ := unstructured.NestedString(u.Object, "spec", "package")
-		if diff := cmp.Diff(w.pkg, p); diff != "" {
-			t.Errorf("%s %s spec.package: -want, +got:\n%s", w.kind, w.name, diff)
+	}
+	// The runtimes Crossplane deploys run the packages' embedded images,
+	// pulled from where the ImageConfigs point.
+	deps := &appsv1.DeploymentList{}
+	if err := kube.List(t.Context(), deps, client.InNamespace(controlplane.CrossplaneNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, d := range deps.Items {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
 		}
 	}
-	t.Logf("installed in %.1fs (%.1fs since the test started)", time.Since(start).Seconds(), time.Since(start).Seconds())
+	sort.Strings(images)
+	if diff := cmp.Diff([]string{local(host, fnRef), local(host, pkRef)}, images); diff != "" {
+		t.Errorf("runtime Deployments' images: -want, +got:\n%s", diff)
+	}
+	t.Logf("installed; %.1fs since the test started", time.Since(start).Seconds())
 	t.Logf("state:\n%s", summary(t, kube))
 }
 
@@ -146,4 +182,26 @@ func summary(t *testing.T, kube client.Client) string {
 		}
 	}
 	return string(b)
+}
+
+// find returns the named cluster-scoped object or, with revisionOf, the
+// only revision of that package.
+func find(ctx context.Context, kube client.Client, apiVersion, kind, name, revisionOf string) (*unstructured.Unstructured, error) {
+	if revisionOf == "" {
+		u, ok := get(ctx, kube, apiVersion, kind, name)
+		if !ok {
+			return nil, fmt.Errorf("%s %s does not exist", kind, name)
+		}
+		return u, nil
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(apiVersion)
+	l.SetKind(kind + "List")
+	if err := kube.List(ctx, l, client.MatchingLabels{"pkg.crossplane.io/package": revisionOf}); err != nil {
+		return nil, err
+	}
+	if len(l.Items) != 1 {
+		return nil, fmt.Errorf("want one %s of %s, got %d", kind, revisionOf, len(l.Items))
+	}
+	return &l.Items[0], nil
 }
