@@ -49,9 +49,9 @@ var Runtimes = []Runtime{
 }
 
 // Lookup returns the row named name.
-func Lookup(name string) (Runtime, bool) {
+func Lookup(runtimeName string) (Runtime, bool) {
 	for _, r := range Runtimes {
-		if r.Name == name {
+		if r.Name == runtimeName {
 			return r, true
 		}
 	}
@@ -136,9 +136,10 @@ func Assemble(r Runtime, arch, bin string, o Options) (v1.Image, error) {
 		created = time.Unix(0, 0)
 	}
 	created = created.UTC()
+	at := v1.Time{Time: created}
 	img, err := mutate.Append(empty.Image,
-		mutate.Addendum{Layer: base, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "armada-crossplane: base (passwd, group, CA certificates)", Comment: "nonroot 65532"}},
-		mutate.Addendum{Layer: app, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "armada-crossplane: go build " + r.Package}},
+		mutate.Addendum{Layer: base, History: v1.History{Created: at, CreatedBy: "armada-crossplane: base (passwd, group, CA certificates)"}},
+		mutate.Addendum{Layer: app, History: v1.History{Created: at, CreatedBy: "armada-crossplane: go build " + r.Package}},
 	)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot append layers of %s", r.Name)
@@ -180,7 +181,7 @@ func compile(ctx context.Context, r Runtime, arch string, o Options) (string, er
 	if err := os.MkdirAll(o.WorkDir, 0o750); err != nil {
 		return "", errors.Wrap(err, "cannot create work directory")
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", //nolint:gosec // A package from the Runtimes table.
 		"-ldflags", "-s -w -buildid=", "-o", out, r.Package)
 	cmd.Dir = o.RepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=-mod=readonly")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -72,9 +73,7 @@ func TestAssemble(t *testing.T) {
 		"etc/ssl/certs":                     dirEntry,
 		"etc/ssl/certs/ca-certificates.crt": {Mode: 0o644, ModTime: epoch, Size: 28},
 	}
-	for k, v := range base {
-		withCA[k] = v
-	}
+	maps.Copy(withCA, base)
 	type want struct {
 		files   map[string]entry
 		config  v1.Config
@@ -177,7 +176,7 @@ func TestBuildReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var digests []string
+	digests := make([]string, 0, 2)
 	for i := range 2 {
 		img, err := Build(context.Background(), r, runtime.GOARCH, Options{RepoRoot: root, WorkDir: filepath.Join(t.TempDir(), "w", string(rune('a'+i)))})
 		if err != nil {

@@ -205,7 +205,7 @@ func Push(ctx context.Context, cli, dir string, b Built, ref string) error {
 
 // run runs a command in dir, returning its output in the error.
 func run(ctx context.Context, dir, bin string, args ...string) error {
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...) //nolint:gosec // Runs the pinned Crossplane CLI the caller names.
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

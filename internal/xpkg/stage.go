@@ -36,7 +36,7 @@ func (s *stage) stagePackage(p Package, dir string) error {
 		return errors.Wrapf(err, "cannot clean staging directory %s", dir)
 	}
 	for _, src := range append([]string{p.Root}, p.Include...) {
-		if err := s.copyYAML(p, filepath.Join(s.root, src), filepath.Join(dir, filepath.Base(src))); err != nil {
+		if err := s.copyYAML(filepath.Join(s.root, src), filepath.Join(dir, filepath.Base(src))); err != nil {
 			return err
 		}
 	}
@@ -44,8 +44,8 @@ func (s *stage) stagePackage(p Package, dir string) error {
 }
 
 // copyYAML copies every *.yaml file under src into dst, transforming each
-// object for p.
-func (s *stage) copyYAML(p Package, src, dst string) error {
+// object.
+func (s *stage) copyYAML(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return errors.Wrapf(err, "cannot read %s", path)
@@ -63,7 +63,7 @@ func (s *stage) copyYAML(p Package, src, dst string) error {
 		}
 		var out bytes.Buffer
 		for _, o := range objs {
-			if err := s.transform(p, o); err != nil {
+			if err := s.transform(o); err != nil {
 				return errors.Wrapf(err, "cannot stage %s", path)
 			}
 			b, err := yaml.Marshal(o.Object)
@@ -81,8 +81,8 @@ func (s *stage) copyYAML(p Package, src, dst string) error {
 	})
 }
 
-// transform adjusts one object of package p.
-func (s *stage) transform(p Package, o *unstructured.Unstructured) error {
+// transform adjusts one object of a package.
+func (s *stage) transform(o *unstructured.Unstructured) error {
 	switch {
 	case o.GetKind() == KindConfiguration && strings.HasPrefix(o.GetAPIVersion(), "meta.pkg.crossplane.io/"):
 		return unstructured.SetNestedSlice(o.Object, s.dependsOn(), "spec", "dependsOn")
@@ -94,8 +94,9 @@ func (s *stage) transform(p Package, o *unstructured.Unstructured) error {
 
 // dependsOn returns the Configuration's spec.dependsOn from Dependencies.
 func (s *stage) dependsOn() []any {
-	var deps []any
-	for _, d := range Dependencies(s.registry) {
+	all := Dependencies(s.registry)
+	deps := make([]any, 0, len(all))
+	for _, d := range all {
 		switch {
 		case d.Pending != "":
 			s.logf("dependency %s not declared yet: %s", d.Package, d.Pending)

@@ -60,14 +60,16 @@ func local(host, ref string) string {
 func mirrorProviderKubernetes(t *testing.T, cliPath string) string {
 	t.Helper()
 	v := controlplane.ProviderKubernetesVersion
-	cmd := exec.CommandContext(t.Context(), "go", "mod", "download", "-json", providerKubernetesMod+"@"+v)
+	cmd := exec.CommandContext(t.Context(), "go", "mod", "download", "-json", providerKubernetesMod+"@"+v) //nolint:gosec // A pinned module version.
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("cannot download %s@%s: %v\n%s", providerKubernetesMod, v, err, out)
 	}
-	var m struct{ Dir string }
+	var m struct {
+		Dir string `json:"Dir"`
+	}
 	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
 		t.Fatalf("cannot find %s@%s in the module cache: %v\n%s", providerKubernetesMod, v, err, out)
 	}

@@ -107,20 +107,34 @@ func TestInstall(t *testing.T) {
 	// runtimes' health (RuntimeHealthy, and the Healthy of the Function and
 	// Provider that sums it up) stays False, for want of pods.
 	want := []object{
-		{apiVersion: pkgV1, kind: "Configuration", name: "configuration-armada", pkg: cfg.Ref,
-			conditions: map[string]string{"Installed": active, "Healthy": healthy}},
-		{apiVersion: pkgV1, kind: "ConfigurationRevision", revisionOf: "configuration-armada",
-			conditions: map[string]string{"RevisionHealthy": healthy}},
-		{apiVersion: pkgV1, kind: "Function", name: fnName, pkg: fnRef,
-			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods}},
-		{apiVersion: pkgV1, kind: "FunctionRevision", revisionOf: fnName,
-			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods}},
-		{apiVersion: pkgV1, kind: "Provider", name: pkName, pkg: pkRef,
-			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods}},
-		{apiVersion: pkgV1, kind: "ProviderRevision", revisionOf: pkName,
-			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods}},
-		{apiVersion: extV1, kind: "CompositeResourceDefinition", name: xrdName,
-			conditions: map[string]string{"Established": "True (WatchingCompositeResource)", "Offered": "True (WatchingCompositeResourceClaim)"}},
+		{
+			apiVersion: pkgV1, kind: "Configuration", name: "configuration-armada", pkg: cfg.Ref,
+			conditions: map[string]string{"Installed": active, "Healthy": healthy},
+		},
+		{
+			apiVersion: pkgV1, kind: "ConfigurationRevision", revisionOf: "configuration-armada",
+			conditions: map[string]string{"RevisionHealthy": healthy},
+		},
+		{
+			apiVersion: pkgV1, kind: "Function", name: fnName, pkg: fnRef,
+			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods},
+		},
+		{
+			apiVersion: pkgV1, kind: "FunctionRevision", revisionOf: fnName,
+			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods},
+		},
+		{
+			apiVersion: pkgV1, kind: "Provider", name: pkName, pkg: pkRef,
+			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods},
+		},
+		{
+			apiVersion: pkgV1, kind: "ProviderRevision", revisionOf: pkName,
+			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods},
+		},
+		{
+			apiVersion: extV1, kind: "CompositeResourceDefinition", name: xrdName,
+			conditions: map[string]string{"Established": "True (WatchingCompositeResource)", "Offered": "True (WatchingCompositeResourceClaim)"},
+		},
 		{apiVersion: extV1, kind: "Composition", name: xrdName, conditions: map[string]string{}},
 	}
 	for _, w := range want {

@@ -50,7 +50,7 @@ func cli(t *testing.T) string {
 		}
 		p = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-v2.5.0")
 	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The CLI path is the developer's choice.
 		t.Fatalf("the Crossplane CLI is missing at %s: build it with `make tools`", p)
 	}
 	return p
@@ -67,7 +67,8 @@ func packages(t *testing.T) *xpkg.Result {
 			built.err = err
 			return
 		}
-		built.dir, err = os.MkdirTemp("", "armada-xpkg-test-")
+		// Shared by every test, so not a t.TempDir; TestMain removes it.
+		built.dir, err = os.MkdirTemp("", "armada-xpkg-test-") //nolint:usetesting // Outlives the first test that builds.
 		if err != nil {
 			built.err = err
 			return

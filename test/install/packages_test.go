@@ -181,7 +181,7 @@ func TestRuntimeImage(t *testing.T) {
 			if err := os.WriteFile(bin, imageFile(t, img, r.BinaryPath()[1:]), 0o700); err != nil { //nolint:gosec // The test runs the binary it extracted.
 				t.Fatal(err)
 			}
-			out, err := exec.CommandContext(t.Context(), bin, "--help").CombinedOutput()
+			out, err := exec.CommandContext(t.Context(), bin, "--help").CombinedOutput() //nolint:gosec // The binary the package embeds.
 			if err != nil {
 				t.Fatalf("%s --help: %v\n%s", r.Name, err, out)
 			}

@@ -35,8 +35,9 @@ func main() {
 	o.Architectures = strings.Split(*arch, ",")
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "xpkg: "+format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, o, *push); err != nil {
+	err := run(ctx, o, *push)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "xpkg:", err)
 		os.Exit(1)
 	}
