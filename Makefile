@@ -68,6 +68,10 @@ XPKG_ARGS     ?=
 xpkg: $(CROSSPLANE_CLI) ## Build the Function, Configuration (and Provider) packages for amd64 and arm64 into _output/xpkg.
 	go run ./internal/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
 
+.PHONY: install-env
+install-env: $(CROSSPLANE_CLI) cluster-bins ## For the README's Install section: a local OCI registry and control plane with nothing installed.
+	go run ./internal/cmd/installenv
+
 .PHONY: reviewable
 reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
 

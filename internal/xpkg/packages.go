@@ -94,7 +94,7 @@ func Dependencies(registry string) []Dependency {
 	return []Dependency{
 		{Kind: KindFunction, Package: registry + "/function-armada", Built: "function-armada"},
 		{Kind: KindProvider, Package: registry + "/provider-armada", Built: "provider-armada"},
-		{Kind: KindProvider, Package: "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes", Version: ProviderKubernetesVersion},
+		{Kind: KindProvider, Package: ProviderKubernetesRepo, Version: ProviderKubernetesVersion},
 		{
 			Kind: KindProvider, Package: "xpkg.crossplane.io/crossplane-contrib/provider-helm", Version: "v1.3.0",
 			Pending: "issue 4: the Composition does not compose Helm Releases yet",

@@ -3,15 +3,12 @@ package install
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
-	"github.com/armadaproject/armada-crossplane/internal/image"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
 )
 
-// Where the real packages live. The Configuration names them so; the test
-// points Crossplane at the local registry with ImageConfig rewrites.
-const (
-	providerKubernetesRepo = "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes"
-	providerKubernetesMod  = "github.com/crossplane-contrib/provider-kubernetes"
-)
+// providerKubernetesRepo is where provider-kubernetes really lives; the
+// test points Crossplane at the local registry with an ImageConfig.
+const providerKubernetesRepo = xpkg.ProviderKubernetesRepo
 
 // installTimeout bounds each wait for Crossplane's package manager.
 const installTimeout = 3 * time.Minute
@@ -53,49 +46,21 @@ func local(host, ref string) string {
 }
 
 // mirrorProviderKubernetes builds provider-kubernetes' package from its
-// real package/crossplane.yaml and CRDs, in its Go module at the pinned
-// version, with a runtime image holding the binary the control plane runs
-// (built by `make cluster-bins`), and returns the .xpkg file. The upstream
+// real metadata and CRDs (see xpkg.MirrorProviderKubernetes): the upstream
 // package is not reachable here (no internet).
 func mirrorProviderKubernetes(t *testing.T, cliPath string) string {
 	t.Helper()
-	v := controlplane.ProviderKubernetesVersion
-	cmd := exec.CommandContext(t.Context(), "go", "mod", "download", "-json", providerKubernetesMod+"@"+v) //nolint:gosec // A pinned module version.
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cannot download %s@%s: %v\n%s", providerKubernetesMod, v, err, out)
-	}
-	var m struct {
-		Dir string `json:"Dir"`
-	}
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		t.Fatalf("cannot find %s@%s in the module cache: %v\n%s", providerKubernetesMod, v, err, out)
-	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(home, ".cache", "armada-crossplane", "bin", "provider-kubernetes-"+v)
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("provider-kubernetes %s is missing at %s: build it with `make cluster-bins`", v, bin)
-	}
-	dir := t.TempDir()
-	img, err := image.Assemble(image.Runtime{Name: "provider-kubernetes", CACerts: true}, runtime.GOARCH, bin, image.Options{})
+	file, err := xpkg.MirrorProviderKubernetes(t.Context(), xpkg.MirrorOptions{
+		CLI:    cliPath,
+		Binary: filepath.Join(home, ".cache", "armada-crossplane", "bin", "provider-kubernetes-"+controlplane.ProviderKubernetesVersion),
+		OutDir: t.TempDir(),
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	tar := filepath.Join(dir, "runtime.tar")
-	if err := image.WriteTarball(tar, providerKubernetesRepo+":"+v, img); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "provider-kubernetes.xpkg")
-	b, err := exec.CommandContext(t.Context(), cliPath, "xpkg", "build", //nolint:gosec // The pinned CLI and test paths.
-		"--package-root="+filepath.Join(m.Dir, "package"), "--examples-root="+filepath.Join(dir, "none"),
-		"--embed-runtime-image-tarball="+tar, "--package-file="+file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("cannot build provider-kubernetes package: %v\n%s", err, b)
 	}
 	return file
 }

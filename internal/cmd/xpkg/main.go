@@ -31,11 +31,19 @@ func main() {
 	flag.StringVar(&o.CABundle, "ca-bundle", "", "CA bundle for images that need one (default Debian's /etc/ssl/certs/ca-certificates.crt)")
 	arch := flag.String("arch", "amd64,arm64", "comma-separated architectures of the runtime images")
 	push := flag.Bool("push", false, "push every built package to REGISTRY/NAME:VERSION")
+	pushTo := flag.String("push-to", "", "with -push, push to PUSH_TO/NAME:VERSION instead; the packages still name their dependencies under -registry (for a mirror or local registry that ImageConfigs point at)")
 	flag.Parse()
 	o.Architectures = strings.Split(*arch, ",")
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "xpkg: "+format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, o, *push)
+	to := ""
+	if *push {
+		to = o.Registry
+		if *pushTo != "" {
+			to = *pushTo
+		}
+	}
+	err := run(ctx, o, to)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xpkg:", err)
@@ -43,7 +51,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, o xpkg.Options, push bool) error {
+// run builds the packages and, if pushTo is not empty, pushes each to
+// PUSH_TO/NAME:VERSION.
+func run(ctx context.Context, o xpkg.Options, pushTo string) error {
 	root, err := os.Getwd()
 	if err != nil {
 		return errors.Wrap(err, "cannot get working directory")
@@ -78,11 +88,12 @@ func run(ctx context.Context, o xpkg.Options, push bool) error {
 		for _, a := range archs {
 			fmt.Printf("  %-22s %-6s %s  %s\n", b.Name, a, b.Digests[a], filepath.Base(b.Files[a]))
 		}
-		if push {
-			if err := xpkg.Push(ctx, o.CLI, root, b, b.Ref); err != nil {
+		if pushTo != "" {
+			ref := pushTo + "/" + b.Name + ":" + res.Version
+			if err := xpkg.Push(ctx, o.CLI, root, b, ref); err != nil {
 				return err
 			}
-			fmt.Printf("  pushed %s\n", b.Ref)
+			fmt.Printf("  pushed %s\n", ref)
 		}
 	}
 	for name, why := range res.Skipped {
