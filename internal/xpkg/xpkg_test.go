@@ -104,3 +104,16 @@ func TestDependsOn(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryDependencyHasAMirror checks that every dependency that is not
+// ours, including pending ones, can be mirrored for the install test.
+func TestEveryDependencyHasAMirror(t *testing.T) {
+	for _, d := range Dependencies(DefaultRegistry) {
+		if d.Built != "" {
+			continue
+		}
+		if _, ok := MirrorFor(d.Package, d.Version); !ok {
+			t.Errorf("dependency %s %s has no row in Mirrors", d.Package, d.Version)
+		}
+	}
+}

@@ -18,13 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
 )
-
-// providerKubernetesRepo is where provider-kubernetes really lives; the
-// test points Crossplane at the local registry with an ImageConfig.
-const providerKubernetesRepo = xpkg.ProviderKubernetesRepo
 
 // installTimeout bounds each wait for Crossplane's package manager.
 const installTimeout = 3 * time.Minute
@@ -45,24 +40,33 @@ func local(host, ref string) string {
 	return host + "/" + path
 }
 
-// mirrorProviderKubernetes builds provider-kubernetes' package from its
-// real metadata and CRDs (see xpkg.MirrorProviderKubernetes): the upstream
-// package is not reachable here (no internet).
-func mirrorProviderKubernetes(t *testing.T, cliPath string) string {
+// pushMirrors builds the packages of every dependency that is not ours
+// from their real metadata and CRDs (see xpkg.Mirrors) and pushes them to
+// the local registry under their real paths: their registries are not
+// reachable here (no internet).
+func pushMirrors(t *testing.T, cliPath, host string) {
 	t.Helper()
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := xpkg.MirrorProviderKubernetes(t.Context(), xpkg.MirrorOptions{
-		CLI:    cliPath,
-		Binary: filepath.Join(home, ".cache", "armada-crossplane", "bin", "provider-kubernetes-"+controlplane.ProviderKubernetesVersion),
-		OutDir: t.TempDir(),
-	})
+	ms, err := xpkg.MirrorsNeeded(xpkg.DefaultRegistry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return file
+	for _, m := range ms {
+		dir := t.TempDir()
+		file, err := xpkg.BuildMirror(t.Context(), m, xpkg.MirrorOptions{
+			CLI: cliPath, BinDir: filepath.Join(home, ".cache", "armada-crossplane", "bin"), OutDir: dir,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := xpkg.Built{Name: m.Repo, Files: map[string]string{"": file}}
+		if err := xpkg.Push(t.Context(), cliPath, dir, b, local(host, m.Repo+":"+m.Version)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // push pushes a built package to the local registry under its real path.

@@ -38,10 +38,7 @@ func TestInstall(t *testing.T) {
 	for _, b := range res.Packages {
 		push(t, cliPath, host, b)
 	}
-	pk := xpkg.Built{Name: "provider-kubernetes", Files: map[string]string{"": mirrorProviderKubernetes(t, cliPath)}}
-	if err := xpkg.Push(t.Context(), cliPath, t.TempDir(), pk, local(host, providerKubernetesRepo+":"+controlplane.ProviderKubernetesVersion)); err != nil {
-		t.Fatal(err)
-	}
+	pushMirrors(t, cliPath, host)
 	t.Logf("packages built and pushed to %s in %.1fs", host, time.Since(start).Seconds())
 
 	// No provider-kubernetes, function or XRD installed directly: the
@@ -76,16 +73,6 @@ func TestInstall(t *testing.T) {
 		}
 	}
 
-	fnName, err := xpkg.PackageName(xpkg.DefaultRegistry + "/function-armada")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkName, err := xpkg.PackageName(providerKubernetesRepo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fnRef := xpkg.DefaultRegistry + "/function-armada:" + version
-	pkRef := providerKubernetesRepo + ":" + controlplane.ProviderKubernetesVersion
 	active := "True (ActivePackageRevision)"
 	healthy := "True (HealthyPackageRevision)"
 	unhealthy := "False (UnhealthyPackageRevision)"
@@ -106,37 +93,41 @@ func TestInstall(t *testing.T) {
 	// Everything the package manager does itself becomes True; only the
 	// runtimes' health (RuntimeHealthy, and the Healthy of the Function and
 	// Provider that sums it up) stays False, for want of pods.
-	want := []object{
-		{
+	deps := dependsOn(t, cfg)
+	want := make([]object, 0, 4+2*len(deps))
+	want = append(want,
+		object{
 			apiVersion: pkgV1, kind: "Configuration", name: "configuration-armada", pkg: cfg.Ref,
 			conditions: map[string]string{"Installed": active, "Healthy": healthy},
 		},
-		{
+		object{
 			apiVersion: pkgV1, kind: "ConfigurationRevision", revisionOf: "configuration-armada",
 			conditions: map[string]string{"RevisionHealthy": healthy},
 		},
-		{
-			apiVersion: pkgV1, kind: "Function", name: fnName, pkg: fnRef,
+	)
+	// Every dependency the built Configuration declares (TestPackageContents
+	// checks which), installed at its pinned version and running its
+	// package's image from the local registry.
+	wantImages := make([]string, 0, len(deps))
+	for _, d := range deps {
+		name, err := xpkg.PackageName(d.pkg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := d.pkg + ":" + d.version
+		wantImages = append(wantImages, local(host, ref))
+		want = append(want, object{
+			apiVersion: pkgV1, kind: d.kind, name: name, pkg: ref,
 			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods},
-		},
-		{
-			apiVersion: pkgV1, kind: "FunctionRevision", revisionOf: fnName,
+		}, object{
+			apiVersion: pkgV1, kind: d.kind + "Revision", revisionOf: name,
 			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods},
-		},
-		{
-			apiVersion: pkgV1, kind: "Provider", name: pkName, pkg: pkRef,
-			conditions: map[string]string{"Installed": active, "Healthy": unhealthy}, messages: map[string]string{"Healthy": noPods},
-		},
-		{
-			apiVersion: pkgV1, kind: "ProviderRevision", revisionOf: pkName,
-			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods},
-		},
-		{
-			apiVersion: extV1, kind: "CompositeResourceDefinition", name: xrdName,
-			conditions: map[string]string{"Established": "True (WatchingCompositeResource)", "Offered": "True (WatchingCompositeResourceClaim)"},
-		},
-		{apiVersion: extV1, kind: "Composition", name: xrdName, conditions: map[string]string{}},
+		})
 	}
+	want = append(want, object{
+		apiVersion: extV1, kind: "CompositeResourceDefinition", name: xrdName,
+		conditions: map[string]string{"Established": "True (WatchingCompositeResource)", "Offered": "True (WatchingCompositeResourceClaim)"},
+	}, object{apiVersion: extV1, kind: "Composition", name: xrdName, conditions: map[string]string{}})
 	for _, w := range want {
 		what := w.kind + " " + w.name + w.revisionOf
 		waitFor(t, what, func() (bool, string) {
@@ -161,18 +152,19 @@ func TestInstall(t *testing.T) {
 	}
 	// The runtimes Crossplane deploys run the packages' embedded images,
 	// pulled from where the ImageConfigs point.
-	deps := &appsv1.DeploymentList{}
-	if err := kube.List(t.Context(), deps, client.InNamespace(controlplane.CrossplaneNamespace)); err != nil {
+	runtimes := &appsv1.DeploymentList{}
+	if err := kube.List(t.Context(), runtimes, client.InNamespace(controlplane.CrossplaneNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	var images []string
-	for _, d := range deps.Items {
+	for _, d := range runtimes.Items {
 		for _, c := range d.Spec.Template.Spec.Containers {
 			images = append(images, c.Image)
 		}
 	}
 	sort.Strings(images)
-	if diff := cmp.Diff([]string{local(host, fnRef), local(host, pkRef)}, images); diff != "" {
+	sort.Strings(wantImages)
+	if diff := cmp.Diff(wantImages, images); diff != "" {
 		t.Errorf("runtime Deployments' images: -want, +got:\n%s", diff)
 	}
 	t.Logf("installed; %.1fs since the test started", time.Since(start).Seconds())
@@ -218,4 +210,27 @@ func find(ctx context.Context, kube client.Client, apiVersion, kind, name, revis
 		return nil, fmt.Errorf("want one %s of %s, got %d", kind, revisionOf, len(l.Items))
 	}
 	return &l.Items[0], nil
+}
+
+// dependency is one entry of a Configuration's spec.dependsOn.
+type dependency struct{ kind, pkg, version string }
+
+// dependsOn returns the dependencies the built Configuration declares.
+func dependsOn(t *testing.T, cfg xpkg.Built) []dependency {
+	t.Helper()
+	var out []dependency
+	for _, o := range packageObjects(t, readImage(t, hostFile(t, cfg))) {
+		if o.GetKind() != "Configuration" {
+			continue
+		}
+		deps, _, _ := unstructured.NestedSlice(o.Object, "spec", "dependsOn")
+		for _, d := range deps {
+			m, _ := d.(map[string]any)
+			out = append(out, dependency{kind: fmt.Sprint(m["kind"]), pkg: fmt.Sprint(m["package"]), version: fmt.Sprint(m["version"])})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the built Configuration declares no dependencies")
+	}
+	return out
 }

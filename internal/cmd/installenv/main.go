@@ -1,7 +1,8 @@
 // Command installenv starts what the README's Install section needs to run
 // as pasted, locally and without Docker or internet (`make install-env`):
-// an OCI registry on 127.0.0.1, provider-kubernetes' package mirrored into
-// it under its real path, and a local control plane with Crossplane but
+// an OCI registry on 127.0.0.1, the packages configuration-armada depends
+// on that are not ours (provider-kubernetes) mirrored into it under their
+// real paths (xpkg.Mirrors), and a local control plane with Crossplane but
 // nothing of ours installed. It prints the KUBECONFIG and REGISTRY to
 // export and runs until Ctrl-C.
 package main
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,23 +68,25 @@ func run(ctx context.Context) error {
 	if bin == "" {
 		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-v2.5.0")
 	}
-	if _, err := os.Stat(bin); err != nil {
+	if _, err := os.Stat(bin); err != nil { //nolint:gosec // The CLI path is the developer's choice.
 		return errors.Errorf("the Crossplane CLI is missing at %s: build it with `make tools`", bin)
 	}
-	file, err := xpkg.MirrorProviderKubernetes(ctx, xpkg.MirrorOptions{
-		CLI:    bin,
-		Binary: filepath.Join(home, ".cache", "armada-crossplane", "bin", "provider-kubernetes-"+controlplane.ProviderKubernetesVersion),
-		OutDir: dir,
-	})
+	ms, err := xpkg.MirrorsNeeded(xpkg.DefaultRegistry)
 	if err != nil {
 		return err
 	}
-	mirror := xpkg.Built{Name: "provider-kubernetes", Files: map[string]string{"": file}}
-	ref := host + "/crossplane-contrib/provider-kubernetes:" + controlplane.ProviderKubernetesVersion
-	if err := xpkg.Push(ctx, bin, dir, mirror, ref); err != nil {
-		return err
+	for _, m := range ms {
+		file, err := xpkg.BuildMirror(ctx, m, xpkg.MirrorOptions{CLI: bin, BinDir: filepath.Join(home, ".cache", "armada-crossplane", "bin"), OutDir: dir})
+		if err != nil {
+			return err
+		}
+		_, repo, _ := strings.Cut(m.Repo, "/")
+		ref := host + "/" + repo + ":" + m.Version
+		if err := xpkg.Push(ctx, bin, dir, xpkg.Built{Name: m.Repo, Files: map[string]string{"": file}}, ref); err != nil {
+			return err
+		}
+		logf("mirrored %s:%s to %s", m.Repo, m.Version, ref)
 	}
-	logf("mirrored provider-kubernetes %s to %s", controlplane.ProviderKubernetesVersion, ref)
 
 	cp, err := controlplane.Start(ctx, controlplane.Options{SkipProviderKubernetes: true, SkipFunction: true, SkipPackage: true, Logf: logf})
 	if err != nil {

@@ -31,7 +31,8 @@ func main() {
 	flag.StringVar(&o.CABundle, "ca-bundle", "", "CA bundle for images that need one (default Debian's /etc/ssl/certs/ca-certificates.crt)")
 	arch := flag.String("arch", "amd64,arm64", "comma-separated architectures of the runtime images")
 	push := flag.Bool("push", false, "push every built package to REGISTRY/NAME:VERSION")
-	pushTo := flag.String("push-to", "", "with -push, push to PUSH_TO/NAME:VERSION instead; the packages still name their dependencies under -registry (for a mirror or local registry that ImageConfigs point at)")
+	pushTo := flag.String("push-to", "", "with -push, push to PUSH_TO/NAME:VERSION instead; the packages still name "+
+		"their dependencies under -registry (for a mirror or local registry that ImageConfigs point at)")
 	flag.Parse()
 	o.Architectures = strings.Split(*arch, ",")
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "xpkg: "+format+"\n", args...) }
