@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
@@ -169,6 +171,105 @@ func TestInstall(t *testing.T) {
 	}
 	t.Logf("installed; %.1fs since the test started", time.Since(start).Seconds())
 	t.Logf("state:\n%s", summary(t, kube))
+
+	upgrade(t, kube, cliPath, host, cfg)
+	uninstall(t, kube, deps)
+}
+
+// upgradeVersion is the version the upgrade step moves to.
+const upgradeVersion = "v0.0.2-test"
+
+// upgrade publishes the packages at upgradeVersion and follows the
+// README's upgrade: point the Configuration at the new version, which
+// Crossplane refuses while the Function dependency is older (it does not
+// upgrade dependencies by default), then move the Function too.
+func upgrade(t *testing.T, kube client.Client, cliPath, host string, cfg xpkg.Built) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := xpkg.Build(t.Context(), xpkg.Options{RepoRoot: root, OutDir: t.TempDir(), CLI: cliPath, Version: upgradeVersion})
+	if err != nil {
+		t.Fatalf("cannot build packages at %s: %v", upgradeVersion, err)
+	}
+	for _, b := range res.Packages {
+		push(t, cliPath, host, b)
+	}
+	fnName, err := xpkg.PackageName(xpkg.DefaultRegistry + "/function-armada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPackage(t, kube, "Configuration", cfg.Name, lookup(t, res, cfg.Name).Ref)
+	stale := "is incompatible with constraint " + upgradeVersion
+	waitFor(t, "the Configuration to refuse the older Function", func() (bool, string) {
+		u, _ := get(t.Context(), kube, pkgV1, "Configuration", cfg.Name)
+		return strings.Contains(message(u, "Healthy"), stale), messages(u)
+	})
+	setPackage(t, kube, "Function", fnName, lookup(t, res, "function-armada").Ref)
+	waitFor(t, "the upgraded Configuration to be Healthy", func() (bool, string) {
+		u, _ := get(t.Context(), kube, pkgV1, "Configuration", cfg.Name)
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion(pkgV1)
+		l.SetKind("ConfigurationRevisionList")
+		if err := kube.List(t.Context(), l, client.MatchingLabels{"pkg.crossplane.io/package": cfg.Name}); err != nil {
+			return false, err.Error()
+		}
+		for _, r := range l.Items {
+			img, _, _ := unstructured.NestedString(r.Object, "spec", "image")
+			state, _, _ := unstructured.NestedString(r.Object, "spec", "desiredState")
+			if state == "Active" && strings.HasSuffix(img, ":"+upgradeVersion) {
+				return conditions(u)["Healthy"] == "True (HealthyPackageRevision)", messages(u)
+			}
+		}
+		return false, "no active revision at " + upgradeVersion + "\n" + summary(t, kube)
+	})
+}
+
+// setPackage points a package object at ref, as `kubectl patch` does.
+func setPackage(t *testing.T, kube client.Client, kind, name, ref string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(pkgV1)
+	u.SetKind(kind)
+	u.SetName(name)
+	patch := []byte(`{"spec":{"package":"` + ref + `"}}`)
+	if err := kube.Patch(t.Context(), u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("cannot set %s %s spec.package to %s: %v", kind, name, ref, err)
+	}
+}
+
+// uninstall follows the README: deleting the Configuration removes the
+// XRD and Composition, and deleting the dependencies leaves no package.
+func uninstall(t *testing.T, kube client.Client, deps []dependency) {
+	t.Helper()
+	del := func(apiVersion, kind, name string) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetName(name)
+		if err := kube.Delete(t.Context(), u); err != nil {
+			t.Fatalf("cannot delete %s %s: %v", kind, name, err)
+		}
+	}
+	del(pkgV1, "Configuration", "configuration-armada")
+	for _, kind := range []string{"CompositeResourceDefinition", "Composition"} {
+		waitFor(t, kind+" "+xrdName+" to be deleted", func() (bool, string) {
+			_, ok := get(t.Context(), kube, extV1, kind, xrdName)
+			return !ok, "still exists"
+		})
+	}
+	for _, d := range deps {
+		name, err := xpkg.PackageName(d.pkg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		del(pkgV1, d.kind, name)
+	}
+	waitFor(t, "every package and revision to be deleted", func() (bool, string) {
+		s := summary(t, kube)
+		return s == "", s
+	})
 }
 
 // summary lists every package and revision with its conditions.
