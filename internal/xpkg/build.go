@@ -104,6 +104,9 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if fi, err := os.Stat(o.CLI); err != nil || fi.Mode()&0o111 == 0 {
 		return nil, errors.Errorf("crossplane CLI is missing at %q: build it with `make tools` (tools/build-crossplane.sh)", o.CLI)
 	}
+	if err := os.MkdirAll(o.OutDir, 0o750); err != nil {
+		return nil, errors.Wrap(err, "cannot create output directory")
+	}
 	res := &Result{Version: o.Version, Registry: o.Registry, Skipped: map[string]string{}}
 	st := &stage{root: o.RepoRoot, registry: o.Registry, version: o.Version, built: map[string]bool{}, logf: o.Logf}
 	for _, p := range Packages {
