@@ -19,8 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -204,4 +206,27 @@ func WriteTarball(path, ref string, img v1.Image) error {
 		return errors.Wrap(err, "cannot create output directory")
 	}
 	return errors.Wrapf(tarball.WriteToFile(path, tag, img), "cannot write image tarball %s", path)
+}
+
+// WriteLayout writes one image per architecture as an OCI image layout in
+// dir whose index.json is a multi-platform index, in Architectures order,
+// for pushing the runtime images on their own (e.g. `crane push DIR REF`
+// or `skopeo copy --all oci:DIR ...`).
+func WriteLayout(dir string, imgs map[string]v1.Image) error {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range Architectures {
+		img, ok := imgs[arch]
+		if !ok {
+			continue
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
+		})
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return errors.Wrapf(err, "cannot clean %s", dir)
+	}
+	_, err := layout.Write(dir, idx)
+	return errors.Wrapf(err, "cannot write image layout %s", dir)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
@@ -209,5 +210,42 @@ func TestAvailable(t *testing.T) {
 				t.Errorf("%s\nAvailable(): want %v, got %v", tc.reason, tc.want, got)
 			}
 		})
+	}
+}
+
+func TestWriteLayout(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.WriteFile(bin, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	imgs := map[string]v1.Image{}
+	want := make([]string, 0, len(Architectures))
+	for _, arch := range Architectures {
+		img, err := Assemble(Runtime{Name: "fn-one"}, arch, bin, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs[arch] = img
+		want = append(want, "linux/"+arch+" "+digest(t, img))
+	}
+	out := filepath.Join(dir, "layout")
+	if err := WriteLayout(out, imgs); err != nil {
+		t.Fatalf("WriteLayout(...): %v", err)
+	}
+	idx, err := layout.ImageIndexFromPath(out)
+	if err != nil {
+		t.Fatalf("cannot read the layout back: %v", err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, 0, len(m.Manifests))
+	for _, d := range m.Manifests {
+		got = append(got, d.Platform.OS+"/"+d.Platform.Architecture+" "+d.Digest.String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("WriteLayout(...) index: -want, +got:\n%s", diff)
 	}
 }

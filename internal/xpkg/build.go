@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -141,14 +142,16 @@ func buildPackage(ctx context.Context, o Options, st *stage, p Package) (Built, 
 	if p.Runtime != "" {
 		archs = o.Architectures
 	}
+	imgs := map[string]v1.Image{}
 	for _, arch := range archs {
 		file := filepath.Join(o.OutDir, p.Name+".xpkg")
 		args := []string{"xpkg", "build", "--package-root=" + root, "--examples-root=" + filepath.Join(root, "no-examples")}
 		if arch != "" {
-			tar, err := runtimeTarball(ctx, o, p, arch, b.Ref)
+			tar, img, err := runtimeTarball(ctx, o, p, arch, b.Ref)
 			if err != nil {
 				return Built{}, err
 			}
+			imgs[arch] = img
 			file = filepath.Join(o.OutDir, p.Name+"-"+arch+".xpkg")
 			args = append(args, "--embed-runtime-image-tarball="+tar)
 		}
@@ -163,27 +166,32 @@ func buildPackage(ctx context.Context, o Options, st *stage, p Package) (Built, 
 		b.Files[arch], b.Digests[arch] = file, d
 		o.Logf("built %s %s", file, d)
 	}
+	if len(imgs) > 0 {
+		if err := image.WriteLayout(filepath.Join(o.OutDir, "images", p.Runtime), imgs); err != nil {
+			return Built{}, err
+		}
+	}
 	return b, nil
 }
 
 // runtimeTarball builds p's runtime image for arch and writes it as a
 // tarball for --embed-runtime-image-tarball.
-func runtimeTarball(ctx context.Context, o Options, p Package, arch, ref string) (string, error) {
+func runtimeTarball(ctx context.Context, o Options, p Package, arch, ref string) (string, v1.Image, error) {
 	r, ok := image.Lookup(p.Runtime)
 	if !ok {
-		return "", errors.Errorf("cannot find runtime %q of package %s in image.Runtimes", p.Runtime, p.Name)
+		return "", nil, errors.Errorf("cannot find runtime %q of package %s in image.Runtimes", p.Runtime, p.Name)
 	}
 	img, err := image.Build(ctx, r, arch, image.Options{
 		RepoRoot: o.RepoRoot, WorkDir: filepath.Join(o.OutDir, "bin"), Created: o.Created, CABundle: o.CABundle,
 	})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	tar := filepath.Join(o.OutDir, "images", r.Name+"-"+arch+".tar")
 	if err := image.WriteTarball(tar, ref, img); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return tar, nil
+	return tar, img, nil
 }
 
 // Digest returns the digest of the package image in an .xpkg file.
