@@ -58,6 +58,22 @@ RUN_ARGS ?= -simulate-healthy
 run: tools cluster-bins ## The main job: local control plane, apply the default claim, show what it composed.
 	go run ./internal/cmd/run $(RUN_ARGS)
 
+# XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
+# internal/cmd/xpkg (e.g. -push, -version v1.2.3, -arch amd64). The version
+# is derived from `git describe` (see internal/xpkg.SemVer). provider-armada
+# is built as soon as ./cmd/provider and package/provider/crossplane.yaml
+# exist. SOURCE_DATE_EPOCH, if set, becomes the images' creation time.
+XPKG_REGISTRY ?= ghcr.io/armadaproject
+XPKG_OUT      ?= _output/xpkg
+XPKG_ARGS     ?=
+.PHONY: xpkg
+xpkg: $(CROSSPLANE_CLI) ## Build the Function, Configuration (and Provider) packages for amd64 and arm64 into _output/xpkg.
+	go run ./internal/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
+
+.PHONY: install-env
+install-env: $(CROSSPLANE_CLI) cluster-bins ## For the README's Install section: a local OCI registry and control plane with nothing installed.
+	go run ./internal/cmd/installenv
+
 .PHONY: reviewable
 reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
 

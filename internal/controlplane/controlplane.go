@@ -94,6 +94,13 @@ type Options struct {
 	// for, such as package/provider/crds.
 	ExtraCRDDirs []string
 
+	// SkipFunction leaves function-armada and its paused FunctionRevision
+	// out, and SkipPackage the XRD and Composition from PackageDir: for
+	// tests where Crossplane's package manager installs them from the
+	// configuration-armada package instead.
+	SkipFunction bool
+	SkipPackage  bool
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -181,7 +188,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	if err := c.step("options resolved", func() error { return c.resolve(ctx) }); err != nil {
 		return err
 	}
-	if c.opts.Function == "" && !c.opts.KubernetesOnly {
+	if c.opts.Function == "" && !c.opts.KubernetesOnly && !c.opts.SkipFunction {
 		c.fnBuilt = make(chan buildResult, 1)
 		go func() {
 			path, err := c.buildFunction(ctx)
@@ -199,9 +206,9 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
-		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly},
+		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly || c.opts.SkipFunction},
 		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes || c.opts.KubernetesOnly},
-		{name: "XRD established and offered", fn: c.installPackage, skip: c.opts.KubernetesOnly},
+		{name: "XRD established and offered", fn: c.installPackage, skip: c.opts.KubernetesOnly || c.opts.SkipPackage},
 	}
 	for _, s := range steps {
 		if s.skip {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,6 +98,11 @@ func (c *ControlPlane) crossplaneArgs() []string {
 
 // startCrossplaneFirst registers and starts Crossplane core.
 func (c *ControlPlane) startCrossplaneFirst(ctx context.Context) error {
+	// The package manager caches package contents here and fails to unpack
+	// any package ("read/write on closed pipe") if the directory is missing.
+	if err := os.MkdirAll(filepath.Join(c.dir, "xpkg-cache"), 0o700); err != nil {
+		return errors.Wrap(err, "cannot create package cache directory")
+	}
 	c.newProcess(ProcCrossplane, c.opts.Crossplane, c.crossplaneArgs(), []string{"KUBECONFIG=" + c.kubeconfig})
 	return c.StartCrossplane(ctx)
 }
