@@ -26,7 +26,7 @@ help: ## Show this help.
 generate: ## Generate deepcopy code, the XRD, the Composition and provider-armada's CRDs from apis/.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
-	go run ./internal/xrdgen -crd $(GEN_DIR)/platform.armadaproject.io_xarmada.yaml -out package/xarmada
+	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
 	@rm -rf package/provider/crds && mkdir -p package/provider/crds
 	cp $(GEN_DIR)/armada.m.armadaproject.io_*.yaml package/provider/crds/
 

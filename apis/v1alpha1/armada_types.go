@@ -102,6 +102,14 @@ type ArmadaSpec struct {
 	// +optional
 	Executors []Executor `json:"executors,omitempty"`
 
+	// Queues are created in this Armada through provider-armada, which
+	// authenticates to the composed server as an internal user.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Queues []ArmadaQueue `json:"queues,omitempty"`
+
 	// Ingress exposes the server's gRPC and REST APIs and Lookout.
 	// +optional
 	Ingress *Ingress `json:"ingress,omitempty"`

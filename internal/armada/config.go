@@ -58,6 +58,9 @@ func (in *Install) auth(basic []v1alpha1.BasicUser, extra map[string][]string) m
 	mapping := map[string]any{}
 	for _, p := range serverPermissions {
 		mapping[p] = admins
+		if slices.Contains(queuePermissions, p) {
+			mapping[p] = append(slices.Clone(admins), groupQueueAdmins)
+		}
 	}
 	for p, groups := range extra {
 		mapping[p] = groups

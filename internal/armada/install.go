@@ -107,6 +107,7 @@ func (in *Install) image(name, version string, override *v1alpha1.Image) string 
 // internalUsers are the users components authenticate to each other as.
 var internalUsers = []v1alpha1.BasicUser{
 	{Name: userExecutor, Groups: []string{groupExecutors, groupInternal}},
+	{Name: userQueues, Groups: []string{groupQueueAdmins, groupInternal}},
 	{Name: userScheduler, Groups: []string{groupInternal}},
 	{Name: userServer, Groups: []string{groupInternal}},
 }

@@ -81,6 +81,8 @@ type renderer struct {
 	in  *Install
 	opt Options
 	out Output
+	// passwords are the credentials Secret's, by key.
+	passwords map[string]string
 }
 
 func (r *renderer) add(key string, o client.Object, ready bool) {
@@ -122,6 +124,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 		}
 	}
 	r.cluster()
+	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
 	return &r.out, nil
@@ -161,6 +164,7 @@ func (r *renderer) credentials() error {
 		}
 		passwords[key] = p
 	}
+	r.passwords = passwords
 	r.add(keyCredentials, r.in.credentials(passwords), r.exists(keyCredentials))
 	return nil
 }

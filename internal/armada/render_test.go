@@ -174,8 +174,8 @@ func TestCredentialsStable(t *testing.T) {
 	for user, p := range secret.Data {
 		observed[user] = string(p)
 	}
-	if len(observed) != 4 {
-		t.Fatalf("credentials hold %d users, want 3 internal users and admin", len(observed))
+	if len(observed) != 5 {
+		t.Fatalf("credentials hold %d users, want 4 internal users and admin", len(observed))
 	}
 	// A different key would generate different passwords; observed ones
 	// must win.

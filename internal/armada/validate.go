@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -85,6 +86,7 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	errs = append(errs, validateScheduling(p.Child("scheduling"), &s.Scheduling)...)
 	errs = append(errs, validateExecutors(p.Child("executors"), s)...)
 	errs = append(errs, validateComponents(p.Child("components"), &s.Components)...)
+	errs = append(errs, validateQueues(p.Child("queues"), s.Queues)...)
 	if ing := s.Ingress; ing != nil {
 		ip := p.Child("ingress")
 		for name, host := range map[string]string{"grpcHost": ing.GRPCHost, "restHost": ing.RESTHost, "lookoutHost": ing.LookoutHost} {
@@ -346,6 +348,60 @@ func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
 		}
 		if _, err := decodeConfig(s.Config); err != nil {
 			errs = append(errs, field.Invalid(cp.Child("config"), "", err.Error()))
+		}
+	}
+	return errs
+}
+
+// queueName is a queue name the function accepts: it is also part of the
+// Queue object's name.
+var queueName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func validateQueues(p *field.Path, qs []v1alpha1.ArmadaQueue) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, q := range qs {
+		qp := p.Index(i)
+		if !queueName.MatchString(q.Name) {
+			errs = append(errs, field.Invalid(qp.Child("name"), q.Name, "must be a lower-case DNS label of at most 63 characters"))
+		}
+		if seen[q.Name] {
+			errs = append(errs, field.Duplicate(qp.Child("name"), q.Name))
+		}
+		seen[q.Name] = true
+		errs = append(errs, ValidateQueueParameters(qp, &q.QueueParameters)...)
+	}
+	return errs
+}
+
+// ValidateQueueParameters checks what Armada would reject: a priority
+// factor below 1, fractions outside [0, 1], empty owners or label parts.
+func ValidateQueueParameters(p *field.Path, q *armadav1.QueueParameters) field.ErrorList {
+	var errs field.ErrorList
+	if f, err := strconv.ParseFloat(string(q.PriorityFactor), 64); err != nil || f < 1 {
+		errs = append(errs, field.Invalid(p.Child("priorityFactor"), q.PriorityFactor, "must be a decimal number of at least 1"))
+	}
+	for pc, l := range q.ResourceLimitsByPriorityClassName {
+		lp := p.Child("resourceLimitsByPriorityClassName").Key(pc)
+		errs = append(errs, ValidateFractions(lp.Child("maximumResourceFraction"), l.MaximumResourceFraction)...)
+		for pool, pl := range l.MaximumResourceFractionByPool {
+			errs = append(errs, ValidateFractions(lp.Child("maximumResourceFractionByPool").Key(pool).Child("maximumResourceFraction"), pl.MaximumResourceFraction)...)
+		}
+	}
+	for k, v := range q.Labels {
+		if k == "" || v == "" {
+			errs = append(errs, field.Invalid(p.Child("labels").Key(k), v, "Armada rejects empty label keys and values"))
+		}
+	}
+	return errs
+}
+
+// ValidateFractions checks each fraction is in [0, 1].
+func ValidateFractions(p *field.Path, fs map[string]armadav1.Fraction) field.ErrorList {
+	var errs field.ErrorList
+	for _, r := range slices.Sorted(maps.Keys(fs)) {
+		if f, err := strconv.ParseFloat(string(fs[r]), 64); err != nil || f < 0 || f > 1 {
+			errs = append(errs, field.Invalid(p.Key(r), fs[r], "must be a fraction from 0 to 1"))
 		}
 	}
 	return errs

@@ -25,7 +25,7 @@ import (
 const CrossplaneNamespace = "crossplane-system"
 
 // Files in Options.PackageDir the control plane installs.
-var packageFiles = []string{"definition.yaml", "composition.yaml"}
+var packageFiles = []string{"definition.yaml", "composition.yaml", "queue-definition.yaml", "queue-composition.yaml"}
 
 // applyCRDs creates the Crossplane namespace and applies Crossplane's,
 // (unless skipped) provider-kubernetes' and the backing services' CRDs,

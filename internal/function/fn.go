@@ -58,7 +58,7 @@ func New(log logging.Logger, opts ...Option) (*Function, error) {
 	return f, nil
 }
 
-// RunFunction composes an XArmada.
+// RunFunction composes an XArmada, or a team's XArmadaQueue.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, response.DefaultTTL)
 
@@ -66,6 +66,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composite resource"))
 		return rsp, nil
+	}
+	if oxr.Resource.GetKind() == kindTeamQueue {
+		return f.runTeamQueue(req, rsp, oxr), nil
 	}
 	xr, err := decodeXR(oxr.Resource.Object)
 	if err != nil {
@@ -103,7 +106,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 
-	if err := setDesired(req, rsp, out); err != nil {
+	if err := setDesired(req, rsp, out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
@@ -182,12 +185,12 @@ func unstructuredOf(observed map[resource.Name]resource.ObservedComposed) map[st
 
 // setDesired adds the rendered objects and the XR status to the desired
 // state, keeping whatever earlier pipeline steps put there.
-func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, out *armada.Output) error {
+func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus any, ready bool) error {
 	desired, err := request.GetDesiredComposedResources(req)
 	if err != nil {
 		return errors.Wrap(err, "cannot get desired composed resources")
 	}
-	for _, o := range out.Objects {
+	for _, o := range objects {
 		c, err := toComposed(o.Object)
 		if err != nil {
 			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
@@ -206,7 +209,7 @@ func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, out
 	if err != nil {
 		return errors.Wrap(err, "cannot get desired composite resource")
 	}
-	status, err := toMap(out.Status)
+	status, err := toMap(xrStatus)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode status")
 	}
@@ -215,7 +218,7 @@ func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, out
 			return errors.Wrapf(err, "cannot set status.%s", k)
 		}
 	}
-	if !out.Ready {
+	if !ready {
 		// Omitted components would otherwise let the XR count as ready.
 		dxr.Ready = resource.ReadyFalse
 	}

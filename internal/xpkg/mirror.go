@@ -2,9 +2,7 @@ package xpkg
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -12,6 +10,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/image"
+	"github.com/armadaproject/armada-crossplane/internal/providers"
 )
 
 // ProviderKubernetesRepo is where provider-kubernetes is published.
@@ -33,16 +32,22 @@ type Mirror struct {
 	Binary string
 }
 
-// Mirrors lists a mirror for every dependency that is not ours, declared
-// or pending in Dependencies.
-var Mirrors = []Mirror{
-	{
-		Repo: ProviderKubernetesRepo, Version: ProviderKubernetesVersion, Module: "github.com/crossplane-contrib/provider-kubernetes",
-		Binary: "provider-kubernetes-" + ProviderKubernetesVersion,
-	},
-	{Repo: "xpkg.crossplane.io/crossplane-contrib/provider-helm", Version: "v1.3.0", Module: "github.com/crossplane-contrib/provider-helm"},
-	{Repo: "xpkg.crossplane.io/crossplane-contrib/provider-sql", Version: "v0.16.0", Module: "github.com/crossplane-contrib/provider-sql"},
-}
+// Mirrors lists a mirror for every dependency that is not ours: each
+// Crossplane package internal/providers pins.
+var Mirrors = func() []Mirror {
+	var out []Mirror
+	for _, p := range providers.Pinned {
+		if p.Package == "" {
+			continue
+		}
+		m := Mirror{Repo: p.Package, Version: p.Version, Module: p.Module}
+		if p.Package == ProviderKubernetesRepo {
+			m.Binary = "provider-kubernetes-" + p.Version
+		}
+		out = append(out, m)
+	}
+	return out
+}()
 
 // MirrorFor returns the mirror of the package repo at version.
 func MirrorFor(repo, version string) (Mirror, bool) {
@@ -67,7 +72,7 @@ type MirrorOptions struct {
 // BuildMirror builds m's package and returns its .xpkg file, to be pushed
 // under m.Repo's path in a local registry.
 func BuildMirror(ctx context.Context, m Mirror, o MirrorOptions) (string, error) {
-	dir, err := moduleDir(ctx, m.Module, m.Version)
+	dir, err := providers.ModuleDir(ctx, m.Module, m.Version)
 	if err != nil {
 		return "", err
 	}
@@ -96,11 +101,11 @@ func BuildMirror(ctx context.Context, m Mirror, o MirrorOptions) (string, error)
 }
 
 // MirrorsNeeded returns the mirrors of the dependencies the Configuration
-// declares (those not Pending and not ours), failing if one has none.
+// declares (those not ours), failing if one has none.
 func MirrorsNeeded(registry string) ([]Mirror, error) {
 	var out []Mirror
 	for _, d := range Dependencies(registry) {
-		if d.Pending != "" || d.Built != "" {
+		if d.Built != "" {
 			continue
 		}
 		m, ok := MirrorFor(d.Package, d.Version)
@@ -110,25 +115,4 @@ func MirrorsNeeded(registry string) ([]Mirror, error) {
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// moduleDir returns the module cache directory of module@version,
-// downloading it if needed. It runs outside any module, so it never
-// touches a go.mod.
-func moduleDir(ctx context.Context, module, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version) //nolint:gosec // A module and version from the Mirrors table.
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-	out, err := cmd.Output()
-	var m struct {
-		Dir   string `json:"Dir"`
-		Error string `json:"Error"`
-	}
-	if jerr := json.Unmarshal(out, &m); jerr == nil && m.Error != "" {
-		return "", errors.Errorf("cannot download %s@%s: %s", module, version, m.Error)
-	}
-	if err != nil || m.Dir == "" {
-		return "", errors.Wrapf(err, "cannot download %s@%s", module, version)
-	}
-	return m.Dir, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/armadaproject/armada-crossplane/internal/image"
+	"github.com/armadaproject/armada-crossplane/internal/providers"
 )
 
 // DefaultRegistry is the registry and organisation packages are published
@@ -77,9 +78,6 @@ type Dependency struct {
 	// Built names the Packages row this dependency is; it is added only if
 	// that package was built in the same run.
 	Built string
-	// Pending, if not empty, says why the dependency is not declared yet;
-	// the row is a placeholder until then.
-	Pending string
 }
 
 // ProviderKubernetesVersion is the provider-kubernetes the Configuration
@@ -87,21 +85,20 @@ type Dependency struct {
 // version (internal/controlplane.ProviderKubernetesVersion).
 const ProviderKubernetesVersion = "v1.3.1"
 
-// Dependencies are configuration-armada's dependencies, the one place they
-// are declared. Versions are exact, so a Configuration release always
-// installs what was tested with it.
+// Dependencies are configuration-armada's dependencies: ours at the
+// version being built, and every Crossplane package the compositions use at
+// the version internal/providers pins, the one place those are declared.
+// Versions are exact, so a Configuration release always installs what was
+// tested with it.
 func Dependencies(registry string) []Dependency {
-	return []Dependency{
+	deps := []Dependency{
 		{Kind: KindFunction, Package: registry + "/function-armada", Built: "function-armada"},
 		{Kind: KindProvider, Package: registry + "/provider-armada", Built: "provider-armada"},
-		{Kind: KindProvider, Package: ProviderKubernetesRepo, Version: ProviderKubernetesVersion},
-		{
-			Kind: KindProvider, Package: "xpkg.crossplane.io/crossplane-contrib/provider-helm", Version: "v1.3.0",
-			Pending: "issue 4: the Composition does not compose Helm Releases yet",
-		},
-		{
-			Kind: KindProvider, Package: "xpkg.crossplane.io/crossplane-contrib/provider-sql", Version: "v0.16.0",
-			Pending: "issue 4: the Composition does not compose SQL databases yet",
-		},
 	}
+	for _, p := range providers.Pinned {
+		if p.Package != "" {
+			deps = append(deps, Dependency{Kind: KindProvider, Package: p.Package, Version: p.Version})
+		}
+	}
+	return deps
 }

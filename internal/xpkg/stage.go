@@ -98,9 +98,6 @@ func (s *stage) dependsOn() []any {
 	deps := make([]any, 0, len(all))
 	for _, d := range all {
 		switch {
-		case d.Pending != "":
-			s.logf("dependency %s not declared yet: %s", d.Package, d.Pending)
-			continue
 		case d.Built != "" && !s.built[d.Built]:
 			s.logf("dependency %s not declared: package %s was not built", d.Package, d.Built)
 			continue

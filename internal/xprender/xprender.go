@@ -108,18 +108,19 @@ func SplitDocs(b []byte) ([]map[string]any, error) {
 // create for it: same spec, the claim's name, and the claim labels.
 func ClaimToXR(docs []map[string]any) (map[string]any, error) {
 	for _, d := range docs {
-		if d["kind"] != "ArmadaClaim" {
+		kind, ok := claimKinds[fmt.Sprint(d["kind"])]
+		if !ok {
 			continue
 		}
 		meta, _ := d["metadata"].(map[string]any)
 		name, _ := meta["name"].(string)
 		ns, _ := meta["namespace"].(string)
 		if name == "" || ns == "" {
-			return nil, errors.New("cannot convert ArmadaClaim: it needs metadata.name and metadata.namespace")
+			return nil, errors.Errorf("cannot convert %s: it needs metadata.name and metadata.namespace", d["kind"])
 		}
 		return map[string]any{
 			"apiVersion": d["apiVersion"],
-			"kind":       "XArmada",
+			"kind":       kind,
 			"metadata": map[string]any{
 				"name": name,
 				"labels": map[string]any{
@@ -130,8 +131,11 @@ func ClaimToXR(docs []map[string]any) (map[string]any, error) {
 			"spec": d["spec"],
 		}, nil
 	}
-	return nil, errors.New("cannot find an ArmadaClaim document")
+	return nil, errors.New("cannot find an ArmadaClaim or ArmadaQueueClaim document")
 }
+
+// claimKinds maps each claim kind to its composite kind.
+var claimKinds = map[string]string{"ArmadaClaim": "XArmada", "ArmadaQueueClaim": "XArmadaQueue"}
 
 // RenderOptions are the inputs of one render.
 type RenderOptions struct {
@@ -143,6 +147,9 @@ type RenderOptions struct {
 	FunctionAddress string
 	// Observed, if set, is a directory of observed composed resources.
 	Observed string
+	// RequiredResources, if set, is a YAML file of the resources the
+	// function may require, such as a team queue's target XArmada.
+	RequiredResources string
 }
 
 // Render runs `crossplane composition render` with the function served at
@@ -174,6 +181,9 @@ func (t Tools) Render(ctx context.Context, opt RenderOptions) ([]byte, error) {
 	}
 	if opt.Observed != "" {
 		args = append(args, "--observed-resources="+opt.Observed)
+	}
+	if opt.RequiredResources != "" {
+		args = append(args, "--required-resources="+opt.RequiredResources)
 	}
 	return run(ctx, t.CLI, args...)
 }

@@ -207,6 +207,13 @@ func upgrade(t *testing.T, kube client.Client, cliPath, host string, cfg xpkg.Bu
 		return strings.Contains(message(u, "Healthy"), stale), messages(u)
 	})
 	setPackage(t, kube, "Function", fnName, lookup(t, res, "function-armada").Ref)
+	if b, ok := res.Lookup("provider-armada"); ok {
+		pName, err := xpkg.PackageName(xpkg.DefaultRegistry + "/provider-armada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		setPackage(t, kube, "Provider", pName, b.Ref)
+	}
 	waitFor(t, "the upgraded Configuration to be Healthy", func() (bool, string) {
 		u, _ := get(t.Context(), kube, pkgV1, "Configuration", cfg.Name)
 		l := &unstructured.UnstructuredList{}

@@ -91,13 +91,17 @@ func TestPackageContents(t *testing.T) {
 	}
 	// Exact versions: ours at the version built, provider-armada once its
 	// package is built, provider-kubernetes at the version the control plane
-	// runs. provider-helm and provider-sql join when their Dependencies rows
-	// stop being Pending; add them here then.
+	// runs, provider-helm and provider-sql at the versions the offline
+	// validation checked the composed objects against.
 	wantDeps := []any{dep("Function", xpkg.DefaultRegistry+"/function-armada", version)}
 	if _, ok := res.Lookup("provider-armada"); ok {
 		wantDeps = append(wantDeps, dep("Provider", xpkg.DefaultRegistry+"/provider-armada", version))
 	}
-	wantDeps = append(wantDeps, dep("Provider", "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes", controlplane.ProviderKubernetesVersion))
+	wantDeps = append(wantDeps,
+		dep("Provider", "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes", controlplane.ProviderKubernetesVersion),
+		dep("Provider", "xpkg.crossplane.io/crossplane-contrib/provider-helm", "v1.3.0"),
+		dep("Provider", "xpkg.crossplane.io/crossplane-contrib/provider-sql", "v0.16.0"),
+	)
 	type want struct {
 		objects   []string
 		dependsOn []any
@@ -114,17 +118,20 @@ func TestPackageContents(t *testing.T) {
 			want:   want{objects: []string{"Function/function-armada"}},
 		},
 		"Configuration": {
-			reason: "configuration-armada holds the XRD and Composition, pins function-armada at its own version and " +
-				"provider-kubernetes at the version the control plane tests run, and its Composition names the function as Crossplane installs it.",
+			reason: "configuration-armada holds both XRDs and Compositions and the activation policy, pins our packages at its own version and " +
+				"the providers at the versions the tests ran, and its Compositions name the function as Crossplane installs it.",
 			pkg: "configuration-armada",
 			want: want{
 				objects: []string{
 					"Configuration/configuration-armada",
+					"ManagedResourceActivationPolicy/armada",
 					"Composition/xarmadas.platform.armadaproject.io",
 					"CompositeResourceDefinition/xarmadas.platform.armadaproject.io",
+					"Composition/xarmadaqueues.platform.armadaproject.io",
+					"CompositeResourceDefinition/xarmadaqueues.platform.armadaproject.io",
 				},
 				dependsOn: wantDeps,
-				functions: []any{fnName},
+				functions: []any{fnName, fnName},
 			},
 		},
 	}

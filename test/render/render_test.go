@@ -27,6 +27,8 @@ const (
 	root        = "../.."
 	composition = root + "/package/xarmada/composition.yaml"
 	xrd         = root + "/package/xarmada/definition.yaml"
+	// provider-armada's CRDs, for the Queues and ProviderConfig composed.
+	providerCRDs = root + "/package/provider/crds"
 	// maxSteps bounds how many reconciles an example may take to converge.
 	maxSteps = 5
 )
@@ -63,7 +65,7 @@ func examples(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := xprender.ClaimToXR(docs); err == nil {
+		if xr, err := xprender.ClaimToXR(docs); err == nil && xr["kind"] == "XArmada" {
 			out = append(out, p)
 		}
 	}
@@ -79,6 +81,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	crds = append(crds, providerCRDs)
 	for _, path := range examples(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {

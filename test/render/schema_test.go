@@ -158,7 +158,8 @@ func TestExamplesValidate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
-	if out, err := tools.Validate(ctx, []string{xrd}, filepath.Join(root, "examples"), nil); err != nil {
+	exts := []string{xrd, filepath.Join(root, "package", "xarmada", "queue-definition.yaml"), filepath.Join(root, "package", "provider", "crds")}
+	if out, err := tools.Validate(ctx, exts, filepath.Join(root, "examples"), nil); err != nil {
 		t.Errorf("examples do not validate: %v", err)
 	} else {
 		t.Logf("%s", lastLine(out))

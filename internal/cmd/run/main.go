@@ -123,6 +123,7 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 	for _, f := range []string{
 		"cluster/rbac/crossplane-armada.yaml",
 		"package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml",
+		"package/xarmada/queue-definition.yaml", "package/xarmada/queue-composition.yaml",
 	} {
 		docs, err := xprender.ReadDocs(f)
 		if err != nil {

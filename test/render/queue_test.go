@@ -1,0 +1,81 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
+)
+
+const (
+	queueComposition = root + "/package/xarmada/queue-composition.yaml"
+	queueXRD         = root + "/package/xarmada/queue-definition.yaml"
+)
+
+// TestRenderTeamQueue renders examples/team-queue.yaml through the real
+// Crossplane CLI and core with the production example's XArmada as the
+// required target, compares it with a golden file and validates it against
+// the queue XRD and provider-armada's CRDs; without the target, the render
+// fails naming spec.armada.name.
+func TestRenderTeamQueue(t *testing.T) {
+	tools, addr := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	xrOf := func(example string) map[string]any {
+		docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
+		if err != nil {
+			t.Fatal(err)
+		}
+		xr, err := xprender.ClaimToXR(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return xr
+	}
+	target, err := yaml.Marshal(xrOf("production.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := filepath.Join(t.TempDir(), "required.yaml")
+	if err := os.WriteFile(required, target, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opt := xprender.RenderOptions{XR: xrOf("team-queue.yaml"), Composition: queueComposition, XRD: queueXRD, FunctionAddress: addr, RequiredResources: required}
+	out, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "team-queue", "team-queue.yaml"), out)
+	again, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(out) {
+		t.Error("rendering the same team queue twice differs")
+	}
+	crds, err := providers.CRDDirs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := tools.Validate(ctx, append([]string{queueXRD, providerCRDs}, crds...), "-", withoutResults(out)); err != nil {
+		t.Errorf("team queue render does not validate: %v", err)
+	} else {
+		t.Logf("validate: %s", lastLine(v))
+	}
+
+	empty := filepath.Join(t.TempDir(), "none.yaml")
+	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opt.RequiredResources = empty
+	if _, err := tools.Render(ctx, opt); err == nil || !strings.Contains(err.Error(), `spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada-prod"`) {
+		t.Errorf("rendering without the target Armada: got %v, want a Fatal naming spec.armada.name", err)
+	}
+}
