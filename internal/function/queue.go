@@ -84,9 +84,11 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return rsp
 	}
 	if ready {
-		response.ConditionTrue(rsp, "QueueReady", "Available").WithMessage("Queue " + out.Status.Queue + " exists in Armada " + out.Status.Armada).TargetCompositeAndClaim()
+		response.ConditionTrue(rsp, "QueueReady", "Available").
+			WithMessage("Queue " + out.Status.Queue + " exists in Armada " + out.Status.Armada).TargetCompositeAndClaim()
 	} else {
-		response.ConditionFalse(rsp, "QueueReady", "Creating").WithMessage("Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada).TargetCompositeAndClaim()
+		response.ConditionFalse(rsp, "QueueReady", "Creating").
+			WithMessage("Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada).TargetCompositeAndClaim()
 	}
 	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
 	return rsp

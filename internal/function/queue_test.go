@@ -41,12 +41,12 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		"AsksForTheTarget": {
 			reason: "Before Crossplane fetched the target Armada the function asks for it and composes nothing yet.",
 			req:    requestFor(teamQueueXR),
-			want:   want{requested: true},
+			want:   want{requested: true, desired: []string{}},
 		},
 		"UnknownTarget": {
 			reason: "A target Armada that does not exist is a Fatal result naming spec.armada.name.",
 			req:    withTarget(),
-			want:   want{requested: true, fatal: `invalid XArmadaQueue: spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada"`},
+			want:   want{requested: true, desired: []string{}, fatal: `invalid XArmadaQueue: spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada"`},
 		},
 		"Composes": {
 			reason: "With the target, the queue and the jobs' namespace are composed.",
@@ -66,7 +66,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 					fatal = r.GetMessage()
 				}
 			}
-			var desired []string
+			desired := make([]string, 0, len(rsp.GetDesired().GetResources()))
 			for k := range rsp.GetDesired().GetResources() {
 				desired = append(desired, k)
 			}

@@ -23,15 +23,15 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 	case group == "postgresql.cnpg.io" && obj.GetKind() == "Cluster":
 		ts := now.UTC().Format(time.RFC3339)
 		return map[string]any{"phase": "Cluster in healthy state", "conditions": []any{
-			map[string]any{"type": "Ready", "status": condTrue, "reason": "ClusterIsReady", "message": "Cluster is Ready", keyLTT: ts},
+			condition("Ready", "ClusterIsReady", ts, "message", "Cluster is Ready"),
 		}}, true
 	case group == "postgresql.cnpg.io" && obj.GetKind() == "Database":
 		return map[string]any{"applied": true, "observedGeneration": obj.GetGeneration()}, true
 	case strings.HasSuffix(group, ".crossplane.io") && managedKinds[obj.GetKind()]:
 		ts := now.UTC().Format(time.RFC3339)
 		return map[string]any{"conditions": []any{
-			map[string]any{"type": "Synced", "status": condTrue, "reason": "ReconcileSuccess", keyLTT: ts},
-			map[string]any{"type": "Ready", "status": condTrue, "reason": "Available", keyLTT: ts},
+			condition("Synced", "ReconcileSuccess", ts),
+			condition("Ready", "Available", ts),
 		}}, true
 	}
 	switch obj.GetKind() {
@@ -43,8 +43,8 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 		return map[string]any{
 			"startTime": ts, "completionTime": ts, "succeeded": int64(1),
 			"conditions": []any{
-				map[string]any{"type": "SuccessCriteriaMet", "status": condTrue, "lastProbeTime": ts, keyLTT: ts},
-				map[string]any{"type": "Complete", "status": condTrue, "lastProbeTime": ts, keyLTT: ts},
+				condition("SuccessCriteriaMet", "", ts, "lastProbeTime", ts),
+				condition("Complete", "", ts, "lastProbeTime", ts),
 			},
 		}, true
 	case "Deployment", "StatefulSet":
@@ -83,4 +83,17 @@ func complete(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// condition is a True condition of a type, with a reason if not empty, the
+// transition time ts and extra key/value pairs.
+func condition(typ, reason, ts string, extra ...string) map[string]any {
+	c := map[string]any{"type": typ, "status": condTrue, keyLTT: ts}
+	if reason != "" {
+		c["reason"] = reason
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		c[extra[i]] = extra[i+1]
+	}
+	return c
 }

@@ -91,8 +91,10 @@ func TestRender(t *testing.T) {
 		},
 		"FractionOutOfRange": {
 			reason: "Quota fractions are between 0 and 1.",
-			xr:     claim(func(s *v1alpha1.ArmadaQueueSpec) { s.Quota = map[string]v1alpha1.QueueQuota{"armada-default": {"cpu": "1.5"}} }),
-			want:   want{errs: field.ErrorList{field.Invalid(field.NewPath("spec", "quota").Key("armada-default").Key("cpu"), "1.5", "")}},
+			xr: claim(func(s *v1alpha1.ArmadaQueueSpec) {
+				s.Quota = map[string]v1alpha1.QueueQuota{"armada-default": {"cpu": "1.5"}}
+			}),
+			want: want{errs: field.ErrorList{field.Invalid(field.NewPath("spec", "quota").Key("armada-default").Key("cpu"), "1.5", "")}},
 		},
 		"PriorityFactorBelowOne": {
 			reason: "Armada rejects priority factors below 1.",

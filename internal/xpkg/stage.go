@@ -97,8 +97,7 @@ func (s *stage) dependsOn() []any {
 	all := Dependencies(s.registry)
 	deps := make([]any, 0, len(all))
 	for _, d := range all {
-		switch {
-		case d.Built != "" && !s.built[d.Built]:
+		if d.Built != "" && !s.built[d.Built] {
 			s.logf("dependency %s not declared: package %s was not built", d.Package, d.Built)
 			continue
 		}

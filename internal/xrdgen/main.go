@@ -45,9 +45,9 @@ var xrds = []xrd{
 		Claim: "ArmadaClaim", ClaimPlural: "armadaclaims",
 		Definition: "definition.yaml", Composition: "composition.yaml", Step: "compose-armada", Versions: true,
 		Columns: []any{
-			map[string]any{"name": "VERSION", "type": "string", "jsonPath": ".status.version.running"},
-			map[string]any{"name": "GRPC", "type": "string", "jsonPath": ".status.endpoints.grpc", "priority": 1},
-			map[string]any{"name": "LOOKOUT", "type": "string", "jsonPath": ".status.endpoints.lookout", "priority": 1},
+			column("VERSION", ".status.version.running", 0),
+			column("GRPC", ".status.endpoints.grpc", 1),
+			column("LOOKOUT", ".status.endpoints.lookout", 1),
 		},
 	},
 	{
@@ -55,8 +55,8 @@ var xrds = []xrd{
 		Claim: "ArmadaQueueClaim", ClaimPlural: "armadaqueueclaims",
 		Definition: "queue-definition.yaml", Composition: "queue-composition.yaml", Step: "compose-queue",
 		Columns: []any{
-			map[string]any{"name": "QUEUE", "type": "string", "jsonPath": ".status.queue"},
-			map[string]any{"name": "ARMADA", "type": "string", "jsonPath": ".status.armada"},
+			column("QUEUE", ".status.queue", 0),
+			column("ARMADA", ".status.armada", 0),
 		},
 	},
 }
@@ -182,4 +182,14 @@ func dig(v any, path ...string) any {
 		v = m[p]
 	}
 	return v
+}
+
+// column is a printer column of a string field; priority 1 shows it only
+// with -o wide.
+func column(name, jsonPath string, priority int) map[string]any {
+	c := map[string]any{"name": name, "type": "string", "jsonPath": jsonPath}
+	if priority > 0 {
+		c["priority"] = priority
+	}
+	return c
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(again) != string(out) {
+	if !bytes.Equal(again, out) {
 		t.Error("rendering the same team queue twice differs")
 	}
 	crds, err := providers.CRDDirs(ctx)
