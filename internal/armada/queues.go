@@ -1,6 +1,8 @@
 package armada
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -77,19 +79,33 @@ func (in *Install) Queue(name string, p armadav1.QueueParameters, component stri
 
 // queues composes spec.queues once the server runs (or once they exist):
 // the credentials provider-armada uses, its ProviderConfig and a Queue per
-// entry.
+// entry. Queues do not hold the Armada's readiness (Armada serves without
+// them); the QueuesReady condition reports them instead.
 func (r *renderer) queues(password string) {
 	in := r.in
 	if len(in.Spec.Queues) == 0 && !r.exists(keyProviderConfig) {
 		return
 	}
 	if !r.opt.Observed.Workloads["server"].Ready && !r.exists(keyProviderConfig) {
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionQueues, Reason: ReasonWaiting, Message: "Waiting for the server before creating queues"})
 		return
 	}
 	r.add(keyQueueCreds, in.queueCredentials(password), r.exists(keyQueueCreds))
 	r.add(keyProviderConfig, in.providerConfig(), r.exists(keyProviderConfig))
+	var waiting []string
 	for _, q := range in.Spec.Queues {
 		key := keyQueuePrefix + q.Name
-		r.add(key, in.Queue(q.Name, q.QueueParameters, "queue"), r.opt.Observed.Ready[key])
+		r.add(key, in.Queue(q.Name, q.QueueParameters, "queue"), true)
+		if !r.opt.Observed.Ready[key] {
+			waiting = append(waiting, q.Name)
+		}
 	}
+	if len(waiting) > 0 {
+		r.out.Conditions = append(r.out.Conditions, Condition{
+			Type: ConditionQueues, Reason: ReasonWaiting,
+			Message: "Waiting for provider-armada to create queues: " + strings.Join(waiting, ", "),
+		})
+		return
+	}
+	r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionQueues, Status: true, Reason: ReasonReady, Message: "Every queue exists in Armada"})
 }

@@ -22,6 +22,7 @@ const (
 // tooling may match on them.
 const (
 	ConditionBackingServices = "BackingServicesReady"
+	ConditionQueues          = "QueuesReady"
 	ConditionMigrations      = "MigrationsComplete"
 	ConditionComponents      = "ComponentsReady"
 

@@ -58,6 +58,15 @@ func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 		}
 		crds = append(crds, pcrds...)
 	}
+	if !c.opts.KubernetesOnly {
+		// provider-armada's CRDs: the function composes its Queues and
+		// ProviderConfig.
+		own, err := readManifestDir(filepath.Join(c.opts.RepoRoot, "package", "provider", "crds"))
+		if err != nil {
+			return err
+		}
+		crds = append(crds, own...)
+	}
 	if !c.opts.SkipBackingServiceCRDs && !c.opts.KubernetesOnly {
 		bcrds, err := backingServiceCRDs(ctx)
 		if err != nil {

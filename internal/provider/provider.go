@@ -3,6 +3,8 @@
 package provider
 
 import (
+	"context"
+	"net"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +25,10 @@ type Options struct {
 	// from Armada is taken for a slow read rather than a deleted queue.
 	// Zero means crossplane-runtime's default, 30s.
 	CreationGracePeriod time.Duration
+
+	// Dialer, if set, opens connections to Armada instead of dialling the
+	// provider configs' endpoints; tests use it to reach a local Armada.
+	Dialer func(context.Context, string) (net.Conn, error)
 }
 
 // Setup adds every provider-armada controller to mgr.
@@ -30,5 +36,5 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := config.Setup(mgr, o.Controller); err != nil {
 		return err
 	}
-	return queue.Setup(mgr, queue.Options{Controller: o.Controller, CreationGracePeriod: o.CreationGracePeriod})
+	return queue.Setup(mgr, queue.Options{Controller: o.Controller, CreationGracePeriod: o.CreationGracePeriod, Dialer: o.Dialer})
 }

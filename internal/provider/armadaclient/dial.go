@@ -6,6 +6,7 @@ package armadaclient
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/armadaproject/armada/pkg/api"
@@ -43,6 +44,10 @@ type Config struct {
 	// the same client credentials, so each reconcile does not fetch a new
 	// one. Nil fetches a token per connection.
 	Tokens *TokenSources
+	// Dialer, if set, opens the connection instead of dialling the
+	// endpoint's address: tests point an in-cluster Service address at a
+	// local server with it.
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // A Conn is one connection to Armada. Close it when done.
@@ -64,6 +69,9 @@ func Dial(ctx context.Context, kube client.Reader, c Config) (*Conn, error) {
 		return nil, err
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(tc)}
+	if c.Dialer != nil {
+		opts = append(opts, grpc.WithContextDialer(c.Dialer))
+	}
 	rc, err := perRPCCredentials(ctx, kube, c)
 	if err != nil {
 		return nil, err
@@ -71,7 +79,12 @@ func Dial(ctx context.Context, kube client.Reader, c Config) (*Conn, error) {
 	if rc != nil {
 		opts = append(opts, grpc.WithPerRPCCredentials(rc))
 	}
-	cc, err := grpc.NewClient(c.Spec.Endpoint, opts...)
+	target := c.Spec.Endpoint
+	if c.Dialer != nil {
+		// The dialer resolves the address itself.
+		target = "passthrough:///" + target
+	}
+	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot create gRPC client for %s", c.Spec.Endpoint)
 	}

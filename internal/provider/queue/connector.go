@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"net"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,8 @@ type Connector struct {
 	// tokens are shared across reconciles, so OIDC tokens are reused.
 	tokens *armadaclient.TokenSources
 	dial   func(context.Context, client.Reader, armadaclient.Config) (*armadaclient.Conn, error)
+	// dialer, if set, opens connections instead of dialling endpoints.
+	dialer func(context.Context, string) (net.Conn, error)
 }
 
 // NewConnector returns a Connector that reads configs and Secrets through
@@ -56,7 +59,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.Ty
 	if err := t.Track(ctx, cr); err != nil {
 		return nil, errors.Wrap(err, "cannot track provider config usage")
 	}
-	cfg := armadaclient.Config{Tokens: c.tokens}
+	cfg := armadaclient.Config{Tokens: c.tokens, Dialer: c.dialer}
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
@@ -76,4 +79,11 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.Ty
 		return nil, errors.Wrap(err, "cannot connect to Armada")
 	}
 	return NewExternal(conn), nil
+}
+
+// newConnector is NewConnector with a dialer.
+func newConnector(kube client.Client, dialer func(context.Context, string) (net.Conn, error)) *Connector {
+	c := NewConnector(kube)
+	c.dialer = dialer
+	return c
 }

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"context"
+	"net"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +25,9 @@ type Options struct {
 	// CreationGracePeriod is how long after creating a queue a NotFound
 	// is taken for a slow read; zero means crossplane-runtime's default.
 	CreationGracePeriod time.Duration
+	// Dialer, if set, opens connections to Armada instead of dialling the
+	// provider configs' endpoints; tests use it to reach a local Armada.
+	Dialer func(context.Context, string) (net.Conn, error)
 }
 
 // Setup adds the Queue controller to mgr. Management policies are always
@@ -34,7 +39,7 @@ func Setup(mgr ctrl.Manager, so Options) error {
 	// crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
 	recorder := mgr.GetEventRecorderFor(name) //nolint:staticcheck // See above.
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.Queue](NewConnector(mgr.GetClient())),
+		managed.WithTypedExternalConnector[*v1alpha1.Queue](newConnector(mgr.GetClient(), so.Dialer)),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithRecorder(event.NewAPIRecorder(recorder)),

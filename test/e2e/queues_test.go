@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/provider"
+	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
+)
+
+// TestQueues applies an Armada with a platform-defined queue and a team's
+// ArmadaQueueClaim on it, runs provider-armada's controllers against the
+// control plane, and checks both queues appear in an Armada API: the
+// in-memory Armada, which accepts only the user and password the function
+// generated for provider-armada and grants queue permissions only to the
+// group the function configured. The Armada server's in-cluster address is
+// dialled to it; nothing else is changed. An ArmadaQueueClaim naming an
+// Armada that does not exist reports the field.
+func TestQueues(t *testing.T) {
+	ns := "e2e-queues"
+	claim := install(t, "minimal", ns, ownPriorityClasses(ns), func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedSlice(u.Object, []any{
+			map[string]any{"name": "research", "priorityFactor": "2", "groupOwners": []any{"researchers"}},
+		}, "spec", "queues")
+	})
+	// The credentials the function composes for provider-armada once the
+	// server runs.
+	secret := &corev1.Secret{}
+	waitFor(t, "provider-armada's credentials composed", func() (bool, string) {
+		_, refs := composed(t, claim)
+		markHealthy(t, refs)
+		err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claim.GetName() + "-provider-armada"}, secret)
+		return err == nil, fmt.Sprint(err)
+	})
+	user, password := string(secret.Data[corev1.BasicAuthUsernameKey]), string(secret.Data[corev1.BasicAuthPasswordKey])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	armada, err := armadatest.Start(ctx, armadatest.Options{
+		Users: map[string]armadatest.User{user: {Password: password, Groups: []string{"armada-queue-admins"}}},
+		PermissionGroups: map[armadatest.Permission][]string{
+			armadatest.CreateQueue: {"armada-queue-admins"}, armadatest.DeleteQueue: {"armada-queue-admins"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer armada.Close()
+	server := claim.GetName() + "-server." + ns + ".svc:50051"
+	runProvider(ctx, t, func(ctx context.Context, addr string) (net.Conn, error) {
+		if addr != server {
+			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, server)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", armada.Address())
+	})
+
+	team := teamQueueClaim(ns, "team-ml", claim.GetName())
+	namespace(t, "team-ml")
+	apply(t, team)
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), team) })
+
+	for _, q := range []string{"research", "ml"} {
+		d := waitFor(t, "queue "+q+" in Armada", func() (bool, string) {
+			_, ok := armada.Queue(q)
+			return ok, fmt.Sprintf("queues in Armada: %v; Queue objects: %s", armada.QueueNames(), queueStates(t, ns))
+		})
+		t.Logf("queue %s created in Armada %s after the provider started", q, d.Round(time.Millisecond))
+	}
+	if got, _ := armada.Queue("research"); got.PriorityFactor != 2 {
+		t.Errorf("queue research has priority factor %v, want 2", got.PriorityFactor)
+	}
+	waitFor(t, "the team's claim Ready", func() (bool, string) {
+		c := get(t, claimAPIVersion, "ArmadaQueueClaim", "team-ml", "ml")
+		s, r, m := condition(c, "Ready")
+		q, _, _ := unstructured.NestedString(c.Object, "status", "queue")
+		return s == "True" && q == "ml", fmt.Sprintf("Ready=%s %s: %s; status.queue %q", s, r, m, q)
+	})
+	claimCondition(t, claim, "QueuesReady", "True")
+	converge(t, claim)
+
+	missing := teamQueueClaim(ns, "team-lost", "no-such-armada")
+	namespace(t, "team-lost")
+	apply(t, missing)
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), missing) })
+	waitFor(t, "the claim's XR to name spec.armada.name", func() (bool, string) {
+		c := get(t, claimAPIVersion, "ArmadaQueueClaim", "team-lost", "ml")
+		name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
+		if name == "" {
+			return false, "no XR yet"
+		}
+		xr := get(t, claimAPIVersion, "XArmadaQueue", "", name)
+		if xr == nil {
+			return false, "no XR yet"
+		}
+		s, r, m := condition(xr, "Synced")
+		return s == "False" && strings.Contains(m, "spec.armada.name: Not found"), fmt.Sprintf("Synced=%s %s: %s", s, r, m)
+	})
+}
+
+// teamQueueClaim is examples/team-queue.yaml's claim, in ns, targeting the
+// ArmadaClaim armada in armadaNS.
+func teamQueueClaim(armadaNS, ns, armada string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": claimAPIVersion, "kind": "ArmadaQueueClaim",
+		"metadata": map[string]any{"name": "ml", "namespace": ns},
+		"spec": map[string]any{
+			"armada":      map[string]any{"name": armada, "namespace": armadaNS},
+			"groupOwners": []any{"team-ml"},
+			"namespaces":  []any{ns + "-jobs"},
+		},
+	}}
+}
+
+// runProvider runs provider-armada's controllers against the control plane
+// until ctx is done, dialling Armada with dial.
+func runProvider(ctx context.Context, t *testing.T, dial func(context.Context, string) (net.Conn, error)) {
+	t.Helper()
+	ctrllog.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(cp.RESTConfig(), ctrl.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := armadav1.SchemeBuilder.AddToScheme(mgr.GetScheme()); err != nil {
+		t.Fatal(err)
+	}
+	o := controller.Options{
+		Logger: logging.NewNopLogger(), PollInterval: 5 * time.Second, MaxConcurrentReconciles: 2,
+		GlobalRateLimiter: ratelimiter.NewGlobal(100),
+	}
+	if err := provider.Setup(mgr, provider.Options{Controller: o, CreationGracePeriod: time.Second, Dialer: dial}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("provider-armada stopped: %v", err)
+		}
+	}()
+}
+
+// queueStates summarises the Queue objects in ns and their Synced
+// conditions, for failure messages.
+func queueStates(t *testing.T, ns string) string {
+	t.Helper()
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(armadav1.SchemeGroupVersion.String())
+	l.SetKind("QueueList")
+	if err := kube().List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for i := range l.Items {
+		s, r, m := condition(&l.Items[i], "Synced")
+		out = append(out, fmt.Sprintf("%s Synced=%s %s %s", l.Items[i].GetName(), s, r, m))
+	}
+	return strings.Join(out, "; ")
+}
