@@ -50,8 +50,7 @@ func TestQueues(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	user, password := string(secret.Data[corev1.BasicAuthUsernameKey]), string(secret.Data[corev1.BasicAuthPasswordKey])
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	armada, err := armadatest.Start(ctx, armadatest.Options{
 		Users: map[string]armadatest.User{user: {Password: password, Groups: []string{"armada-queue-admins"}}},
 		PermissionGroups: map[armadatest.Permission][]string{
@@ -62,10 +61,10 @@ func TestQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer armada.Close()
-	server := claim.GetName() + "-server." + ns + ".svc:50051"
+	serverAddr := claim.GetName() + "-server." + ns + ".svc:50051"
 	runProvider(ctx, t, func(ctx context.Context, addr string) (net.Conn, error) {
-		if addr != server {
-			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, server)
+		if addr != serverAddr {
+			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", armada.Address())
