@@ -41,31 +41,9 @@ func randomSpec(rng *rand.Rand) v1alpha1.ArmadaSpec {
 func edit(rng *rand.Rand, s v1alpha1.ArmadaSpec) v1alpha1.ArmadaSpec {
 	s = *s.DeepCopy()
 	for range 1 + rng.IntN(3) {
-		switch rng.IntN(9) {
-		case 0: // switch Postgres's mode, maybe allowed
-			allow := rng.IntN(2) == 0
-			if s.Postgres.Mode == modeInCluster {
-				s.Postgres = spec().Postgres
-			} else {
-				s.Postgres = v1alpha1.Postgres{Mode: modeInCluster}
-			}
-			s.Postgres.AllowModeChange = allow
-		case 1:
-			allow := rng.IntN(2) == 0
-			if s.Redis.Mode == modeInCluster {
-				s.Redis = spec().Redis
-			} else {
-				s.Redis = v1alpha1.Redis{Mode: modeInCluster}
-			}
-			s.Redis.AllowModeChange = allow
-		case 2:
-			allow := rng.IntN(2) == 0
-			if s.Pulsar.Mode == modeInCluster {
-				s.Pulsar = spec().Pulsar
-			} else {
-				s.Pulsar = v1alpha1.Pulsar{Mode: modeInCluster}
-			}
-			s.Pulsar.AllowModeChange = allow
+		switch c := rng.IntN(9); c {
+		case 0, 1, 2: // switch a backing service's mode, maybe allowed
+			switchMode(&s, c, rng.IntN(2) == 0)
 		case 3:
 			s.Pulsar.EventsPartitions = 1 + rng.Int32N(8)
 		case 4:
@@ -81,6 +59,35 @@ func edit(rng *rand.Rand, s v1alpha1.ArmadaSpec) v1alpha1.ArmadaSpec {
 		}
 	}
 	return s
+}
+
+// switchMode switches a backing service (0 Postgres, 1 Redis, 2 Pulsar)
+// between InCluster and spec()'s External settings, with allowModeChange.
+func switchMode(s *v1alpha1.ArmadaSpec, service int, allow bool) {
+	base := spec()
+	switch service {
+	case 0:
+		if s.Postgres.Mode == modeInCluster {
+			s.Postgres = base.Postgres
+		} else {
+			s.Postgres = v1alpha1.Postgres{Mode: modeInCluster}
+		}
+		s.Postgres.AllowModeChange = allow
+	case 1:
+		if s.Redis.Mode == modeInCluster {
+			s.Redis = base.Redis
+		} else {
+			s.Redis = v1alpha1.Redis{Mode: modeInCluster}
+		}
+		s.Redis.AllowModeChange = allow
+	case 2:
+		if s.Pulsar.Mode == modeInCluster {
+			s.Pulsar = base.Pulsar
+		} else {
+			s.Pulsar = v1alpha1.Pulsar{Mode: modeInCluster}
+		}
+		s.Pulsar.AllowModeChange = allow
+	}
 }
 
 // observe turns rendered objects into a random, partial observation: each

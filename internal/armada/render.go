@@ -73,8 +73,6 @@ type Options struct {
 	Observed Observed
 	// Rand is the source of generated passwords.
 	Rand RandFunc
-	// Exists reports whether a composed resource is observed.
-	Exists func(key string) bool
 }
 
 // renderer accumulates one render.
@@ -91,7 +89,7 @@ func (r *renderer) add(key string, o client.Object, ready bool) {
 }
 
 // exists is add's readiness for objects that are ready once they exist.
-func (r *renderer) exists(key string) bool { return r.opt.Exists != nil && r.opt.Exists(key) }
+func (r *renderer) exists(key string) bool { return r.opt.Observed.Keys[key] }
 
 // Render composes the whole installation.
 func Render(in *Install, opt Options) (*Output, error) {

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 )
 
@@ -23,7 +24,7 @@ func backingServiceCRDs(ctx context.Context) ([]*unstructured.Unstructured, erro
 		if err != nil {
 			return nil, err
 		}
-		objs, err := readManifestDir(filepath.Join(d, p.CRDDir))
+		objs, err := manifest.ReadDir(filepath.Join(d, p.CRDDir))
 		if err != nil {
 			return nil, err
 		}

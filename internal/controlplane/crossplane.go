@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 // CrossplaneNamespace is the namespace Crossplane runs packages in; the
@@ -38,14 +40,14 @@ func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 	}
 	var crds []*unstructured.Unstructured
 	if !c.opts.KubernetesOnly {
-		xp, err := readManifestDir(c.opts.CrossplaneCRDDir)
+		xp, err := manifest.ReadDir(c.opts.CrossplaneCRDDir)
 		if err != nil {
 			return err
 		}
 		crds = append(crds, xp...)
 	}
 	for _, dir := range c.opts.ExtraCRDDirs {
-		extra, err := readManifestDir(dir)
+		extra, err := manifest.ReadDir(dir)
 		if err != nil {
 			return err
 		}
@@ -61,7 +63,7 @@ func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 	if !c.opts.KubernetesOnly {
 		// provider-armada's CRDs: the function composes its Queues and
 		// ProviderConfig.
-		own, err := readManifestDir(filepath.Join(c.opts.RepoRoot, "package", "provider", "crds"))
+		own, err := manifest.ReadDir(filepath.Join(c.opts.RepoRoot, "package", "provider", "crds"))
 		if err != nil {
 			return err
 		}
@@ -141,7 +143,7 @@ func (c *ControlPlane) StopCrossplane() error {
 func (c *ControlPlane) installPackage(ctx context.Context) error {
 	var objs []*unstructured.Unstructured
 	for _, f := range packageFiles {
-		o, err := readManifests(filepath.Join(c.opts.PackageDir, f))
+		o, err := manifest.ReadFile(filepath.Join(c.opts.PackageDir, f))
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 // ProviderConfigName names the ProviderConfigs the control plane creates
@@ -33,7 +35,7 @@ const convertedCRD = "objects.kubernetes.crossplane.io"
 // packaged CRD names a Service without a name, which the API server
 // rejects.
 func (c *ControlPlane) providerCRDs() ([]*unstructured.Unstructured, error) {
-	crds, err := readManifestDir(c.opts.ProviderKubernetesCRDDir)
+	crds, err := manifest.ReadDir(c.opts.ProviderKubernetesCRDDir)
 	if err != nil {
 		return nil, err
 	}

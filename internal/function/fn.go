@@ -99,7 +99,6 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	out, err := armada.Render(in, armada.Options{
 		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
-		Exists:   func(key string) bool { _, ok := observed[resource.Name(key)]; return ok },
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
@@ -159,19 +158,25 @@ func priorityClassOwners(req *fnv1.RunFunctionRequest) map[string]string {
 func decodeXR(obj map[string]any) (armada.XR, error) {
 	u := &unstructured.Unstructured{Object: obj}
 	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels()}
+	return xr, decodeSpec(obj, "XArmada", &xr.Spec)
+}
+
+// decodeSpec decodes an XR's spec into a typed spec. A field of the wrong
+// type is an error naming it.
+func decodeSpec(obj map[string]any, kind string, into any) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
 	b, err := json.Marshal(spec)
 	if err != nil {
-		return xr, errors.Wrap(err, "cannot encode spec")
+		return errors.Wrap(err, "cannot encode spec")
 	}
-	if err := json.Unmarshal(b, &xr.Spec); err != nil {
+	if err := json.Unmarshal(b, into); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return xr, errors.Errorf("invalid XArmada: spec.%s: Invalid value: must be of type %s, not %s", te.Field, te.Type, te.Value)
+			return errors.Errorf("invalid %s: spec.%s: Invalid value: must be of type %s, not %s", kind, te.Field, te.Type, te.Value)
 		}
-		return xr, errors.Wrap(err, "invalid XArmada: spec: cannot decode")
+		return errors.Wrapf(err, "invalid %s: spec: cannot decode", kind)
 	}
-	return xr, nil
+	return nil
 }
 
 // unstructuredOf unwraps observed composed resources.

@@ -1,10 +1,6 @@
 package function
 
 import (
-	"encoding/json"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
@@ -26,7 +22,7 @@ const kindTeamQueue = "XArmadaQueue"
 // Armada's XR, and renders the queue in it once it has it.
 func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite) *fnv1.RunFunctionResponse {
 	xr := teamqueue.XR{Name: oxr.Resource.GetName(), Labels: oxr.Resource.GetLabels()}
-	if err := decodeSpec(oxr.Resource.Object, &xr.Spec); err != nil {
+	if err := decodeSpec(oxr.Resource.Object, kindTeamQueue, &xr.Spec); err != nil {
 		response.Fatal(rsp, err)
 		return rsp
 	}
@@ -92,14 +88,4 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	}
 	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
 	return rsp
-}
-
-// decodeSpec decodes an XR's spec into a typed spec.
-func decodeSpec(obj map[string]any, into any) error {
-	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return errors.Wrap(err, "cannot encode spec")
-	}
-	return errors.Wrap(json.Unmarshal(b, into), "cannot decode spec")
 }

@@ -166,9 +166,6 @@ func digest(t *testing.T, img v1.Image) string {
 // TestBuildReproducible compiles function-armada twice, into different
 // directories, and checks both images have the same digest.
 func TestBuildReproducible(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles function-armada twice; skipped with -short")
-	}
 	r, ok := Lookup("function-armada")
 	if !ok {
 		t.Fatal("no function-armada row in Runtimes")

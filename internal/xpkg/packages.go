@@ -80,11 +80,6 @@ type Dependency struct {
 	Built string
 }
 
-// ProviderKubernetesVersion is the provider-kubernetes the Configuration
-// depends on; the local control plane and the install test run the same
-// version (internal/controlplane.ProviderKubernetesVersion).
-const ProviderKubernetesVersion = "v1.3.1"
-
 // Dependencies are configuration-armada's dependencies: ours at the
 // version being built, and every Crossplane package the compositions use at
 // the version internal/providers pins, the one place those are declared.

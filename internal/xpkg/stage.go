@@ -2,7 +2,6 @@ package xpkg
 
 import (
 	"bytes"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,10 +9,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 // A stage turns a package's source directories into the package root
@@ -57,7 +57,7 @@ func (s *stage) copyYAML(src, dst string) error {
 		if err != nil {
 			return errors.Wrapf(err, "cannot stage %s", path)
 		}
-		objs, err := readObjects(path)
+		objs, err := manifest.ReadFile(path)
 		if err != nil {
 			return err
 		}
@@ -172,26 +172,4 @@ func (s *stage) renameFunctions(o *unstructured.Unstructured) error {
 		steps[i] = m
 	}
 	return unstructured.SetNestedSlice(o.Object, steps, "spec", "pipeline")
-}
-
-// readObjects reads every object in a multi-document YAML file.
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(path) //nolint:gosec // Paths are the package directories of this repository.
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot read %s", path)
-	}
-	d := kyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, errors.Wrapf(err, "cannot decode %s", path)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }

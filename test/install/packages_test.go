@@ -20,6 +20,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/image"
+	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
 )
 
@@ -162,10 +163,11 @@ func TestPackageContents(t *testing.T) {
 	}
 }
 
-// TestProviderKubernetesPinned checks the version the Configuration pins is
-// the one the local control plane runs.
+// TestProviderKubernetesPinned checks the version the Configuration pins
+// (internal/providers) is the one the local control plane runs.
 func TestProviderKubernetesPinned(t *testing.T) {
-	if diff := cmp.Diff(controlplane.ProviderKubernetesVersion, xpkg.ProviderKubernetesVersion); diff != "" {
+	p, _ := providers.Get("provider-kubernetes")
+	if diff := cmp.Diff(controlplane.ProviderKubernetesVersion, p.Version); diff != "" {
 		t.Errorf("configuration-armada pins a provider-kubernetes the control plane does not run: -controlplane, +xpkg:\n%s", diff)
 	}
 }

@@ -42,20 +42,19 @@ func (q *queueService) CreateQueue(ctx context.Context, req *api.Queue) (*types.
 	if len(req.GetUserOwners()) == 0 {
 		req.UserOwners = []string{p.name}
 	}
-	c, err := canonical(req)
-	if err != nil {
-		return nil, err
-	}
-	q.s.mu.Lock()
-	defer q.s.mu.Unlock()
-	q.s.queues[c.GetName()] = c
-	return &types.Empty{}, nil
+	return q.store(req)
 }
 
 func (q *queueService) UpdateQueue(ctx context.Context, req *api.Queue) (*types.Empty, error) {
 	if err := q.s.authorize(principalFrom(ctx), CreateQueue); err != nil {
 		return nil, err
 	}
+	return q.store(req)
+}
+
+// store validates a queue as Armada does and upserts it, as Armada's
+// Postgres queue repository does for both CreateQueue and UpdateQueue.
+func (q *queueService) store(req *api.Queue) (*types.Empty, error) {
 	c, err := canonical(req)
 	if err != nil {
 		return nil, err
