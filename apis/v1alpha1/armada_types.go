@@ -425,6 +425,21 @@ type ArmadaStatus struct {
 	// generated basic-auth passwords.
 	// +optional
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+	// Scheduling reports the priority class names this Armada uses: jobs'
+	// priorityClassName and team queue quotas name them.
+	// +optional
+	Scheduling SchedulingStatus `json:"scheduling,omitempty"`
+}
+
+// SchedulingStatus reports an Armada's priority classes.
+type SchedulingStatus struct {
+	// PriorityClasses are the names of the PriorityClasses Armada schedules
+	// with, in spec order.
+	// +optional
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
+	// DefaultPriorityClass is what jobs that name none get.
+	// +optional
+	DefaultPriorityClass string `json:"defaultPriorityClass,omitempty"`
 }
 
 // VersionStatus reports Armada versions.

@@ -1,7 +1,10 @@
 package armada
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"net"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,12 +97,38 @@ const (
 	pulsarAdminPort       = 8080
 )
 
-// defaultPriorityClasses are Armada's executor chart priority classes.
-func defaultPriorityClasses() []v1alpha1.PriorityClass {
+// defaultPriorityClasses are Armada's executor chart priority classes
+// (default 1000, preemptible 900), their names prefixed.
+func defaultPriorityClasses(prefix string) []v1alpha1.PriorityClass {
 	return []v1alpha1.PriorityClass{
-		{Name: "armada-default", Priority: 1000},
-		{Name: "armada-preemptible", Priority: 900, Preemptible: true},
+		{Name: prefix + "default", Priority: 1000},
+		{Name: prefix + "preemptible", Priority: 900, Preemptible: true},
 	}
+}
+
+// legacyPriorityClassPrefix gives the chart's names, armada-default and
+// armada-preemptible, which every Armada composed before names became
+// per-Armada. An Armada that already composes them keeps them: running jobs
+// reference them.
+const legacyPriorityClassPrefix = "armada-"
+
+// priorityClassPrefix prefixes an Armada's default priority class names.
+// PriorityClasses are cluster-wide, so the default names include the
+// Armada's namespace and name, and a short hash of the pair: "a-b"/"c" and
+// "a"/"b-c" read alike but never share names. An Armada that already
+// composes the legacy names keeps them.
+func priorityClassPrefix(namespace, name string, composed []string) string {
+	for _, pc := range defaultPriorityClasses(legacyPriorityClassPrefix) {
+		if slices.Contains(composed, pc.Name) {
+			return legacyPriorityClassPrefix
+		}
+	}
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	if namespace == "" {
+		// Refused for the missing namespace; only that error is reported.
+		return fmt.Sprintf("%s-%x-", name, sum[:3])
+	}
+	return fmt.Sprintf("%s-%s-%x-", namespace, name, sum[:3])
 }
 
 // defaultResources are what Armada's charts and operator use for every
@@ -132,8 +161,9 @@ func migrationResources() corev1.ResourceRequirements {
 }
 
 // applyDefaults fills every field the user left empty. It never overwrites
-// a value the user set.
-func applyDefaults(s *v1alpha1.ArmadaSpec) {
+// a value the user set. priorityClassPrefix prefixes the default priority
+// class names.
+func applyDefaults(s *v1alpha1.ArmadaSpec, priorityClassPrefix string) {
 	if s.Version == "" {
 		s.Version = DefaultVersion
 	}
@@ -162,7 +192,7 @@ func applyDefaults(s *v1alpha1.ArmadaSpec) {
 		s.Scheduling.Pools = []v1alpha1.Pool{{Name: defaultPoolName}}
 	}
 	if len(s.Scheduling.PriorityClasses) == 0 {
-		s.Scheduling.PriorityClasses = defaultPriorityClasses()
+		s.Scheduling.PriorityClasses = defaultPriorityClasses(priorityClassPrefix)
 	}
 	if s.Scheduling.DefaultPriorityClass == "" {
 		s.Scheduling.DefaultPriorityClass = s.Scheduling.PriorityClasses[0].Name

@@ -105,6 +105,10 @@ func Render(in *Install, opt Options) (*Output, error) {
 		Components:        map[string]v1alpha1.ComponentStatus{},
 		Endpoints:         in.Endpoints(),
 		CredentialsSecret: in.credentialsSecret(),
+		Scheduling: v1alpha1.SchedulingStatus{
+			PriorityClasses:      in.PriorityClasses(),
+			DefaultPriorityClass: in.Spec.Scheduling.DefaultPriorityClass,
+		},
 	}
 	if err := r.credentials(); err != nil {
 		return nil, err

@@ -20,15 +20,15 @@ func TestCheckPriorityClassOwners(t *testing.T) {
 		"Unowned":   {reason: "An existing PriorityClass no XR controls is adopted.", owners: map[string]string{"armada-default": ""}},
 		"OwnedByAnother": {
 			reason: "Another Armada's PriorityClass is refused with the field named.",
-			owners: map[string]string{"armada-preemptible": "other-y"},
-			want:   field.ErrorList{field.Invalid(path.Index(1).Child("name"), "armada-preemptible", "")},
+			owners: map[string]string{"armada-armada-0abc57-preemptible": "other-y"},
+			want:   field.ErrorList{field.Invalid(path.Index(1).Child("name"), "armada-armada-0abc57-preemptible", "")},
 		},
 	}
 	in, errs := New(claimed(spec()))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if diff := cmp.Diff([]string{"armada-default", "armada-preemptible"}, in.PriorityClasses()); diff != "" {
+	if diff := cmp.Diff([]string{"armada-armada-0abc57-default", "armada-armada-0abc57-preemptible"}, in.PriorityClasses()); diff != "" {
 		t.Errorf("PriorityClasses(): -want, +got:\n%s", diff)
 	}
 	for name, tc := range cases {

@@ -28,6 +28,10 @@ type XR struct {
 	Labels map[string]string
 	// Spec as the user wrote it.
 	Spec v1alpha1.ArmadaSpec
+	// ComposedPriorityClasses are the PriorityClasses the XR already
+	// composes (its resource references and observed resources): an
+	// existing Armada keeps the default names it was created with.
+	ComposedPriorityClasses []string
 }
 
 // maxNameLength keeps every derived object name within 63 characters.
@@ -46,15 +50,14 @@ var (
 // know the schema ran (crossplane render, an older XRD, a direct XR), and
 // every rejection must name the field.
 func New(xr XR) (*Install, field.ErrorList) {
-	spec := *xr.Spec.DeepCopy()
-	applyDefaults(&spec)
-	in := &Install{Name: xr.Name, Namespace: spec.Namespace, Spec: spec}
+	in := &Install{Name: xr.Name, Namespace: xr.Spec.Namespace, Spec: *xr.Spec.DeepCopy()}
 	if n := xr.Labels[labelClaimName]; n != "" {
 		in.Name = n
 	}
 	if in.Namespace == "" {
 		in.Namespace = xr.Labels[labelClaimNamespace]
 	}
+	applyDefaults(&in.Spec, priorityClassPrefix(in.Namespace, in.Name, xr.ComposedPriorityClasses))
 	errs := validateSpec(field.NewPath("spec"), &in.Spec)
 	in.resolveConnections()
 	if in.Namespace == "" {
@@ -86,7 +89,7 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	errs = append(errs, validateScheduling(p.Child("scheduling"), &s.Scheduling)...)
 	errs = append(errs, validateExecutors(p.Child("executors"), s)...)
 	errs = append(errs, validateComponents(p.Child("components"), &s.Components)...)
-	errs = append(errs, validateQueues(p.Child("queues"), s.Queues)...)
+	errs = append(errs, validateQueues(p.Child("queues"), s.Queues, s.Scheduling.PriorityClasses)...)
 	if ing := s.Ingress; ing != nil {
 		ip := p.Child("ingress")
 		for name, host := range map[string]string{"grpcHost": ing.GRPCHost, "restHost": ing.RESTHost, "lookoutHost": ing.LookoutHost} {
@@ -357,11 +360,21 @@ func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
 // Queue object's name.
 var queueName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-func validateQueues(p *field.Path, qs []v1alpha1.ArmadaQueue) field.ErrorList {
+func validateQueues(p *field.Path, qs []v1alpha1.ArmadaQueue, classes []v1alpha1.PriorityClass) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
+	names := make([]string, 0, len(classes))
+	for _, pc := range classes {
+		names = append(names, pc.Name)
+	}
 	for i, q := range qs {
 		qp := p.Index(i)
+		// A limit for a class this Armada does not have limits nothing.
+		for _, pc := range slices.Sorted(maps.Keys(q.ResourceLimitsByPriorityClassName)) {
+			if !slices.Contains(names, pc) {
+				errs = append(errs, field.NotSupported(qp.Child("resourceLimitsByPriorityClassName").Key(pc), pc, names))
+			}
+		}
 		if !queueName.MatchString(q.Name) {
 			errs = append(errs, field.Invalid(qp.Child("name"), q.Name, "must be a lower-case DNS label of at most 63 characters"))
 		}

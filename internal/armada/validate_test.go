@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -123,6 +124,20 @@ func TestNew(t *testing.T) {
 			reason: "Redis addresses need a port.",
 			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Redis.Addrs = []string{"redis"} })),
 			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "redis", "addrs").Index(0), "redis", "")}},
+		},
+		"QueueLimitForUnknownClass": {
+			reason: "A queue's limit must name one of this Armada's priority classes, or it limits nothing.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Queues = []v1alpha1.ArmadaQueue{{Name: "q", QueueParameters: armadav1.QueueParameters{
+					PriorityFactor: "1",
+					ResourceLimitsByPriorityClassName: map[string]armadav1.PriorityClassResourceLimits{
+						"armada-default": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "0.5"}},
+					},
+				}}}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{
+				field.NotSupported(field.NewPath("spec", "queues").Index(0).Child("resourceLimitsByPriorityClassName").Key("armada-default"), "armada-default", []string(nil)),
+			}},
 		},
 		"IngressHostsCollide": {
 			reason: "REST and Lookout are served on different hosts.",

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,56 +59,59 @@ func New(log logging.Logger, opts ...Option) (*Function, error) {
 	return f, nil
 }
 
-// RunFunction composes an XArmada, or a team's XArmadaQueue.
+// RunFunction composes an XArmada, or a team's XArmadaQueue, and reports
+// on the claim whether it accepted it.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, response.DefaultTTL)
-
 	oxr, err := request.GetObservedCompositeResource(req)
-	if err != nil {
+	switch {
+	case err != nil:
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composite resource"))
-		return rsp, nil
+	case oxr.Resource.GetKind() == kindTeamQueue:
+		f.runTeamQueue(req, rsp, oxr)
+	default:
+		f.runArmada(req, rsp, oxr)
 	}
-	if oxr.Resource.GetKind() == kindTeamQueue {
-		return f.runTeamQueue(req, rsp, oxr), nil
+	reportAcceptance(rsp)
+	return rsp, nil
+}
+
+// runArmada composes an XArmada.
+func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite) {
+	observed, err := request.GetObservedComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
+		return
 	}
 	xr, err := decodeXR(oxr.Resource.Object)
 	if err != nil {
 		response.Fatal(rsp, err)
-		return rsp, nil
+		return
 	}
-	log := f.log.WithValues("xr", xr.Name)
+	xr.ComposedPriorityClasses = append(xr.ComposedPriorityClasses, observedPriorityClasses(observed)...)
 
 	in, errs := armada.New(xr)
 	if len(errs) > 0 {
-		response.ConditionFalse(rsp, armada.ConditionComponents, "InvalidSpec").
-			WithMessage(errs.ToAggregate().Error()).TargetCompositeAndClaim()
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmada"))
-		return rsp, nil
+		return
 	}
-
 	if errs := in.CheckPriorityClassOwners(oxr.Resource.GetName(), priorityClassOwners(req)); len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmada"))
-		return rsp, nil
+		return
 	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
 
-	observed, err := request.GetObservedComposedResources(req)
-	if err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
-		return rsp, nil
-	}
 	out, err := armada.Render(in, armada.Options{
 		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
-		return rsp, nil
+		return
 	}
-
 	if err := setDesired(req, rsp, out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
-		return rsp, nil
+		return
 	}
 	setConditions(rsp, out.Conditions)
 	if !out.Ready {
@@ -115,8 +119,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		// migration or rollout is in progress.
 		rsp.Meta.Ttl = durationpb.New(progressTTL)
 	}
-	log.Debug("Composed Armada", "objects", len(out.Objects), "ready", out.Ready)
-	return rsp, nil
+	f.log.Debug("Composed Armada", "xr", xr.Name, "objects", len(out.Objects), "ready", out.Ready)
 }
 
 // priorityClassRequirement prefixes the requirement names of PriorityClasses.
@@ -154,11 +157,44 @@ func priorityClassOwners(req *fnv1.RunFunctionRequest) map[string]string {
 	return owners
 }
 
-// decodeXR reads the fields rendering needs from the observed XR.
+// decodeXR reads the fields rendering needs from an XR.
 func decodeXR(obj map[string]any) (armada.XR, error) {
 	u := &unstructured.Unstructured{Object: obj}
-	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels()}
+	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels(), ComposedPriorityClasses: referencedPriorityClasses(obj)}
 	return xr, decodeSpec(obj, "XArmada", &xr.Spec)
+}
+
+// referencedPriorityClasses are the PriorityClasses an XR's resource
+// references name: what Crossplane has composed for it, recorded in the XR
+// itself (spec.resourceRefs for a legacy XR, spec.crossplane.resourceRefs
+// for a modern one), so it survives a missing observation.
+func referencedPriorityClasses(obj map[string]any) []string {
+	var names []string
+	for _, path := range [][]string{{"spec", "resourceRefs"}, {"spec", "crossplane", "resourceRefs"}} {
+		refs, _, _ := unstructured.NestedSlice(obj, path...)
+		for _, r := range refs {
+			ref, ok := r.(map[string]any)
+			if !ok || ref["kind"] != "PriorityClass" {
+				continue
+			}
+			if n, ok := ref["name"].(string); ok {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// observedPriorityClasses are the observed composed PriorityClasses' names.
+func observedPriorityClasses(observed map[resource.Name]resource.ObservedComposed) []string {
+	var names []string
+	for _, o := range observed {
+		if o.Resource.GetKind() == "PriorityClass" {
+			names = append(names, o.Resource.GetName())
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // decodeSpec decodes an XR's spec into a typed spec. A field of the wrong

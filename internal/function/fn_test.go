@@ -78,9 +78,9 @@ func TestRunFunctionRejects(t *testing.T) {
 			}
 			want := &fnv1.RunFunctionResponse{
 				Meta:    &fnv1.ResponseMeta{Tag: "hello", Ttl: durationpb.New(response.DefaultTTL)},
-				Results: []*fnv1.Result{{Severity: fnv1.Severity_SEVERITY_FATAL, Message: tc.want, Target: fnv1.Target_TARGET_COMPOSITE.Enum()}},
+				Results: []*fnv1.Result{{Severity: fnv1.Severity_SEVERITY_FATAL, Message: tc.want, Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()}},
 			}
-			// The invalid-spec condition is checked separately below.
+			// The Accepted condition is checked separately below.
 			got := &fnv1.RunFunctionResponse{Meta: rsp.GetMeta(), Results: rsp.GetResults(), Desired: rsp.GetDesired()}
 			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("%s\nRunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
@@ -89,51 +89,159 @@ func TestRunFunctionRejects(t *testing.T) {
 	}
 }
 
-func TestRunFunctionInvalidSpecCondition(t *testing.T) {
-	xr := strings.Replace(validXR, `"auth": {"basicUsers": [{"name": "admin", "groups": ["armada-admins"]}]}`, `"auth": {}`, 1)
-	rsp, _ := newFunction(t).RunFunction(context.Background(), requestFor(xr))
-	want := []*fnv1.Condition{{
-		Type: "ComponentsReady", Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: "InvalidSpec",
-		Message: ptrTo("spec.auth: Required value: configure basicUsers or oidc, or set anonymous: true explicitly"),
-		Target:  fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
-	}}
-	if diff := cmp.Diff(want, rsp.GetConditions(), protocmp.Transform()); diff != "" {
-		t.Errorf("RunFunction(...): -want conditions, +got conditions:\n%s", diff)
+// ownedPriorityClass is a required PriorityClass another XArmada composes.
+func ownedPriorityClass(name string) map[string]*fnv1.Resources {
+	return map[string]*fnv1.Resources{
+		"priorityclass-" + name: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+			"metadata": {"name": "` + name + `", "labels": {"crossplane.io/composite": "another-armada"}}, "value": 1000}`)}}},
+	}
+}
+
+// withExplicitPriorityClass gives the XR one priority class named shared.
+func withExplicitPriorityClass(xr string) string {
+	return strings.Replace(xr, `"auth"`, `"scheduling": {"priorityClasses": [{"name": "shared", "priority": 1000}]}, "auth"`, 1)
+}
+
+func TestRunFunctionAcceptedCondition(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		xr       string
+		required map[string]*fnv1.Resources
+		want     *fnv1.Condition
+	}{
+		"InvalidSpec": {
+			reason: "An invalid spec is refused on the claim, naming the field and what to do.",
+			xr:     strings.Replace(validXR, `"auth": {"basicUsers": [{"name": "admin", "groups": ["armada-admins"]}]}`, `"auth": {}`, 1),
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: ReasonRefused,
+				Message: ptrTo("invalid XArmada: spec.auth: Required value: configure basicUsers or oidc, or set anonymous: true explicitly"),
+				Target:  fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+		"PriorityClassOwnedElsewhere": {
+			reason:   "A name another Armada owns is refused on the claim too, not only on the cluster-scoped XR.",
+			xr:       withExplicitPriorityClass(validXR),
+			required: ownedPriorityClass("shared"),
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: ReasonRefused,
+				Message: ptrTo(`invalid XArmada: spec.scheduling.priorityClasses[0].name: Invalid value: "shared": PriorityClass shared ` +
+					`already belongs to XArmada another-armada; PriorityClasses are cluster-wide, so choose names no other Armada in this cluster uses`),
+				Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+		"Accepted": {
+			reason: "An accepted XR says so, so a fixed claim loses its earlier refusal.",
+			xr:     validXR,
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: ReasonAccepted,
+				Message: ptrTo("The spec is valid and every name it composes is free"),
+				Target:  fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := requestFor(tc.xr)
+			req.RequiredResources = tc.required
+			rsp, err := newFunction(t).RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *fnv1.Condition
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == ConditionAccepted {
+					got = c
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nAccepted condition: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
 
-func TestRunFunctionPriorityClassOwnedElsewhere(t *testing.T) {
-	req := requestFor(validXR)
-	req.RequiredResources = map[string]*fnv1.Resources{
-		"priorityclass-armada-default": {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{
-			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-			"metadata": {"name": "armada-default", "labels": {"crossplane.io/composite": "another-armada"}}, "value": 1000}`)}}},
-	}
-	rsp, err := newFunction(t).RunFunction(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []*fnv1.Result{{
-		Severity: fnv1.Severity_SEVERITY_FATAL,
-		Message: `invalid XArmada: spec.scheduling.priorityClasses[0].name: Invalid value: "armada-default": PriorityClass armada-default ` +
-			`already belongs to XArmada another-armada; PriorityClasses are cluster-wide, so choose names no other Armada in this cluster uses`,
-		Target: fnv1.Target_TARGET_COMPOSITE.Enum(),
-	}}
-	if diff := cmp.Diff(want, rsp.GetResults(), protocmp.Transform()); diff != "" {
-		t.Errorf("RunFunction(...): -want results, +got results:\n%s", diff)
-	}
-
-	// Without required resources the function asks for them.
-	rsp, _ = newFunction(t).RunFunction(context.Background(), requestFor(validXR))
+// requiredPriorityClasses are the PriorityClasses the function asks for.
+func requiredPriorityClasses(rsp *fnv1.RunFunctionResponse) []string {
 	names := make([]string, 0, len(rsp.GetRequirements().GetResources()))
 	for _, sel := range rsp.GetRequirements().GetResources() {
-		names = append(names, sel.GetKind()+"/"+sel.GetMatchName())
+		names = append(names, sel.GetMatchName())
 	}
 	sort.Strings(names)
-	if diff := cmp.Diff([]string{"PriorityClass/armada-default", "PriorityClass/armada-preemptible"}, names); diff != "" {
-		t.Errorf("requirements: -want, +got:\n%s", diff)
+	return names
+}
+
+func TestRunFunctionPriorityClassNames(t *testing.T) {
+	legacy := []string{"armada-default", "armada-preemptible"}
+	perArmada := []string{"armada-armada-0abc57-default", "armada-armada-0abc57-preemptible"}
+	observedLegacy := &fnv1.State{Resources: map[string]*fnv1.Resource{
+		"priorityclass-armada-default": {Resource: resource.MustStructJSON(`{
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "armada-default"}, "value": 1000}`)},
+	}}
+	cases := map[string]struct {
+		reason   string
+		xr       string
+		observed *fnv1.State
+		want     []string
+	}{
+		"NewArmada": {
+			reason: "A new Armada's default classes carry its namespace, name and a hash of both, so two Armadas never share them.",
+			xr:     validXR,
+			want:   perArmada,
+		},
+		"OtherNamespace": {
+			reason: "The same claim name in another namespace gets other names.",
+			xr:     strings.Replace(validXR, `"crossplane.io/claim-namespace": "armada"`, `"crossplane.io/claim-namespace": "team-a"`, 1),
+			want:   []string{"team-a-armada-9fb331-default", "team-a-armada-9fb331-preemptible"},
+		},
+		"ExistingArmadaByReference": {
+			reason: "An Armada whose resource references name the legacy classes keeps them: running jobs use them.",
+			xr: strings.Replace(validXR, `"postgres"`,
+				`"resourceRefs": [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "name": "armada-preemptible"}], "postgres"`, 1),
+			want: legacy,
+		},
+		"ExistingArmadaObserved": {
+			reason:   "An Armada observed composing the legacy classes keeps them.",
+			xr:       validXR,
+			observed: observedLegacy,
+			want:     legacy,
+		},
+		"Explicit": {
+			reason: "Names the user gives are used as given.",
+			xr:     withExplicitPriorityClass(validXR),
+			want:   []string{"shared"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := requestFor(tc.xr)
+			if tc.observed != nil {
+				tc.observed.Composite = req.GetObserved().GetComposite()
+				req.Observed = tc.observed
+			}
+			rsp, err := newFunction(t).RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rsp.GetResults()) != 0 {
+				t.Fatalf("RunFunction(...) results: %v", rsp.GetResults())
+			}
+			if diff := cmp.Diff(tc.want, requiredPriorityClasses(rsp)); diff != "" {
+				t.Errorf("%s\nrequired PriorityClasses: -want, +got:\n%s", tc.reason, diff)
+			}
+			var composed []string
+			for _, r := range rsp.GetDesired().GetResources() {
+				if r.GetResource().GetFields()["kind"].GetStringValue() == "PriorityClass" {
+					composed = append(composed, r.GetResource().GetFields()["metadata"].GetStructValue().GetFields()["name"].GetStringValue())
+				}
+			}
+			sort.Strings(composed)
+			if diff := cmp.Diff(tc.want, composed); diff != "" {
+				t.Errorf("%s\ncomposed PriorityClasses: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 
@@ -162,7 +270,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		"executor-clusterrole", "executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
 		"migrate-lookout-0-22-7-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-7-450f1f", "migrate-scheduler-config",
-		"priorityclass-armada-default", "priorityclass-armada-preemptible", "pulsar-topics",
+		"priorityclass-armada-armada-0abc57-default", "priorityclass-armada-armada-0abc57-preemptible", "pulsar-topics",
 		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-serviceaccount",
 		"scheduler-pdb", "scheduler-service", "scheduler-serviceaccount",
 		"server-config", "server-pdb", "server-service", "server-serviceaccount",

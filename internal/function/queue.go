@@ -20,11 +20,11 @@ const kindTeamQueue = "XArmadaQueue"
 
 // runTeamQueue composes an XArmadaQueue: it asks Crossplane for the target
 // Armada's XR, and renders the queue in it once it has it.
-func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite) *fnv1.RunFunctionResponse {
+func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite) {
 	xr := teamqueue.XR{Name: oxr.Resource.GetName(), Labels: oxr.Resource.GetLabels()}
 	if err := decodeSpec(oxr.Resource.Object, kindTeamQueue, &xr.Spec); err != nil {
 		response.Fatal(rsp, err)
-		return rsp
+		return
 	}
 	name, ns := xr.Target()
 	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
@@ -39,36 +39,36 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
-		return rsp
+		return
 	}
 	targets, fetched := required[targetRequirement]
 	if !fetched {
 		// Crossplane calls again with the target.
-		return rsp
+		return
 	}
 	if len(targets) == 0 {
 		response.Fatal(rsp, errors.Errorf("invalid XArmadaQueue: spec.armada.name: Not found: no ArmadaClaim %q in namespace %q", name, ns))
-		return rsp
+		return
 	}
 	txr, err := decodeXR(targets[0].Resource.Object)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot decode the target Armada"))
-		return rsp
+		return
 	}
 	target, errs := armada.New(txr)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid"))
-		return rsp
+		return
 	}
 	out, errs := teamqueue.Render(xr, target)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmadaQueue"))
-		return rsp
+		return
 	}
 	observed, err := request.GetObservedComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
-		return rsp
+		return
 	}
 	o := armada.Observe(unstructuredOf(observed))
 	for i := range out.Objects {
@@ -77,7 +77,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	ready := o.Ready[teamqueue.KeyQueue]
 	if err := setDesired(req, rsp, out.Objects, out.Status, ready); err != nil {
 		response.Fatal(rsp, err)
-		return rsp
+		return
 	}
 	if ready {
 		response.ConditionTrue(rsp, "QueueReady", "Available").
@@ -87,5 +87,4 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 			WithMessage("Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada).TargetCompositeAndClaim()
 	}
 	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
-	return rsp
 }

@@ -42,7 +42,7 @@ func claim(mod func(*v1alpha1.ArmadaQueueSpec)) XR {
 			Armada:      v1alpha1.ArmadaReference{Name: "armada", Namespace: "armada"},
 			GroupOwners: []string{"team-ml"},
 			Namespaces:  []string{"team-ml-jobs"},
-			Quota:       map[string]v1alpha1.QueueQuota{"armada-default": {"cpu": "0.25"}},
+			Quota:       map[string]v1alpha1.QueueQuota{"armada-armada-0abc57-default": {"cpu": "0.25"}},
 		},
 	}
 	if mod != nil {
@@ -70,7 +70,7 @@ func TestRender(t *testing.T) {
 				queue: &armadav1.QueueParameters{
 					PriorityFactor: "1", GroupOwners: []string{"team-ml"},
 					ResourceLimitsByPriorityClassName: map[string]armadav1.PriorityClassResourceLimits{
-						"armada-default": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "0.25"}},
+						"armada-armada-0abc57-default": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "0.25"}},
 					},
 				},
 				keys: []string{KeyQueue, "namespace-team-ml-jobs"},
@@ -92,9 +92,9 @@ func TestRender(t *testing.T) {
 		"FractionOutOfRange": {
 			reason: "Quota fractions are between 0 and 1.",
 			xr: claim(func(s *v1alpha1.ArmadaQueueSpec) {
-				s.Quota = map[string]v1alpha1.QueueQuota{"armada-default": {"cpu": "1.5"}}
+				s.Quota = map[string]v1alpha1.QueueQuota{"armada-armada-0abc57-default": {"cpu": "1.5"}}
 			}),
-			want: want{errs: field.ErrorList{field.Invalid(field.NewPath("spec", "quota").Key("armada-default").Key("cpu"), "1.5", "")}},
+			want: want{errs: field.ErrorList{field.Invalid(field.NewPath("spec", "quota").Key("armada-armada-0abc57-default").Key("cpu"), "1.5", "")}},
 		},
 		"PriorityFactorBelowOne": {
 			reason: "Armada rejects priority factors below 1.",
