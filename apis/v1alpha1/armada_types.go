@@ -372,12 +372,34 @@ type Executor struct {
 	// spec.components.executor.nodeSelector.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// NodeTaint confines the executor to the nodes reserved for it: nodes
+	// with this NoSchedule taint. The executor counts them (its
+	// kubernetes.toleratedTaints) and its pool's jobs tolerate the taint
+	// (the scheduler's pools[].jobDefaults.tolerations); nodes with any
+	// other NoSchedule taint are invisible to it. Armada's executor also
+	// counts every untainted node, so where several Armadas share a
+	// cluster, taint each node that runs Armada jobs with one Armada's key.
+	// +optional
+	NodeTaint *NodeTaint `json:"nodeTaint,omitempty"`
 	// Config is merged over spec.components.executor.config for this
 	// executor only.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// NodeTaint is the NoSchedule taint of the nodes an executor may use.
+type NodeTaint struct {
+	// Key of the taint, e.g. armadaproject.io/team-a.
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Key string `json:"key"`
+	// Value of the taint. Jobs tolerate exactly this value; empty
+	// tolerates any value.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Value string `json:"value,omitempty"`
 }
 
 // Ingress exposes Armada outside the cluster.

@@ -192,7 +192,11 @@ func serverConfig(in *Install, _ *instance) map[string]any {
 func schedulerConfig(in *Install, inst *instance) map[string]any {
 	pools := make([]any, 0, len(in.Spec.Scheduling.Pools))
 	for _, p := range in.Spec.Scheduling.Pools {
-		pools = append(pools, map[string]any{"name": p.Name})
+		pool := map[string]any{"name": p.Name}
+		if t := in.poolTolerations(p.Name); len(t) > 0 {
+			pool["jobDefaults"] = map[string]any{"tolerations": t}
+		}
+		pools = append(pools, pool)
 	}
 	classes := map[string]any{}
 	for _, pc := range in.Spec.Scheduling.PriorityClasses {
@@ -260,7 +264,7 @@ func binocularsConfig(in *Install, _ *instance) map[string]any {
 }
 
 func executorConfig(_ *Install, inst *instance) map[string]any {
-	return map[string]any{
+	cfg := map[string]any{
 		"httpPort": portHTTP,
 		"metric":   map[string]any{"port": portMetrics},
 		"application": map[string]any{
@@ -268,6 +272,30 @@ func executorConfig(_ *Install, inst *instance) map[string]any {
 			"pool":      inst.Executor.Pool,
 		},
 	}
+	if t := inst.Executor.NodeTaint; t != nil {
+		cfg["kubernetes"] = map[string]any{"toleratedTaints": []any{t.Key}}
+	}
+	return cfg
+}
+
+// poolTolerations are the tolerations a pool's jobs get: one for the node
+// taint of each executor in the pool, so jobs run on the nodes reserved
+// for it, in spec order without repeats.
+func (in *Install) poolTolerations(pool string) []any {
+	var out []any
+	seen := map[v1alpha1.NodeTaint]bool{}
+	for _, e := range in.Spec.Executors {
+		if e.Pool != pool || e.NodeTaint == nil || seen[*e.NodeTaint] {
+			continue
+		}
+		seen[*e.NodeTaint] = true
+		t := map[string]any{"key": e.NodeTaint.Key, "operator": "Exists", "effect": "NoSchedule"}
+		if e.NodeTaint.Value != "" {
+			t["operator"], t["value"] = "Equal", e.NodeTaint.Value
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // migrationConfig is the config of a migration Job: only the database.

@@ -363,3 +363,37 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorNodeTaint checks that an executor's node taint confines it:
+// the executor counts only nodes with that taint (beside untainted ones)
+// and the jobs of its pool tolerate it, once per taint.
+func TestExecutorNodeTaint(t *testing.T) {
+	taint := &v1alpha1.NodeTaint{Key: "armadaproject.io/team-a", Value: "true"}
+	s := spec(func(s *v1alpha1.ArmadaSpec) {
+		s.Scheduling.Pools = []v1alpha1.Pool{{Name: "cpu"}, {Name: "gpu"}}
+		s.Executors = []v1alpha1.Executor{
+			{ClusterID: "a", Pool: "gpu", NodeTaint: taint},
+			{ClusterID: "b", Pool: "gpu", NodeTaint: taint},
+			{ClusterID: "c", Pool: "gpu", NodeTaint: &v1alpha1.NodeTaint{Key: "armadaproject.io/gpu"}},
+			{ClusterID: "d", Pool: "cpu"},
+		}
+	})
+	out := render(t, s, Observed{Jobs: migrated(t, s)})
+	if got := config(t, out, "executor-a-config")["kubernetes"]; !cmp.Equal(got, map[string]any{"toleratedTaints": []any{taint.Key}}) {
+		t.Errorf("executor a kubernetes config = %v, want it to tolerate %s", got, taint.Key)
+	}
+	if got, ok := config(t, out, "executor-d-config")["kubernetes"]; ok {
+		t.Errorf("executor d has no node taint but its config sets kubernetes: %v", got)
+	}
+	want := []any{
+		map[string]any{"name": "cpu"},
+		map[string]any{"name": "gpu", "jobDefaults": map[string]any{"tolerations": []any{
+			map[string]any{"key": taint.Key, "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+			map[string]any{"key": "armadaproject.io/gpu", "operator": "Exists", "effect": "NoSchedule"},
+		}}},
+	}
+	pools := config(t, out, "scheduler-config")["scheduling"].(map[string]any)["pools"]
+	if diff := cmp.Diff(want, pools); diff != "" {
+		t.Errorf("scheduler pools: -want, +got:\n%s", diff)
+	}
+}

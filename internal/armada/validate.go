@@ -333,6 +333,14 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 		if !pools[e.Pool] {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
+		if t := e.NodeTaint; t != nil {
+			for _, msg := range validation.IsQualifiedName(t.Key) {
+				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "key"), t.Key, msg))
+			}
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "value"), t.Value, msg))
+			}
+		}
 	}
 	return errs
 }

@@ -139,6 +139,16 @@ func TestNew(t *testing.T) {
 				field.NotSupported(field.NewPath("spec", "queues").Index(0).Child("resourceLimitsByPriorityClassName").Key("armada-default"), "armada-default", []string(nil)),
 			}},
 		},
+		"BadNodeTaint": {
+			reason: "A node taint must be a valid taint key and value, named by field.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Executors = []v1alpha1.Executor{{ClusterID: "a", NodeTaint: &v1alpha1.NodeTaint{Key: "bad key", Value: "not ok!"}}}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "executors").Index(0).Child("nodeTaint", "key"), "", ""),
+				field.Invalid(field.NewPath("spec", "executors").Index(0).Child("nodeTaint", "value"), "", ""),
+			}},
+		},
 		"IngressHostsCollide": {
 			reason: "REST and Lookout are served on different hosts.",
 			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
