@@ -24,6 +24,7 @@ type XArmada struct {
 
 // ArmadaSpec is the desired state of one Armada installation.
 // +kubebuilder:validation:XValidation:rule="self.auth.anonymous || (has(self.auth.basicUsers) && size(self.auth.basicUsers) > 0) || has(self.auth.oidc)",message="spec.auth needs at least one user-facing method: basicUsers, oidc, or anonymous: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.executors) || !self.executors.exists(e, has(e.cluster)) || (has(self.executorApi) && has(self.executorApi.url)) || (has(self.ingress) && has(self.ingress.executorApiHost))",message="spec.executors[].cluster: executors in other clusters dial the scheduler's executor API; set spec.executorApi.url or spec.ingress.executorApiHost"
 // +kubebuilder:validation:XValidation:rule="!has(self.executors) || self.executors.all(e, !has(e.pool) || (has(self.scheduling) && has(self.scheduling.pools) ? self.scheduling.pools.exists(p, p.name == e.pool) : e.pool == 'default'))",message="every spec.executors[].pool must name a pool in spec.scheduling.pools"
 type ArmadaSpec struct {
 	// Version is the Armada release to run, without the leading "v". It selects
@@ -113,6 +114,10 @@ type ArmadaSpec struct {
 	// Ingress exposes the server's gRPC and REST APIs and Lookout.
 	// +optional
 	Ingress *Ingress `json:"ingress,omitempty"`
+
+	// ExecutorAPI is how executors in other clusters reach the scheduler.
+	// +optional
+	ExecutorAPI *ExecutorAPI `json:"executorApi,omitempty"`
 }
 
 // Components holds the settings of each Armada component.
@@ -381,12 +386,60 @@ type Executor struct {
 	// cluster, taint each node that runs Armada jobs with one Armada's key.
 	// +optional
 	NodeTaint *NodeTaint `json:"nodeTaint,omitempty"`
+	// Cluster is the worker cluster the executor runs in. Without it the
+	// executor runs in this cluster.
+	// +optional
+	Cluster *ExecutorCluster `json:"cluster,omitempty"`
 	// Config is merged over spec.components.executor.config for this
 	// executor only.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// ExecutorCluster is a worker cluster, reached through provider-kubernetes.
+type ExecutorCluster struct {
+	// ProviderConfigRef names the provider-kubernetes
+	// (kubernetes.m.crossplane.io) config whose credentials reach the
+	// worker cluster. The executor, its RBAC, config and identity, the
+	// namespace and Armada's PriorityClasses are composed there as
+	// provider-kubernetes Objects.
+	ProviderConfigRef ProviderConfigRef `json:"providerConfigRef"`
+}
+
+// ProviderConfigRef names a provider-kubernetes config.
+type ProviderConfigRef struct {
+	// Kind is ClusterProviderConfig (cluster-wide) or ProviderConfig (in
+	// the claim's namespace).
+	// +kubebuilder:validation:Enum=ClusterProviderConfig;ProviderConfig
+	// +kubebuilder:default=ClusterProviderConfig
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name of the config.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ExecutorAPI is how executors in other clusters reach the scheduler.
+type ExecutorAPI struct {
+	// URL is the host:port executors in other clusters dial for the
+	// scheduler's executor API (gRPC). Defaults to
+	// spec.ingress.executorApiHost on port 443.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[0-9]{1,5}$`
+	// +optional
+	URL string `json:"url,omitempty"`
+	// CASecretRef is a Secret in the Armada's namespace holding the CA
+	// certificate (PEM) that signed the executor API's certificate.
+	// Armada's client trusts only system roots; with this set, remote
+	// executors trust this CA instead (SSL_CERT_FILE).
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
+	// Insecure dials the executor API without TLS, so executor passwords
+	// cross the network in clear. For test setups only.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // NodeTaint is the NoSchedule taint of the nodes an executor may use.
@@ -420,6 +473,11 @@ type Ingress struct {
 	// LookoutHost serves the Lookout UI.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	LookoutHost string `json:"lookoutHost"`
+	// ExecutorAPIHost serves the scheduler's executor API (gRPC), for
+	// executors in other clusters.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ExecutorAPIHost string `json:"executorApiHost,omitempty"`
 	// TLSSecretName is a Secret holding a certificate for all three hosts.
 	// Without it the endpoints are plain http.
 	// +optional
@@ -451,6 +509,23 @@ type ArmadaStatus struct {
 	// priorityClassName and team queue quotas name them.
 	// +optional
 	Scheduling SchedulingStatus `json:"scheduling,omitempty"`
+	// Executors reports each executor, with the cluster it runs in.
+	// +optional
+	Executors []ExecutorStatus `json:"executors,omitempty"`
+}
+
+// ExecutorStatus is one executor's state.
+type ExecutorStatus struct {
+	// ClusterID of the executor.
+	ClusterID string `json:"clusterId"`
+	// Cluster is the provider-kubernetes config of its worker cluster, as
+	// Kind/name, or "local".
+	Cluster string `json:"cluster"`
+	// Ready is true when the executor is available in its cluster.
+	Ready bool `json:"ready"`
+	// Reason says what it waits for when not ready.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // SchedulingStatus reports an Armada's priority classes.

@@ -141,6 +141,9 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 		extra := map[string][]string(nil)
 		if c.Auth == authInternal {
 			users = users[:len(internalUsers)]
+			for _, r := range in.remoteIdentities() {
+				users = append(users, v1alpha1.BasicUser{Name: r.User, Groups: []string{groupExecutors, groupInternal}})
+			}
 			extra = map[string][]string{"execute_jobs": {groupExecutors}}
 		}
 		cfg["auth"] = in.auth(users, extra)
@@ -155,6 +158,10 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 		cfg["pulsar"] = in.pulsar(c.ControlPlaneTopic)
 	}
 	for _, l := range c.Clients {
+		if id := in.identityOf(inst.Executor); id != nil {
+			cfg[l.Key] = in.remoteConnection(id)
+			continue
+		}
 		cfg[l.Key] = connection(in.grpcAddress(l.Target), l.User)
 	}
 	for _, raw := range inst.userConfig() {

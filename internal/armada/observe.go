@@ -27,6 +27,10 @@ type Observed struct {
 	// Modes are the backing-service modes the XR's status reported, by
 	// service (postgres, redis, pulsar).
 	Modes map[string]string
+	// Unsynced are the messages of observed managed resources whose Synced
+	// condition is False, by composition resource name: for a
+	// provider-kubernetes Object, why it cannot reach its cluster.
+	Unsynced map[string]string
 }
 
 // WithModes returns o with the modes the XR's status reported.
@@ -60,7 +64,7 @@ type Workload struct {
 func Observe(resources map[string]*unstructured.Unstructured) Observed {
 	o := Observed{
 		Passwords: map[string]string{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
-		Keys: map[string]bool{}, Ready: map[string]bool{},
+		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{},
 	}
 	for key, u := range resources {
 		if u == nil {
@@ -68,6 +72,17 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		}
 		o.Keys[key] = true
 		o.Ready[key] = ready(u)
+		if status, msg := condition(u, "Synced"); status == "False" {
+			o.Unsynced[key] = msg
+		}
+		if u.GetAPIVersion() == apiK8sObject && u.GetKind() == "Object" {
+			// A remote object: what matters is the object in its cluster.
+			m, found, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest")
+			if !found {
+				continue
+			}
+			u = &unstructured.Unstructured{Object: m}
+		}
 		switch {
 		case key == keyCredentials:
 			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
@@ -83,6 +98,19 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		}
 	}
 	return o
+}
+
+// condition is a condition's status and message.
+func condition(u *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			status, _ = m["status"].(string)
+			message, _ = m["message"].(string)
+			return status, message
+		}
+	}
+	return "", ""
 }
 
 // ready is whether an observed resource is ready, by its kind.

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -82,10 +83,25 @@ type renderer struct {
 	out Output
 	// passwords are the credentials Secret's, by key.
 	passwords map[string]string
+	// target is the worker cluster objects are being rendered for; nil
+	// for this cluster.
+	target *clusterRef
 }
 
+// add composes an object. While rendering for a worker cluster it wraps
+// the object in a provider-kubernetes Object for that cluster, ready when
+// the Object is.
 func (r *renderer) add(key string, o client.Object, ready bool) {
-	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ready})
+	r.addWith(key, o, remoteOptions{}, ready)
+}
+
+// addWith is add with what a wrapping Object adds around its manifest.
+func (r *renderer) addWith(key string, o client.Object, opt remoteOptions, ready ...bool) {
+	ok := len(ready) > 0 && ready[0]
+	if r.target != nil {
+		o, ok = r.in.remoteObject(key, *r.target, o, opt), r.opt.Observed.Ready[key]
+	}
+	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ok})
 }
 
 // exists is add's readiness for objects that are ready once they exist.
@@ -127,6 +143,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 		}
 	}
 	r.cluster()
+	r.remoteClusterObjects()
 	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
@@ -201,6 +218,14 @@ func (r *renderer) migrations(g gates) (map[string]JobState, error) {
 // workload keeps its version and a new one is not created yet.
 func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobState) error {
 	in, name := r.in, inst.Name
+	id := in.identityOf(inst.Executor)
+	if id != nil {
+		r.target = remoteCluster(inst.Executor)
+		defer func() { r.target = nil }()
+		sa, token := in.identityObjects(id, name)
+		r.add(name+"-identity-serviceaccount", sa, false)
+		r.addWith(name+"-identity", token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}})
+	}
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
 		path := fmt.Sprintf("spec.components.%s.config", settingsField(inst.component.Name))
@@ -242,13 +267,24 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	if reason != "" {
 		if !running {
 			r.out.Status.Components[name] = v1alpha1.ComponentStatus{Reason: reason}
+			if inst.Executor != nil {
+				r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(name, inst.Executor, r.out.Status.Components[name]))
+			}
 			return nil
 		}
 		version = observed.Version
 	}
+	env, vols, mounts := []corev1.EnvVar(nil), []corev1.Volume(nil), []corev1.VolumeMount(nil)
+	if id != nil {
+		env, vols, mounts = in.remoteExtras()
+	}
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
 		Name:         name,
+		Env:          env,
+		Identity:     id,
+		Volumes:      vols,
+		VolumeMounts: mounts,
 		Image:        in.image(inst.Image, version, inst.Settings.Image),
 		Args:         inst.Args,
 		Resources:    resources(inst.Settings.Resources),
@@ -274,6 +310,9 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		r.add(name+keyWorkloadSuffix, in.deployment(name, replicas, tpl), ready)
 	}
 	r.out.Status.Components[name] = v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
+	if inst.Executor != nil {
+		r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(name, inst.Executor, r.out.Status.Components[name]))
+	}
 	return nil
 }
 
@@ -287,7 +326,7 @@ func (r *renderer) cluster() {
 	}
 	for i := range components {
 		c := &components[i]
-		if len(c.ClusterRules) > 0 {
+		if len(c.ClusterRules) > 0 && (!c.PerExecutor || in.hasLocalExecutor()) {
 			key := c.Name + "-clusterrole"
 			r.add(key, in.clusterRole(c.Name, c.ClusterRules), r.exists(key))
 		}
@@ -303,7 +342,11 @@ func (r *renderer) cluster() {
 		{"grpc", ing.GRPCHost, "server", "grpc", true},
 		{"rest", ing.RESTHost, "server", "http", false},
 		{"lookout", ing.LookoutHost, dbLookout, "http", false},
+		{"executor-api", ing.ExecutorAPIHost, dbScheduler, "grpc", true},
 	} {
+		if i.host == "" {
+			continue
+		}
 		key := "ingress-" + i.suffix
 		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
 	}

@@ -315,8 +315,15 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 		pools[pl.Name] = true
 	}
 	seen := map[string]bool{}
+	remote := false
 	for i, e := range s.Executors {
 		ep := p.Index(i)
+		if e.Cluster != nil {
+			remote = true
+			if e.Cluster.ProviderConfigRef.Name == "" {
+				errs = append(errs, field.Required(ep.Child("cluster", "providerConfigRef", "name"), "name the provider-kubernetes config that reaches the worker cluster"))
+			}
+		}
 		for _, msg := range validation.IsDNS1123Label(e.ClusterID) {
 			errs = append(errs, field.Invalid(ep.Child("clusterId"), e.ClusterID, msg))
 		}
@@ -341,6 +348,12 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "value"), t.Value, msg))
 			}
 		}
+	}
+	hasURL := s.ExecutorAPI != nil && s.ExecutorAPI.URL != ""
+	hasHost := s.Ingress != nil && s.Ingress.ExecutorAPIHost != ""
+	if remote && !hasURL && !hasHost {
+		errs = append(errs, field.Required(field.NewPath("spec", "executorApi", "url"),
+			"executors in other clusters (spec.executors[].cluster) dial the scheduler's executor API: set spec.executorApi.url or spec.ingress.executorApiHost"))
 	}
 	return errs
 }

@@ -149,6 +149,13 @@ func TestNew(t *testing.T) {
 				field.Invalid(field.NewPath("spec", "executors").Index(0).Child("nodeTaint", "value"), "", ""),
 			}},
 		},
+		"RemoteExecutorWithoutExecutorAPI": {
+			reason: "An executor in another cluster needs a reachable executor API.",
+			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Executors = []v1alpha1.Executor{{ClusterID: "a", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "w"}}}}
+			})),
+			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Required(field.NewPath("spec", "executorApi", "url"), "")}},
+		},
 		"IngressHostsCollide": {
 			reason: "REST and Lookout are served on different hosts.",
 			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {

@@ -73,7 +73,13 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 // secretEnvs is how a workload gets every password it needs: from Secrets,
 // through Armada's ARMADA_<KEY_PATH> environment overrides, never through
 // its config file.
-func (in *Install) secretEnvs(c *component, replicas int32) []corev1.EnvVar {
+//
+// A remote executor (id set) authenticates as its own identity, whose
+// password is in its identity Secret in the worker cluster; the scheduler
+// reads every remote identity's password from the connection Secret of the
+// same name here. Those are optional: a worker cluster that is not reachable
+// yet must not stop the scheduler.
+func (in *Install) secretEnvs(c *component, replicas int32, id *remoteIdentity) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	creds := in.credentialsSecret()
 	switch c.Auth {
@@ -85,9 +91,18 @@ func (in *Install) secretEnvs(c *component, replicas int32) []corev1.EnvVar {
 		for _, u := range internalUsers {
 			env = append(env, secretEnv(passwordEnv(u.Name), creds, u.Name))
 		}
+		for _, r := range in.remoteIdentities() {
+			e := secretEnv(passwordEnv(r.User), r.Secret, identityKey)
+			e.ValueFrom.SecretKeyRef.Optional = ptr.To(true)
+			env = append(env, e)
+		}
 	case authNone:
 	}
 	for _, l := range c.Clients {
+		if id != nil {
+			env = append(env, secretEnv("ARMADA_"+strings.ToUpper(l.Key)+"_BASICAUTH_PASSWORD", id.Secret, "token"))
+			continue
+		}
 		env = append(env, secretEnv("ARMADA_"+strings.ToUpper(l.Key)+"_BASICAUTH_PASSWORD", creds, l.User))
 	}
 	if c.LeaderElected && replicas > 1 {
@@ -202,6 +217,12 @@ type podOptions struct {
 	LongRunning bool
 	// Settings are the user's scheduling settings.
 	Settings *podSettings
+	// Identity is a remote executor's: its client password comes from its
+	// identity Secret in the worker cluster.
+	Identity *remoteIdentity
+	// Volumes and VolumeMounts are added to the pod's own.
+	Volumes      []corev1.Volume
+	VolumeMounts []corev1.VolumeMount
 }
 
 // podSettings are the user's scheduling constraints for a pod.
@@ -216,7 +237,8 @@ type podSettings struct {
 // Standard and carries passwords only through Secret references.
 func (in *Install) podTemplate(o podOptions) corev1.PodTemplateSpec {
 	vols, mounts := in.volumes(o.Component, o.ConfigSecret)
-	env := append(append(o.Env, in.secretEnvs(o.Component, o.Replicas)...), goMemLimit(o.Resources)...)
+	vols, mounts = append(vols, o.Volumes...), append(mounts, o.VolumeMounts...)
+	env := append(append(o.Env, in.secretEnvs(o.Component, o.Replicas, o.Identity)...), goMemLimit(o.Resources)...)
 	ctr := corev1.Container{
 		Name:            o.Component.Name,
 		Image:           o.Image,

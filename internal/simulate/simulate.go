@@ -29,10 +29,18 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 		return map[string]any{"applied": true, "observedGeneration": obj.GetGeneration()}, true
 	case strings.HasSuffix(group, ".crossplane.io") && managedKinds[obj.GetKind()]:
 		ts := now.UTC().Format(time.RFC3339)
-		return map[string]any{"conditions": []any{
+		status := map[string]any{"conditions": []any{
 			condition("Synced", "ReconcileSuccess", ts),
 			condition("Ready", "Available", ts),
-		}}, true
+		}}
+		// provider-kubernetes reports the object in its cluster, healthy too.
+		if m, ok, _ := unstructured.NestedMap(obj.Object, "spec", "forProvider", "manifest"); ok && obj.GetKind() == "Object" {
+			if st, ok := HealthyStatus(&unstructured.Unstructured{Object: m}, now); ok {
+				m["status"] = st
+			}
+			status["atProvider"] = map[string]any{"manifest": m}
+		}
+		return status, true
 	}
 	switch obj.GetKind() {
 	case "Job":

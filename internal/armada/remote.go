@@ -1,0 +1,321 @@
+package armada
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// Executors in other clusters. Everything a remote executor needs in its
+// worker cluster (namespace, ServiceAccount, ClusterRole and binding,
+// config, identity, Deployment, Service and Armada's PriorityClasses) is
+// rendered by the same builders as for this cluster, and renderer.add wraps
+// each object in a provider-kubernetes Object for that cluster's config.
+//
+// Credentials never cross the clusters through an Object's spec:
+// provider-kubernetes resolves references[].patchesFrom into the Object in
+// memory, and the managed reconciler then persists it (its finalizer and
+// critical-annotation updates write the whole Object after Observe). So a
+// remote executor's password is born in its worker cluster instead: a
+// service-account token Secret that the worker's token controller fills,
+// for an identity ServiceAccount with no permissions. The executor reads it
+// there; the Object's connection details copy it back into a Secret in this
+// cluster, from which the scheduler reads the same password.
+
+const (
+	// identityKey is the key of the connection Secret holding a remote
+	// executor's password.
+	identityKey = "password"
+	// caDir is where remote executors find the executor API's CA.
+	caDir = "/etc/armada/executor-api-ca"
+	// caFile is the CA's file name under caDir.
+	caFile = "ca.crt"
+	// defaultIngressGRPCPort is where an Ingress serves gRPC over TLS.
+	defaultIngressGRPCPort = 443
+)
+
+// clusterRef is a worker cluster's provider-kubernetes config.
+type clusterRef struct {
+	Kind, Name string
+}
+
+// String is how status names the cluster.
+func (c clusterRef) String() string { return c.Kind + "/" + c.Name }
+
+// keyPrefix prefixes the keys of a cluster's shared objects.
+func (c clusterRef) keyPrefix() string {
+	if c.Kind == "ProviderConfig" {
+		return "cluster-pc-" + c.Name + "-"
+	}
+	return "cluster-" + c.Name + "-"
+}
+
+// remoteCluster is the worker cluster an executor runs in, or nil for this
+// cluster.
+func remoteCluster(e *v1alpha1.Executor) *clusterRef {
+	if e == nil || e.Cluster == nil {
+		return nil
+	}
+	kind := e.Cluster.ProviderConfigRef.Kind
+	if kind == "" {
+		kind = kindClusterPCRef
+	}
+	return &clusterRef{Kind: kind, Name: e.Cluster.ProviderConfigRef.Name}
+}
+
+// remoteClusters lists the executors' worker clusters, in spec order
+// without repeats.
+func (in *Install) remoteClusters() []clusterRef {
+	var out []clusterRef
+	seen := map[clusterRef]bool{}
+	for i := range in.Spec.Executors {
+		if c := remoteCluster(&in.Spec.Executors[i]); c != nil && !seen[*c] {
+			seen[*c] = true
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// hasLocalExecutor says whether an executor runs in this cluster.
+func (in *Install) hasLocalExecutor() bool {
+	for i := range in.Spec.Executors {
+		if remoteCluster(&in.Spec.Executors[i]) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteIdentity is a remote executor's basic-auth identity.
+type remoteIdentity struct {
+	// User is its basic-auth user in the scheduler's config.
+	User string
+	// Secret is both the token Secret in the worker cluster and the
+	// connection Secret in this one.
+	Secret string
+}
+
+// identityOf is a remote executor's identity, or nil for a local one.
+func (in *Install) identityOf(e *v1alpha1.Executor) *remoteIdentity {
+	if remoteCluster(e) == nil {
+		return nil
+	}
+	return &remoteIdentity{User: userExecutor + "-" + e.ClusterID, Secret: in.object("executor-" + e.ClusterID + "-identity")}
+}
+
+// remoteIdentities are every remote executor's identity, in spec order.
+func (in *Install) remoteIdentities() []remoteIdentity {
+	var out []remoteIdentity
+	for i := range in.Spec.Executors {
+		if id := in.identityOf(&in.Spec.Executors[i]); id != nil {
+			out = append(out, *id)
+		}
+	}
+	return out
+}
+
+// executorAPIURL is where remote executors dial the scheduler.
+func (in *Install) executorAPIURL() string {
+	if a := in.Spec.ExecutorAPI; a != nil && a.URL != "" {
+		return a.URL
+	}
+	if ing := in.Spec.Ingress; ing != nil && ing.ExecutorAPIHost != "" {
+		return fmt.Sprintf("%s:%d", ing.ExecutorAPIHost, defaultIngressGRPCPort)
+	}
+	return ""
+}
+
+// remoteConnection is a remote executor's executorApiConnection: the
+// exposed executor API, over TLS unless explicitly insecure, as its own
+// identity.
+func (in *Install) remoteConnection(id *remoteIdentity) map[string]any {
+	c := connection(in.executorAPIURL(), id.User)
+	c["forceNoTls"] = in.Spec.ExecutorAPI != nil && in.Spec.ExecutorAPI.Insecure
+	return c
+}
+
+// caSecret names the executor API's CA Secret in worker clusters.
+func (in *Install) caSecret() string { return in.object("executor-api-ca") }
+
+// trustsCA says whether remote executors mount a private CA.
+func (in *Install) trustsCA() bool {
+	return in.Spec.ExecutorAPI != nil && in.Spec.ExecutorAPI.CASecretRef != nil
+}
+
+// remoteExtras are the pod settings only a remote executor has: its CA and
+// SSL_CERT_FILE pointing at it.
+func (in *Install) remoteExtras() ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount) {
+	if !in.trustsCA() {
+		return nil, nil, nil
+	}
+	return []corev1.EnvVar{{Name: "SSL_CERT_FILE", Value: caDir + "/" + caFile}},
+		[]corev1.Volume{{Name: "executor-api-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: in.caSecret(), Items: []corev1.KeyToPath{{Key: caFile, Path: caFile}},
+		}}}},
+		[]corev1.VolumeMount{{Name: "executor-api-ca", MountPath: caDir, ReadOnly: true}}
+}
+
+// identityObjects are a remote executor's identity in its worker cluster:
+// a ServiceAccount bound to nothing, and a token Secret for it that the
+// worker's token controller fills.
+func (in *Install) identityObjects(id *remoteIdentity, component string) (*corev1.ServiceAccount, *corev1.Secret) {
+	sa := &corev1.ServiceAccount{
+		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta:                   in.meta(id.Secret, component),
+		AutomountServiceAccountToken: ptr.To(false),
+	}
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: in.meta(id.Secret, component),
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}
+	secret.Annotations = map[string]string{corev1.ServiceAccountNameKey: id.Secret}
+	return sa, secret
+}
+
+// namespaceObject is the Armada's namespace in a worker cluster.
+func (in *Install) namespaceObject() *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.Namespace, Labels: in.labels("namespace")},
+	}
+}
+
+// remoteOptions are what an Object adds around its manifest.
+type remoteOptions struct {
+	// Connection copies a key of the remote object into a Secret of this
+	// name, in this cluster.
+	Connection *remoteConnection
+	// PatchFrom fills a manifest field from an object in this cluster.
+	PatchFrom *remotePatch
+}
+
+type remoteConnection struct {
+	Secret, FieldPath, Key string
+}
+
+type remotePatch struct {
+	Kind, Name, FieldPath, ToFieldPath string
+}
+
+// workloadReadiness is a remote Deployment's readiness: every desired
+// replica updated and available, as a local workload's.
+const workloadReadiness = "has(object.status.observedGeneration) && object.status.observedGeneration >= object.metadata.generation && " +
+	"has(object.status.availableReplicas) && has(object.status.updatedReplicas) && " +
+	"object.status.availableReplicas >= object.spec.replicas && object.status.updatedReplicas >= object.spec.replicas"
+
+// remoteObject wraps a manifest in a provider-kubernetes Object for a
+// worker cluster. It follows spec.deletionPolicy: Orphan leaves the object
+// in the worker cluster when the claim is deleted.
+func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt remoteOptions) *unstructured.Unstructured {
+	manifest := toJSONMap(o)
+	delete(manifest, "status")
+	dropNullTimestamps(manifest)
+	spec := map[string]any{
+		"forProvider":       map[string]any{"manifest": manifest},
+		"providerConfigRef": map[string]any{"kind": c.Kind, "name": c.Name},
+	}
+	switch o.GetObjectKind().GroupVersionKind().Kind {
+	case "Deployment":
+		spec["readiness"] = map[string]any{"policy": "DeriveFromCelQuery", "celQuery": workloadReadiness}
+	}
+	if cd := opt.Connection; cd != nil {
+		spec["connectionDetails"] = []any{map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "name": o.GetName(), "namespace": o.GetNamespace(),
+			"fieldPath": cd.FieldPath, "toConnectionSecretKey": cd.Key,
+		}}
+		spec["writeConnectionSecretToRef"] = map[string]any{"name": cd.Secret}
+	}
+	if p := opt.PatchFrom; p != nil {
+		spec["references"] = []any{map[string]any{
+			"patchesFrom": map[string]any{"apiVersion": "v1", "kind": p.Kind, "name": p.Name, "namespace": in.Namespace, "fieldPath": p.FieldPath},
+			"toFieldPath": p.ToFieldPath,
+		}}
+	}
+	return in.unstructuredObject(apiK8sObject, "Object", in.object(key), "executor", in.protect(spec))
+}
+
+// dropNullTimestamps removes the "creationTimestamp": null typed
+// ObjectMeta encodes, at any depth: a manifest must not carry it.
+func dropNullTimestamps(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			if k == "creationTimestamp" {
+				delete(m, k)
+			}
+		case map[string]any:
+			dropNullTimestamps(t)
+		case []any:
+			for _, e := range t {
+				if em, ok := e.(map[string]any); ok {
+					dropNullTimestamps(em)
+				}
+			}
+		}
+	}
+}
+
+// remoteClusterObjects are what every worker cluster needs once: the
+// namespace, the executor's ClusterRole, Armada's PriorityClasses and,
+// with a private CA, the CA (public, so copied through the Object).
+func (r *renderer) remoteClusterObjects() {
+	in := r.in
+	for _, c := range in.remoteClusters() {
+		c := c
+		r.target = &c
+		p := c.keyPrefix()
+		r.add(p+"namespace", in.namespaceObject(), false)
+		for _, pc := range in.Spec.Scheduling.PriorityClasses {
+			r.add(p+"priorityclass-"+pc.Name, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), false)
+		}
+		for i := range components {
+			if comp := &components[i]; comp.PerExecutor && len(comp.ClusterRules) > 0 {
+				r.add(p+comp.Name+"-clusterrole", in.clusterRole(comp.Name, comp.ClusterRules), false)
+			}
+		}
+		if in.trustsCA() {
+			ref := in.Spec.ExecutorAPI.CASecretRef
+			ca := &corev1.Secret{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+				ObjectMeta: in.meta(in.caSecret(), "executor"),
+			}
+			r.addWith(p+"executor-api-ca", ca, remoteOptions{PatchFrom: &remotePatch{
+				Kind: "Secret", Name: ref.Name, FieldPath: "data[" + ref.Key + "]",
+				ToFieldPath: "spec.forProvider.manifest.data[" + caFile + "]",
+			}})
+		}
+		r.target = nil
+	}
+}
+
+// remoteStatus reports an executor's cluster, and why a remote one is not
+// ready: its Objects' sync errors (an unreachable cluster) first.
+func (r *renderer) remoteStatus(name string, e *v1alpha1.Executor, st v1alpha1.ComponentStatus) v1alpha1.ExecutorStatus {
+	s := v1alpha1.ExecutorStatus{ClusterID: e.ClusterID, Cluster: "local", Ready: st.Ready, Reason: st.Reason}
+	c := remoteCluster(e)
+	if c == nil {
+		return s
+	}
+	s.Cluster = c.String()
+	if msg, ok := r.opt.Observed.Unsynced[name+keyWorkloadSuffix]; ok && !s.Ready {
+		s.Reason = "Cannot reach worker cluster " + c.String() + ": " + firstLine(msg)
+	}
+	return s
+}
+
+// firstLine is a message's first line.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package armada
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// remoteSpec has one executor here and two in worker clusters.
+func remoteSpec() v1alpha1.ArmadaSpec {
+	return spec(func(s *v1alpha1.ArmadaSpec) {
+		s.Scheduling.Pools = []v1alpha1.Pool{{Name: "cpu"}, {Name: "gpu"}}
+		s.ExecutorAPI = &v1alpha1.ExecutorAPI{URL: "executors.example.com:443", CASecretRef: &v1alpha1.SecretKeyRef{Name: "ca", Key: "ca.crt"}}
+		s.Executors = []v1alpha1.Executor{
+			{ClusterID: "here", Pool: "cpu"},
+			{ClusterID: "a", Pool: "cpu", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
+			{ClusterID: "g", Pool: "gpu", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Kind: "ProviderConfig", Name: "worker-g"}}},
+		}
+	})
+}
+
+// manifest unwraps a provider-kubernetes Object.
+func manifest(t *testing.T, o *Object) (*unstructured.Unstructured, map[string]any) {
+	t.Helper()
+	u, ok := o.Object.(*unstructured.Unstructured)
+	if !ok || u.GetKind() != "Object" {
+		t.Fatalf("%s is a %T %s, want a provider-kubernetes Object", o.Key, o.Object, o.Object.GetObjectKind().GroupVersionKind().Kind)
+	}
+	m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest")
+	return u, m
+}
+
+func TestRemoteExecutors(t *testing.T) {
+	s := remoteSpec()
+	out := render(t, s, Observed{Jobs: migrated(t, s)})
+
+	// Every object of a remote executor, and each worker cluster's shared
+	// objects, go to its cluster wrapped in an Object; the local executor's
+	// do not.
+	for key, want := range map[string]string{
+		"executor-a-workload": "ClusterProviderConfig/worker-a", "executor-a-config": "ClusterProviderConfig/worker-a",
+		"executor-a-clusterrolebinding": "ClusterProviderConfig/worker-a", "executor-a-identity": "ClusterProviderConfig/worker-a",
+		"executor-g-workload": "ProviderConfig/worker-g", "cluster-pc-worker-g-namespace": "ProviderConfig/worker-g",
+		"cluster-worker-a-executor-clusterrole":                       "ClusterProviderConfig/worker-a",
+		"cluster-worker-a-priorityclass-armada-armada-0abc57-default": "ClusterProviderConfig/worker-a",
+		"cluster-pc-worker-g-executor-api-ca":                         "ProviderConfig/worker-g",
+	} {
+		o := find(out, key)
+		if o == nil {
+			t.Errorf("%s is not composed", key)
+			continue
+		}
+		u, _ := manifest(t, o)
+		ref, _, _ := unstructured.NestedStringMap(u.Object, "spec", "providerConfigRef")
+		if got := ref["kind"] + "/" + ref["name"]; got != want {
+			t.Errorf("%s goes to %s, want %s", key, got, want)
+		}
+	}
+	if _, ok := find(out, "executor-here-workload").Object.(*appsv1.Deployment); !ok {
+		t.Errorf("the local executor is not a plain Deployment")
+	}
+
+	// No password is ever written into an Object: the identity's is born
+	// in the worker cluster, and the executor reads it there.
+	for _, o := range out.Objects {
+		u, ok := o.Object.(*unstructured.Unstructured)
+		if !ok || u.GetKind() != "Object" {
+			continue
+		}
+		b, err := json.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds := find(out, keyCredentials).Object.(*corev1.Secret)
+		if len(creds.Data) == 0 {
+			t.Fatal("no generated passwords to look for")
+		}
+		for user, pw := range creds.Data {
+			if strings.Contains(string(b), string(pw)) || strings.Contains(string(b), base64.StdEncoding.EncodeToString(pw)) {
+				t.Errorf("Object %s contains the password of %s", o.Key, user)
+			}
+		}
+	}
+	_, secret := manifest(t, find(out, "executor-a-identity"))
+	if data, _ := secret["data"].(map[string]any); secret["type"] != string(corev1.SecretTypeServiceAccountToken) || len(data) > 0 {
+		t.Errorf("identity Secret = %v, want an empty service-account token Secret", secret)
+	}
+	identity, _ := manifest(t, find(out, "executor-a-identity"))
+	conn, _, _ := unstructured.NestedString(identity.Object, "spec", "writeConnectionSecretToRef", "name")
+	if conn != "armada-executor-a-identity" {
+		t.Errorf("identity connection Secret = %q", conn)
+	}
+
+	// The remote executor dials the exposed executor API over TLS as its
+	// own identity, trusting the CA; the scheduler grants execute_jobs to
+	// exactly the executors' identities.
+	_, dep := manifest(t, find(out, "executor-a-workload"))
+	b, _ := json.Marshal(dep)
+	for _, want := range []string{`"SSL_CERT_FILE"`, `"key":"token","name":"armada-executor-a-identity"`, `"secretName":"armada-executor-api-ca"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("remote executor Deployment lacks %s", want)
+		}
+	}
+	_, cfgSecret := manifest(t, find(out, "executor-a-config"))
+	var cfg map[string]any
+	if err := decodeYAML(cfgSecret, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	wantConn := map[string]any{"armadaUrl": "executors.example.com:443", "forceNoTls": false,
+		"basicAuth": map[string]any{"username": "internal-executor-a", "password": ""}}
+	if diff := cmp.Diff(wantConn, cfg["executorApiConnection"]); diff != "" {
+		t.Errorf("remote executorApiConnection: -want, +got:\n%s", diff)
+	}
+	users := config(t, out, "scheduler-config")["auth"].(map[string]any)["basicAuth"].(map[string]any)["users"].(map[string]any)
+	for _, u := range []string{"internal-executor", "internal-executor-a", "internal-executor-g"} {
+		groups, _ := users[u].(map[string]any)["groups"].([]any)
+		if len(groups) == 0 || groups[0] != groupExecutors {
+			t.Errorf("scheduler user %s groups = %v, want %s first", u, groups, groupExecutors)
+		}
+	}
+}
+
+// decodeYAML decodes a wrapped Secret manifest's config file.
+func decodeYAML(secret map[string]any, into any) error {
+	data, _ := secret["data"].(map[string]any)
+	s, _ := data[configKey].(string)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	return yaml.Unmarshal(b, into)
+}
+
+func TestRemoteExecutorStatus(t *testing.T) {
+	s := remoteSpec()
+	o := Observed{Jobs: migrated(t, s), Unsynced: map[string]string{
+		"executor-a-workload": "cannot connect to worker cluster: dial tcp 10.0.0.1:6443: connect: connection refused\nmore",
+	}}
+	out := render(t, s, o)
+	want := []v1alpha1.ExecutorStatus{
+		{ClusterID: "here", Cluster: "local", Reason: "Waiting for the workload to become available"},
+		{ClusterID: "a", Cluster: "ClusterProviderConfig/worker-a",
+			Reason: "Cannot reach worker cluster ClusterProviderConfig/worker-a: cannot connect to worker cluster: dial tcp 10.0.0.1:6443: connect: connection refused"},
+		{ClusterID: "g", Cluster: "ProviderConfig/worker-g", Reason: "Waiting for the workload to become available"},
+	}
+	if diff := cmp.Diff(want, out.Status.Executors); diff != "" {
+		t.Errorf("status.executors: -want, +got:\n%s", diff)
+	}
+	// Nothing is dropped because a worker cluster is unreachable.
+	if find(out, "executor-a-workload") == nil || find(out, "cluster-worker-a-namespace") == nil {
+		t.Errorf("an unreachable worker cluster's objects were dropped")
+	}
+}
