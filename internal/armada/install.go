@@ -23,6 +23,9 @@ type Install struct {
 	Namespace string
 	// Spec is the defaulted spec.
 	Spec v1alpha1.ArmadaSpec
+	// established are the remote executor identities whose password has
+	// arrived in this cluster, by user; Render sets them from observations.
+	established map[string]bool
 }
 
 // Internal basic-auth users the components authenticate to each other

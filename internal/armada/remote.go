@@ -111,15 +111,41 @@ func (in *Install) identityOf(e *v1alpha1.Executor) *remoteIdentity {
 	return &remoteIdentity{User: userExecutor + "-" + e.ClusterID, Secret: in.object("executor-" + e.ClusterID + "-identity")}
 }
 
-// remoteIdentities are every remote executor's identity, in spec order.
+// remoteIdentities are the remote executors' identities the scheduler
+// accepts, in spec order: those whose password has arrived here. Until
+// then the scheduler has no such user at all, rather than one with an
+// empty password; when it arrives the scheduler's config changes and it
+// rolls.
 func (in *Install) remoteIdentities() []remoteIdentity {
 	var out []remoteIdentity
 	for i := range in.Spec.Executors {
-		if id := in.identityOf(&in.Spec.Executors[i]); id != nil {
+		if id := in.identityOf(&in.Spec.Executors[i]); id != nil && in.established[id.User] {
 			out = append(out, *id)
 		}
 	}
 	return out
+}
+
+// identityKey is the composition resource name of an executor's identity
+// Secret.
+func identityResource(instance string) string { return instance + "-identity" }
+
+// establishIdentities records which remote identities have their password
+// here: the identity Object is ready and synced, so provider-kubernetes
+// has read the worker's token and published it to the connection Secret.
+func (in *Install) establishIdentities(o Observed) {
+	in.established = map[string]bool{}
+	for i := range in.Spec.Executors {
+		e := &in.Spec.Executors[i]
+		id := in.identityOf(e)
+		if id == nil {
+			continue
+		}
+		key := identityResource("executor-" + e.ClusterID)
+		if _, unsynced := o.Unsynced[key]; o.Ready[key] && !unsynced {
+			in.established[id.User] = true
+		}
+	}
 }
 
 // executorAPIURL is where remote executors dial the scheduler.

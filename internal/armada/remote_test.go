@@ -3,6 +3,7 @@ package armada
 import (
 	"encoding/base64"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 
@@ -120,12 +121,35 @@ func TestRemoteExecutors(t *testing.T) {
 	if diff := cmp.Diff(wantConn, cfg["executorApiConnection"]); diff != "" {
 		t.Errorf("remote executorApiConnection: -want, +got:\n%s", diff)
 	}
-	users := config(t, out, "scheduler-config")["auth"].(map[string]any)["basicAuth"].(map[string]any)["users"].(map[string]any)
-	for _, u := range []string{"internal-executor", "internal-executor-a", "internal-executor-g"} {
-		groups, _ := users[u].(map[string]any)["groups"].([]any)
-		if len(groups) == 0 || groups[0] != groupExecutors {
-			t.Errorf("scheduler user %s groups = %v, want %s first", u, groups, groupExecutors)
+	// The scheduler accepts a remote identity only once its password has
+	// arrived here: never a user with an empty password.
+	users := func(out *Output) []string {
+		u := config(t, out, "scheduler-config")["auth"].(map[string]any)["basicAuth"].(map[string]any)["users"].(map[string]any)
+		var names []string
+		for name, v := range u {
+			if groups, _ := v.(map[string]any)["groups"].([]any); len(groups) > 0 && groups[0] == groupExecutors {
+				names = append(names, name)
+			}
 		}
+		sort.Strings(names)
+		return names
+	}
+	if diff := cmp.Diff([]string{"internal-executor"}, users(out)); diff != "" {
+		t.Errorf("executors the scheduler accepts before any identity arrived: -want, +got:\n%s", diff)
+	}
+	o := Observed{Jobs: migrated(t, s), Ready: map[string]bool{"executor-a-identity": true, "executor-g-identity": true},
+		Unsynced: map[string]string{"executor-g-identity": "cannot get value at data.token"}}
+	out = render(t, s, o)
+	if diff := cmp.Diff([]string{"internal-executor", "internal-executor-a"}, users(out)); diff != "" {
+		t.Errorf("executors the scheduler accepts once a's identity arrived: -want, +got:\n%s", diff)
+	}
+	sched, err := json.Marshal(find(out, "scheduler-workload").Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"name":"ARMADA_AUTH_BASICAUTH_USERS_INTERNAL-EXECUTOR-A_PASSWORD","valueFrom":{"secretKeyRef":{"name":"armada-executor-a-identity","key":"password"}}`
+	if !strings.Contains(string(sched), want) {
+		t.Errorf("the scheduler does not read internal-executor-a's password from its connection Secret")
 	}
 }
 

@@ -116,6 +116,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	r := &renderer{in: in, opt: opt}
+	in.establishIdentities(opt.Observed)
 	r.out.Status = v1alpha1.ArmadaStatus{
 		Version:           v1alpha1.VersionStatus{Desired: in.Spec.Version},
 		Components:        map[string]v1alpha1.ComponentStatus{},

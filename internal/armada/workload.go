@@ -77,8 +77,7 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 // A remote executor (id set) authenticates as its own identity, whose
 // password is in its identity Secret in the worker cluster; the scheduler
 // reads every remote identity's password from the connection Secret of the
-// same name here. Those are optional: a worker cluster that is not reachable
-// yet must not stop the scheduler.
+// same name here, once it has arrived (see remoteIdentities).
 func (in *Install) secretEnvs(c *component, replicas int32, id *remoteIdentity) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	creds := in.credentialsSecret()
@@ -92,9 +91,7 @@ func (in *Install) secretEnvs(c *component, replicas int32, id *remoteIdentity) 
 			env = append(env, secretEnv(passwordEnv(u.Name), creds, u.Name))
 		}
 		for _, r := range in.remoteIdentities() {
-			e := secretEnv(passwordEnv(r.User), r.Secret, identityKey)
-			e.ValueFrom.SecretKeyRef.Optional = ptr.To(true)
-			env = append(env, e)
+			env = append(env, secretEnv(passwordEnv(r.User), r.Secret, identityKey))
 		}
 	case authNone:
 	}
