@@ -345,3 +345,16 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// InWorkerClusters wraps an object in a provider-kubernetes Object for
+// each worker cluster the install's executors run in, keyed by cluster: a
+// team's job namespaces, for example, must exist wherever its jobs can
+// run. Adding a worker cluster adds its copies on the next reconcile.
+func (in *Install) InWorkerClusters(key string, o client.Object) []Object {
+	var out []Object
+	for _, c := range in.remoteClusters() {
+		k := c.keyPrefix() + key
+		out = append(out, Object{Key: k, Object: in.remoteObject(k, c, o, remoteOptions{})})
+	}
+	return out
+}

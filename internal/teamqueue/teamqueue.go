@@ -122,14 +122,19 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 	}}
 	out.Objects = append(out.Objects, armada.Object{Key: KeyQueue, Object: target.Queue(name, p, "team-queue")})
 	for _, ns := range xr.Spec.Namespaces {
-		out.Objects = append(out.Objects, armada.Object{Key: keyNamespacePrefix + ns, Object: &corev1.Namespace{
+		obj := &corev1.Namespace{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
 				LabelQueue:                     name,
 				"app.kubernetes.io/managed-by": "function-armada",
 				"app.kubernetes.io/part-of":    "armada",
 			}},
-		}})
+		}
+		key := keyNamespacePrefix + ns
+		out.Objects = append(out.Objects, armada.Object{Key: key, Object: obj})
+		// Jobs run wherever the Armada has executors: the namespace must
+		// exist in each worker cluster too.
+		out.Objects = append(out.Objects, target.InWorkerClusters("team-"+name+"-"+key, obj)...)
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
@@ -133,5 +134,52 @@ func TestRender(t *testing.T) {
 				t.Errorf("%s\nstatus: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestNamespacesInWorkerClusters checks that a team's job namespaces are
+// created in every worker cluster its Armada's executors run in, as
+// provider-kubernetes Objects for that cluster, beside this cluster's.
+func TestNamespacesInWorkerClusters(t *testing.T) {
+	in, errs := armada.New(armada.XR{
+		Name:   "armada-x1",
+		Labels: map[string]string{"crossplane.io/claim-name": "armada", "crossplane.io/claim-namespace": "armada"},
+		Spec: v1alpha1.ArmadaSpec{
+			Postgres:    v1alpha1.Postgres{Host: "pg", User: "armada", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"}},
+			Redis:       v1alpha1.Redis{Addrs: []string{"redis:6379"}},
+			Pulsar:      v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
+			Auth:        v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
+			ExecutorAPI: &v1alpha1.ExecutorAPI{URL: "executors.example.com:443"},
+			Executors: []v1alpha1.Executor{
+				{ClusterID: "here"},
+				{ClusterID: "a", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
+				{ClusterID: "a2", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
+				{ClusterID: "b", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Kind: "ProviderConfig", Name: "worker-b"}}},
+			},
+		},
+	})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	out, errs := Render(claim(nil), in)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got := map[string]string{}
+	for _, o := range out.Objects {
+		u, ok := o.Object.(*unstructured.Unstructured)
+		if !ok || u.GetKind() != "Object" {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "manifest", "metadata", "name")
+		pc, _, _ := unstructured.NestedString(u.Object, "spec", "providerConfigRef", "name")
+		got[o.Key] = pc + ":" + name
+	}
+	want := map[string]string{
+		"cluster-worker-a-team-ml-namespace-team-ml-jobs":    "worker-a:team-ml-jobs",
+		"cluster-pc-worker-b-team-ml-namespace-team-ml-jobs": "worker-b:team-ml-jobs",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("team namespaces in worker clusters: -want, +got:\n%s", diff)
 	}
 }
