@@ -113,6 +113,11 @@ type ArmadaSpec struct {
 	// Ingress exposes the server's gRPC and REST APIs and Lookout.
 	// +optional
 	Ingress *Ingress `json:"ingress,omitempty"`
+
+	// Monitoring composes ServiceMonitors, alerting rules and Grafana
+	// dashboards. Off by default.
+	// +optional
+	Monitoring Monitoring `json:"monitoring,omitempty"`
 }
 
 // Components holds the settings of each Armada component.
@@ -425,6 +430,10 @@ type ArmadaStatus struct {
 	// generated basic-auth passwords.
 	// +optional
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+	// Monitoring reports whether monitoring is composed and which labels
+	// select it.
+	// +optional
+	Monitoring MonitoringStatus `json:"monitoring,omitempty"`
 }
 
 // VersionStatus reports Armada versions.
