@@ -23,6 +23,7 @@ type Monitoring struct {
 	// serviceMonitorSelector and ruleSelector, for example
 	// {release: kube-prometheus-stack}, pick them up.
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('app.kubernetes.io/'))",message="spec.monitoring.labels cannot set app.kubernetes.io/ labels: the function sets them"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
