@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -20,11 +19,11 @@ func backingServiceCRDs(ctx context.Context) ([]*unstructured.Unstructured, erro
 		if p.Name == "provider-kubernetes" {
 			continue
 		}
-		d, err := providers.ModuleDir(ctx, p.Module, p.Version)
+		d, err := p.CRDPath(ctx)
 		if err != nil {
 			return nil, err
 		}
-		objs, err := manifest.ReadDir(filepath.Join(d, p.CRDDir))
+		objs, err := manifest.ReadDir(d)
 		if err != nil {
 			return nil, err
 		}
