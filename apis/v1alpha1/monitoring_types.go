@@ -58,9 +58,9 @@ type MonitoringAlerts struct {
 	SchedulingCycleSeconds int32 `json:"schedulingCycleSeconds,omitempty"`
 
 	// IngesterLagSeconds is the Pulsar processing delay above which
-	// ArmadaIngesterLagging fires. Ingester lag is measured only when
-	// spec.pulsar.adminURL is known (in-cluster Pulsar, or set for an
-	// external one). Defaults to 300.
+	// ArmadaIngesterLagging fires. With monitoring on, the ingesters
+	// measure their delay through Pulsar's admin API (spec.pulsar.adminURL),
+	// which they then need to reach to start. Defaults to 300.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
@@ -106,8 +106,4 @@ type MonitoringStatus struct {
 	PrometheusRule string `json:"prometheusRule,omitempty"`
 	// +optional
 	Dashboards []string `json:"dashboards,omitempty"`
-	// IngesterLag is true when the ingesters measure their Pulsar
-	// processing delay, which needs spec.pulsar.adminURL.
-	// +optional
-	IngesterLag bool `json:"ingesterLag,omitempty"`
 }

@@ -74,7 +74,7 @@ func (in *Install) alertRules(insts []*instance) []alertRule {
 		return fmt.Sprintf("kubectl -n %s get pods -l app.kubernetes.io/instance=%s,app.kubernetes.io/component=%s", ns, in.Name, component)
 	}
 
-	rules := []alertRule{
+	return []alertRule{
 		{
 			Name: "ArmadaComponentDown", Severity: severityCritical, For: "5m",
 			Expr:    fmt.Sprintf("up%s == 0", sel()),
@@ -164,9 +164,7 @@ func (in *Install) alertRules(insts []*instance) []alertRule {
 				"whether executors have free capacity. Thresholds: spec.monitoring.alerts.queuedJobs and queueBacklogMinutes.",
 				a.QueuedJobs, a.QueueBacklogMinutes),
 		},
-	}
-	if in.ingesterLag() {
-		rules = append(rules, alertRule{
+		{
 			Name: "ArmadaIngesterLagging", Severity: severityWarning, For: "10m",
 			Expr: fmt.Sprintf("max by (armada_component) (%s) > %d",
 				perIngester("%s", ingesterDelay), a.IngesterLagSeconds*1000),
@@ -175,9 +173,8 @@ func (in *Install) alertRules(insts []*instance) []alertRule {
 				"published for 10 minutes, so job states in the scheduler, Lookout or the watch API are stale. Check its "+
 				"database (slow writes show as database errors or high latency), its CPU and memory, and scale it with "+
 				"spec.components.<ingester>.replicas. Threshold: spec.monitoring.alerts.ingesterLagSeconds.", a.IngesterLagSeconds),
-		})
+		},
 	}
-	return rules
 }
 
 // prometheusRule holds the installation's alerts in one group.

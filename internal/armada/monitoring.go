@@ -47,10 +47,9 @@ func (in *Install) dashboardsOn() bool {
 }
 
 // ingesterLag is true when the ingesters measure their Pulsar processing
-// delay: with monitoring on and Pulsar's admin URL known.
-func (in *Install) ingesterLag() bool {
-	return in.monitoring().Enabled && in.Spec.Pulsar.AdminURL != ""
-}
+// delay: with monitoring on. Pulsar's admin URL, which the delay monitor
+// needs, is always known (validation requires it for an external Pulsar).
+func (in *Install) ingesterLag() bool { return in.monitoring().Enabled }
 
 // monitoringLabels are a monitoring object's labels: the user's, then
 // ours, which keep the app.kubernetes.io keys (the XRD refuses user labels
@@ -132,7 +131,6 @@ func (r *renderer) monitoring(insts []*instance) error {
 	// but the per-component one.
 	st.Labels = in.monitoringLabels("")
 	delete(st.Labels, labelComponent)
-	st.IngesterLag = in.ingesterLag()
 	if in.serviceMonitorsOn() {
 		for _, inst := range insts {
 			key := inst.Name + "-servicemonitor"
