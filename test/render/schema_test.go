@@ -80,6 +80,16 @@ func TestSchema(t *testing.T) {
 			claim:  strings.Replace(valid, "pulsar://pulsar:6650", "http://pulsar:8080", 1),
 			want:   []string{"spec.pulsar.url: Invalid value"},
 		},
+		"MonitoringReservedLabel": {
+			reason: "Monitoring labels cannot override the labels the function sets.",
+			claim:  valid + "  monitoring: {enabled: true, labels: {app.kubernetes.io/name: x}}\n",
+			want:   []string{"spec.monitoring.labels cannot set app.kubernetes.io/ labels"},
+		},
+		"MonitoringBadScrapeInterval": {
+			reason: "The scrape interval is a Prometheus duration in seconds or minutes.",
+			claim:  valid + "  monitoring: {enabled: true, scrapeInterval: 15}\n",
+			want:   []string{"spec.monitoring.scrapeInterval"},
+		},
 		"InCluster": {
 			reason: "Every backing service may be composed in-cluster with no connection settings.",
 			claim:  inCluster,
