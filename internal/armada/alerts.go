@@ -142,7 +142,8 @@ func (in *Install) alertRules(insts []*instance) []alertRule {
 				metricGRPCClient, execFailed, metricGRPCClient, execOK),
 			Summary: "Armada {{ $labels.armada_component }} cannot reach the scheduler: its heartbeat is lost",
 			Description: "Every call from {{ $labels.armada_component }} to the scheduler's ExecutorApi has failed for 10 minutes, " +
-				"so the scheduler sees no heartbeat, leases it no jobs and, after its executorTimeout, treats its jobs as lost. " +
+				"so the scheduler sees no heartbeat and, once the last one is older than its scheduling.executorTimeout " +
+				"(10m by default), leases it no new jobs. " +
 				"Check the executor's log for the gRPC error, that the scheduler is up, and the executor's credentials " +
 				"(execute_jobs permission).",
 		},
