@@ -2,7 +2,6 @@ package armada
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -20,8 +19,6 @@ const alertMinutes = 100
 func constant(v float64) func(int) float64 { return func(int) float64 { return v } }
 
 func perMinute(v float64) func(int) float64 { return func(m int) float64 { return v * float64(m) } }
-
-func never(int) float64 { return math.NaN() }
 
 // target is a metric as a ServiceMonitor of the monitored() install
 // labels it when scraping instance component.

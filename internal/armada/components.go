@@ -13,6 +13,9 @@ const (
 	dbScheduler = "scheduler"
 )
 
+// keyMetricsPort is the metrics port key of most components' configs.
+const keyMetricsPort = "metricsPort"
+
 // A migration is a one-shot schema migration run by a component's image.
 type migration struct {
 	// Name of the database the migration owns: "scheduler" or "lookout".
@@ -118,7 +121,7 @@ type component struct {
 var components = []component{
 	{
 		Name: "server", Image: "armada-server", Args: []string{"--config", configPath},
-		Metrics: []string{"metricsPort"},
+		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
 		Database: dbLookout, Migration: dbLookout, RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
 		Clients:  []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
@@ -137,35 +140,35 @@ var components = []component{
 	},
 	{
 		Name: "scheduler-ingester", Image: "armada-scheduler-ingester", Args: []string{"--config", configPath},
-		Metrics: []string{"metricsPort"}, IngesterMetrics: "armada_event_ingester_armada_scheduler_ingester_",
+		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_event_ingester_armada_scheduler_ingester_",
 		Probe: probeTCP, Database: dbScheduler, Migration: dbScheduler, Pulsar: true, ControlPlaneTopic: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.SchedulerIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
-		Metrics: []string{"metricsPort"},
+		Metrics: []string{keyMetricsPort},
 		HTTP:    true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
 		Config:   lookoutConfig,
 	},
 	{
 		Name: "lookout-ingester", Image: "armada-lookout-ingester", Args: []string{"--config", configPath},
-		Metrics: []string{"metricsPort"}, IngesterMetrics: "armada_lookout_ingester_v2_",
+		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_lookout_ingester_v2_",
 		Probe: probeTCP, Database: dbLookout, Migration: dbLookout, Pulsar: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.LookoutIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "event-ingester", Image: "armada-event-ingester", Args: []string{"--config", configPath},
-		Metrics: []string{"metricsPort"}, IngesterMetrics: "armada_event_ingester_",
+		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_event_ingester_",
 		Probe: probeTCP, RedisKey: "redis", Pulsar: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.EventIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "binoculars", Image: "armada-binoculars", Args: []string{"--config", configPath},
-		Metrics: []string{"metricsPort"},
+		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers, KubeAPI: true,
 		ClusterRules: binocularsRules,
 		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },

@@ -37,6 +37,14 @@ type query struct {
 	Expr, Legend string
 }
 
+// Grafana panel types and units.
+const (
+	panelTimeseries = "timeseries"
+	panelStat       = "stat"
+	unitShort       = "short"
+	unitNone        = "none"
+)
+
 // dashboardTable lists the dashboards: an overview and a queue view.
 var dashboardTable = []dashboard{
 	{Name: "overview", Title: "Armada overview", Panels: overviewPanels},
@@ -55,44 +63,48 @@ func overviewPanels(in *Install) []panel {
 		}
 	}
 	return []panel{
-		{Title: "Components up", Type: "stat", Unit: "none", Queries: []query{{Expr: "min by (armada_component) (up" + sel() + ")", Legend: "{{armada_component}}"}}},
-		{Title: "Scheduler leader", Type: "stat", Unit: "none", Queries: []query{{Expr: "max by (name) (" + metricLeaderStatus + sel() + ")", Legend: "{{name}}"}}},
-		{Title: "Scheduling cycle time (95th percentile)", Type: "timeseries", Unit: "ms", Queries: []query{{
+		{Title: "Components up", Type: panelStat, Unit: unitNone, Queries: []query{{
+			Expr: "min by (armada_component) (up" + sel() + ")", Legend: "{{armada_component}}",
+		}}},
+		{Title: "Scheduler leader", Type: panelStat, Unit: unitNone, Queries: []query{{
+			Expr: "max by (name) (" + metricLeaderStatus + sel() + ")", Legend: "{{name}}",
+		}}},
+		{Title: "Scheduling cycle time (95th percentile)", Type: panelTimeseries, Unit: "ms", Queries: []query{{
 			Expr: fmt.Sprintf("histogram_quantile(0.95, sum by (le) (rate(%s_bucket%s[5m])))", metricCycleTimes, sel()), Legend: "p95",
 		}}},
-		{Title: "Scheduling cycles by outcome", Type: "timeseries", Unit: "ops", Queries: []query{{
+		{Title: "Scheduling cycles by outcome", Type: panelTimeseries, Unit: "ops", Queries: []query{{
 			Expr: fmt.Sprintf("sum by (outcome) (rate(%s%s[5m]))", metricScheduleOutcome, sel()), Legend: "{{outcome}}",
 		}}},
-		{Title: "Queued jobs", Type: "timeseries", Unit: "short", Queries: []query{{
+		{Title: "Queued jobs", Type: panelTimeseries, Unit: unitShort, Queries: []query{{
 			Expr: fmt.Sprintf("sum by (queue) (max by (queue, state) (%s%s))", metricQueueSize, sel()), Legend: "{{queue}}",
 		}}},
-		{Title: "CPU capacity per cluster and pool", Type: "timeseries", Unit: "short", Queries: []query{
+		{Title: "CPU capacity per cluster and pool", Type: panelTimeseries, Unit: unitShort, Queries: []query{
 			{Expr: fmt.Sprintf("max by (cluster, pool) (%s%s)", metricClusterCapacity, sel(`resourceType="cpu"`)), Legend: "{{cluster}}/{{pool}} total"},
 			{Expr: fmt.Sprintf("max by (cluster, pool) (%s%s)", metricClusterAvailable, sel(`resourceType="cpu"`)), Legend: "{{cluster}}/{{pool}} available"},
 		}},
-		{Title: "Ingester lag behind Pulsar", Type: "timeseries", Unit: "ms", Queries: ingesters},
+		{Title: "Ingester lag behind Pulsar", Type: panelTimeseries, Unit: "ms", Queries: ingesters},
 	}
 }
 
 func queuePanels(in *Install) []panel {
 	sel := in.promSelector
 	return []panel{
-		{Title: "Queued jobs by queue", Type: "timeseries", Unit: "short", Queries: []query{{
+		{Title: "Queued jobs by queue", Type: panelTimeseries, Unit: unitShort, Queries: []query{{
 			Expr: fmt.Sprintf("max by (queue, state) (%s%s)", metricQueueSize, sel()), Legend: "{{queue}} {{state}}",
 		}}},
-		{Title: "Allocated CPU by queue", Type: "timeseries", Unit: "short", Queries: []query{{
+		{Title: "Allocated CPU by queue", Type: panelTimeseries, Unit: unitShort, Queries: []query{{
 			Expr:   fmt.Sprintf("sum by (queue, pool) (max by (queue, pool, priorityClass, priceBand) (armada_queue_resource_allocated%s))", sel(`resourceType="cpu"`)),
 			Legend: "{{queue}}/{{pool}}",
 		}}},
-		{Title: "Queued CPU by queue", Type: "timeseries", Unit: "short", Queries: []query{{
+		{Title: "Queued CPU by queue", Type: panelTimeseries, Unit: unitShort, Queries: []query{{
 			Expr:   fmt.Sprintf("sum by (queue, pool) (max by (queue, pool, priorityClass, priceBand) (armada_queue_resource_queued%s))", sel(`resourceType="cpu"`)),
 			Legend: "{{queue}}/{{pool}}",
 		}}},
-		{Title: "Fair share and actual share", Type: "timeseries", Unit: "percentunit", Queries: []query{
+		{Title: "Fair share and actual share", Type: panelTimeseries, Unit: "percentunit", Queries: []query{
 			{Expr: "max by (queue, pool) (armada_scheduler_fair_share" + sel() + ")", Legend: "{{queue}}/{{pool}} fair"},
 			{Expr: "max by (queue, pool) (armada_scheduler_actual_share" + sel() + ")", Legend: "{{queue}}/{{pool}} actual"},
 		}},
-		{Title: "Job state transitions by queue", Type: "timeseries", Unit: "ops", Queries: []query{{
+		{Title: "Job state transitions by queue", Type: panelTimeseries, Unit: "ops", Queries: []query{{
 			Expr:   "sum by (queue, state) (rate(armada_scheduler_job_state_counter_by_queue" + sel() + "[5m]))",
 			Legend: "{{queue}} {{state}}",
 		}}},

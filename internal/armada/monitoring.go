@@ -2,6 +2,7 @@ package armada
 
 import (
 	"maps"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,11 +77,8 @@ func scrapeTimeout(interval string) string {
 // selector is the PromQL label matchers of this installation's series,
 // plus extra matchers.
 func (in *Install) promSelector(extra ...string) string {
-	s := `namespace="` + in.Namespace + `",` + targetInstance + `="` + in.Name + `"`
-	for _, e := range extra {
-		s += "," + e
-	}
-	return "{" + s + "}"
+	m := append([]string{`namespace="` + in.Namespace + `"`, targetInstance + `="` + in.Name + `"`}, extra...)
+	return "{" + strings.Join(m, ",") + "}"
 }
 
 // serviceMonitor scrapes one instance's metrics port through its Service,

@@ -72,10 +72,10 @@ func TestServiceMonitorsSelectExactlyTheirComponent(t *testing.T) {
 		t.Fatalf("%d ServiceMonitors for %d instances", len(monitors), len(insts))
 	}
 	for _, inst := range insts {
-		sm := monitors[inst.Name+"-servicemonitor"].Object.(*unstructured.Unstructured) //nolint:forcetypeassert // Kind checked.
+		sm := monitors[inst.Name+"-servicemonitor"].Object.(*unstructured.Unstructured)
 		var matched []*corev1.Service
 		for _, o := range services {
-			if svc := o.Object.(*corev1.Service); selects(t, sm, svc) { //nolint:forcetypeassert // Kind checked.
+			if svc := o.Object.(*corev1.Service); selects(t, sm, svc) {
 				matched = append(matched, svc)
 			}
 		}
@@ -88,7 +88,7 @@ func TestServiceMonitorsSelectExactlyTheirComponent(t *testing.T) {
 			t.Errorf("%s: ServiceMonitor selects Service %s", inst.Name, svc.Name)
 		}
 		port, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-		name := port[0].(map[string]any)["port"] //nolint:forcetypeassert // Built as such.
+		name := port[0].(map[string]any)["port"]
 		var svcPort *corev1.ServicePort
 		for i := range svc.Spec.Ports {
 			if svc.Spec.Ports[i].Name == name {
@@ -112,7 +112,7 @@ func TestServiceMonitorsSelectExactlyTheirComponent(t *testing.T) {
 		cfg := config(t, out, inst.Name+"-config")
 		var v any = cfg
 		for _, k := range inst.Metrics {
-			v = v.(map[string]any)[k] //nolint:forcetypeassert // A missing key fails below.
+			v = v.(map[string]any)[k]
 		}
 		if fmt.Sprint(v) != fmt.Sprint(containerPort) || containerPort == 0 {
 			t.Errorf("%s: config %s = %v, but the metrics container port is %d", inst.Name, strings.Join(inst.Metrics, "."), v, containerPort)
@@ -203,7 +203,7 @@ func TestMonitoringSwitches(t *testing.T) {
 				t.Errorf("%s\nstatus.monitoring (-want +got):\n%s", tc.reason, diff)
 			}
 			for _, ing := range []string{"scheduler-ingester", "lookout-ingester", "event-ingester"} {
-				p := config(t, out, ing+"-config")["pulsar"].(map[string]any) //nolint:forcetypeassert // Always a map.
+				p := config(t, out, ing+"-config")["pulsar"].(map[string]any)
 				dm, ok := p["delayMonitor"].(map[string]any)
 				on := ok && dm["enabled"] == true && p["restURL"] == "http://pulsar:8080"
 				if on != tc.delayMonit {

@@ -79,7 +79,7 @@ type series struct {
 // toStorage samples every series once a minute for minutes minutes.
 func toStorage(t *testing.T, ss []series, minutes int) memStorage {
 	t.Helper()
-	var out memStorage
+	out := make(memStorage, 0, len(ss))
 	for _, s := range ss {
 		lset, err := parser.ParseMetric(s.metric)
 		if err != nil {
@@ -127,7 +127,7 @@ func firing(t *testing.T, r alertRule, st memStorage, minutes int) []string {
 		seen := map[string]int{}
 		last = last[:0]
 		for _, s := range vec {
-			k := s.Metric.DropMetricName().String()
+			k := s.Metric.DropReserved(func(n string) bool { return n == model.MetricNameLabel }).String()
 			start, ok := activeAt[k]
 			if !ok {
 				start = m

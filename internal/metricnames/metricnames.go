@@ -46,6 +46,24 @@ type Index struct {
 // prometheus.*Opts literal and the name of every prometheus.NewDesc,
 // evaluating string constants across packages by name.
 func Scan(dirs ...string) (*Index, error) {
+	files, err := parseDirs(dirs)
+	if err != nil {
+		return nil, err
+	}
+	sc := &scanner{consts: constants(files), x: &Index{full: map[string]bool{}, suffixes: map[string]bool{}, prefixes: map[string]bool{}}}
+	for _, vs := range sc.consts {
+		sc.addPrefixes(sc.evalAll(vs, 0))
+	}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			sc.inspect(d, params(d))
+		}
+	}
+	return sc.x, nil
+}
+
+// parseDirs parses every non-test Go file under dirs.
+func parseDirs(dirs []string) ([]*ast.File, error) {
 	fset := token.NewFileSet()
 	var files []*ast.File
 	for _, d := range dirs {
@@ -64,6 +82,11 @@ func Scan(dirs ...string) (*Index, error) {
 			return nil, errors.Wrapf(err, "cannot scan %s", d)
 		}
 	}
+	return files, nil
+}
+
+// constants are every const declaration's value expressions, by name.
+func constants(files []*ast.File) map[string][]ast.Expr {
 	consts := map[string][]ast.Expr{}
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -72,7 +95,10 @@ func Scan(dirs ...string) (*Index, error) {
 				continue
 			}
 			for _, s := range g.Specs {
-				vs := s.(*ast.ValueSpec) //nolint:forcetypeassert // const specs are value specs.
+				vs, ok := s.(*ast.ValueSpec)
+				if !ok {
+					continue
+				}
 				for i, n := range vs.Names {
 					if i < len(vs.Values) {
 						consts[n.Name] = append(consts[n.Name], vs.Values[i])
@@ -81,133 +107,147 @@ func Scan(dirs ...string) (*Index, error) {
 			}
 		}
 	}
-	x := &Index{full: map[string]bool{}, suffixes: map[string]bool{}, prefixes: map[string]bool{}}
-	var eval func(e ast.Expr, depth int) []string
-	eval = func(e ast.Expr, depth int) []string {
-		if depth > 8 {
-			return nil
-		}
-		switch e := e.(type) {
-		case *ast.BasicLit:
-			if s, err := strconv.Unquote(e.Value); err == nil && e.Kind == token.STRING {
-				return []string{s}
-			}
-		case *ast.ParenExpr:
-			return eval(e.X, depth+1)
-		case *ast.Ident:
-			return evalAll(consts[e.Name], eval, depth)
-		case *ast.SelectorExpr:
-			return evalAll(consts[e.Sel.Name], eval, depth)
-		case *ast.BinaryExpr:
-			if e.Op != token.ADD {
-				return nil
-			}
-			var out []string
-			for _, l := range eval(e.X, depth+1) {
-				for _, r := range eval(e.Y, depth+1) {
-					out = append(out, l+r)
-				}
-			}
-			return out
-		case *ast.CallExpr:
-			if sel, ok := e.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "BuildFQName" && len(e.Args) == 3 {
-				return fqNames(eval(e.Args[0], depth+1), eval(e.Args[1], depth+1), eval(e.Args[2], depth+1))
-			}
-		}
-		return nil
-	}
-	for _, vs := range consts {
-		for _, s := range evalAll(vs, eval, 0) {
-			if strings.HasSuffix(s, "_") {
-				x.prefixes[s] = true
-			}
-		}
-	}
-	// addName records a registered name expression: complete, or a
-	// parameter plus a constant suffix.
-	// addName records a registered name expression: complete, or one of
-	// the enclosing function's parameters plus a constant suffix.
-	addName := func(ns, sub []string, name ast.Expr, params map[string]bool) {
-		if b, ok := name.(*ast.BinaryExpr); ok && b.Op == token.ADD {
-			if id, ok := b.X.(*ast.Ident); ok && params[id.Name] {
-				for _, s := range eval(b.Y, 0) {
-					x.suffixes[s] = true
-				}
-				return
-			}
-		}
-		for _, n := range fqNames(ns, sub, eval(name, 0)) {
-			x.full[n] = true
-		}
-	}
-	inspect := func(root ast.Node, params map[string]bool) {
-		ast.Inspect(root, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CompositeLit:
-				if !strings.HasSuffix(typeName(n.Type), "Opts") {
-					return true
-				}
-				fields := map[string]ast.Expr{}
-				for _, el := range n.Elts {
-					if kv, ok := el.(*ast.KeyValueExpr); ok {
-						if k, ok := kv.Key.(*ast.Ident); ok {
-							fields[k.Name] = kv.Value
-						}
-					}
-				}
-				if name, ok := fields["Name"]; ok {
-					addName(optional(eval, fields["Namespace"]), optional(eval, fields["Subsystem"]), name, params)
-				}
-			case *ast.CallExpr:
-				if typeName(n.Fun) == "NewDesc" && len(n.Args) > 0 {
-					addName([]string{""}, []string{""}, n.Args[0], params)
-				}
-				for _, a := range n.Args {
-					for _, s := range eval(a, 0) {
-						if strings.HasSuffix(s, "_") {
-							x.prefixes[s] = true
-						}
-					}
-				}
-			}
-			return true
-		})
-	}
-	for _, f := range files {
-		for _, d := range f.Decls {
-			params := map[string]bool{}
-			if fd, ok := d.(*ast.FuncDecl); ok {
-				for _, p := range fd.Type.Params.List {
-					for _, n := range p.Names {
-						params[n.Name] = true
-					}
-				}
-			}
-			inspect(d, params)
-		}
-	}
-	return x, nil
+	return consts
 }
 
-func evalAll(es []ast.Expr, eval func(ast.Expr, int) []string, depth int) []string {
-	var out []string
-	for _, e := range es {
-		out = append(out, eval(e, depth+1)...)
+// params are a function declaration's parameter names.
+func params(d ast.Decl) map[string]bool {
+	out := map[string]bool{}
+	if fd, ok := d.(*ast.FuncDecl); ok {
+		for _, p := range fd.Type.Params.List {
+			for _, n := range p.Names {
+				out[n.Name] = true
+			}
+		}
 	}
 	return out
 }
 
+// scanner fills an Index.
+type scanner struct {
+	consts map[string][]ast.Expr
+	x      *Index
+}
+
+// maxDepth bounds constant evaluation, against cycles.
+const maxDepth = 8
+
+// eval evaluates a string expression built from literals, constants
+// (looked up by name), sums and BuildFQName; nil if it cannot.
+func (sc *scanner) eval(e ast.Expr, depth int) []string {
+	if depth > maxDepth {
+		return nil
+	}
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if s, err := strconv.Unquote(e.Value); err == nil && e.Kind == token.STRING {
+			return []string{s}
+		}
+	case *ast.ParenExpr:
+		return sc.eval(e.X, depth+1)
+	case *ast.Ident:
+		return sc.evalAll(sc.consts[e.Name], depth)
+	case *ast.SelectorExpr:
+		return sc.evalAll(sc.consts[e.Sel.Name], depth)
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return nil
+		}
+		var out []string
+		for _, l := range sc.eval(e.X, depth+1) {
+			for _, r := range sc.eval(e.Y, depth+1) {
+				out = append(out, l+r)
+			}
+		}
+		return out
+	case *ast.CallExpr:
+		if typeName(e.Fun) == "BuildFQName" && len(e.Args) == 3 {
+			return fqNames(sc.eval(e.Args[0], depth+1), sc.eval(e.Args[1], depth+1), sc.eval(e.Args[2], depth+1))
+		}
+	}
+	return nil
+}
+
+func (sc *scanner) evalAll(es []ast.Expr, depth int) []string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		out = append(out, sc.eval(e, depth+1)...)
+	}
+	return out
+}
+
+// addPrefixes records the values that could be a metric name prefix.
+func (sc *scanner) addPrefixes(values []string) {
+	for _, v := range values {
+		if strings.HasSuffix(v, "_") {
+			sc.x.prefixes[v] = true
+		}
+	}
+}
+
+// addName records a registered name expression: complete, or one of the
+// enclosing function's parameters plus a constant suffix.
+func (sc *scanner) addName(ns, sub []string, name ast.Expr, params map[string]bool) {
+	if b, ok := name.(*ast.BinaryExpr); ok && b.Op == token.ADD {
+		if id, ok := b.X.(*ast.Ident); ok && params[id.Name] {
+			for _, s := range sc.eval(b.Y, 0) {
+				sc.x.suffixes[s] = true
+			}
+			return
+		}
+	}
+	for _, n := range fqNames(ns, sub, sc.eval(name, 0)) {
+		sc.x.full[n] = true
+	}
+}
+
+// inspect records the names registered in a declaration and the prefixes
+// passed around in it.
+func (sc *scanner) inspect(root ast.Node, params map[string]bool) {
+	ast.Inspect(root, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CompositeLit:
+			if strings.HasSuffix(typeName(n.Type), "Opts") {
+				sc.opts(n, params)
+			}
+		case *ast.CallExpr:
+			if typeName(n.Fun) == "NewDesc" && len(n.Args) > 0 {
+				sc.addName([]string{""}, []string{""}, n.Args[0], params)
+			}
+			for _, a := range n.Args {
+				sc.addPrefixes(sc.eval(a, 0))
+			}
+		}
+		return true
+	})
+}
+
+// opts records the name of a prometheus.*Opts literal.
+func (sc *scanner) opts(n *ast.CompositeLit, params map[string]bool) {
+	fields := map[string]ast.Expr{}
+	for _, el := range n.Elts {
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			if k, ok := kv.Key.(*ast.Ident); ok {
+				fields[k.Name] = kv.Value
+			}
+		}
+	}
+	if name, ok := fields["Name"]; ok {
+		sc.addName(sc.optional(fields["Namespace"]), sc.optional(fields["Subsystem"]), name, params)
+	}
+}
+
 // optional evaluates an optional Namespace or Subsystem: absent is "".
-func optional(eval func(ast.Expr, int) []string, e ast.Expr) []string {
+func (sc *scanner) optional(e ast.Expr) []string {
 	if e == nil {
 		return []string{""}
 	}
-	return eval(e, 0)
+	return sc.eval(e, 0)
 }
 
 // fqNames joins every combination as prometheus.BuildFQName does.
 func fqNames(ns, sub, names []string) []string {
-	var out []string
+	out := make([]string, 0, len(ns)*len(sub)*len(names))
 	for _, a := range ns {
 		for _, b := range sub {
 			for _, c := range names {

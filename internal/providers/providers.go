@@ -105,7 +105,10 @@ func (p Provider) CRDPath(ctx context.Context) (string, error) {
 
 // GeneratedDir is where a Generated provider's CRDs are committed.
 func GeneratedDir(p Provider) string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		file = "."
+	}
 	return filepath.Join(filepath.Dir(file), "crds", p.Name+"-"+p.Version)
 }
 
