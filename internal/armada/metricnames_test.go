@@ -25,7 +25,7 @@ func TestMetricNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	full, templates, prefixes := x.Counts()
-	t.Logf("source index: %d complete names, %d prefix+suffix templates, %d candidate prefixes", full, templates, prefixes)
+	t.Logf("source index: %d complete names, %d templates, %d template values", full, templates, prefixes)
 	used := map[string][]string{}
 	for _, e := range renderedExprs(t) {
 		parsed, err := promparser.ParseExpr(e.Expr)

@@ -5,6 +5,7 @@ package metricnames
 
 import (
 	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -23,11 +24,12 @@ import (
 
 // Sources are the modules whose registered metrics Armada's
 // binaries export, at the versions tools/armada/go.mod builds them from:
-// Armada itself and the gRPC middleware that instruments its clients and
-// servers.
+// Armada itself, the gRPC middleware that instruments its clients and
+// servers, and go-redis' collector of the server's Redis pool.
 var Sources = []string{
 	"github.com/armadaproject/armada",
 	"github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus",
+	"github.com/redis/go-redis/extra/redisprometheus/v9",
 }
 
 // PrometheusOwn are series Prometheus itself creates for every target.
@@ -38,8 +40,19 @@ var PrometheusOwn = map[string]bool{"up": true}
 // plus a constant suffix together with every constant that could be such
 // a prefix.
 type Index struct {
-	full, suffixes, prefixes map[string]bool
+	// full are complete names.
+	full map[string]bool
+	// templates are names with a parameter in the middle: left and
+	// right are constant.
+	templates map[template]bool
+	// values are every constant string and constant call argument (and
+	// consecutive arguments joined with "_", as namespace and subsystem
+	// are), which a template's parameter may be.
+	values map[string]bool
 }
+
+// template is a name registered as left + <parameter> + right.
+type template struct{ left, right string }
 
 // Scan indexes the metric names registered in the non-test Go
 // files under dirs: the Name (with Namespace and Subsystem) of every
@@ -50,9 +63,9 @@ func Scan(dirs ...string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &scanner{consts: constants(files), x: &Index{full: map[string]bool{}, suffixes: map[string]bool{}, prefixes: map[string]bool{}}}
+	sc := &scanner{consts: constants(files), x: &Index{full: map[string]bool{}, templates: map[template]bool{}, values: map[string]bool{}}}
 	for _, vs := range sc.consts {
-		sc.addPrefixes(sc.evalAll(vs, 0))
+		sc.addValues(sc.evalAll(vs, 0))
 	}
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -176,29 +189,68 @@ func (sc *scanner) evalAll(es []ast.Expr, depth int) []string {
 	return out
 }
 
-// addPrefixes records the values that could be a metric name prefix.
-func (sc *scanner) addPrefixes(values []string) {
+// addValues records values a template's parameter may take.
+func (sc *scanner) addValues(values []string) {
 	for _, v := range values {
-		if strings.HasSuffix(v, "_") {
-			sc.x.prefixes[v] = true
-		}
+		sc.x.values[v] = true
 	}
 }
 
-// addName records a registered name expression: complete, or one of the
-// enclosing function's parameters plus a constant suffix.
+// addName records a registered name expression: complete, or a sum or a
+// BuildFQName with one of the enclosing function's parameters in it.
 func (sc *scanner) addName(ns, sub []string, name ast.Expr, params map[string]bool) {
-	if b, ok := name.(*ast.BinaryExpr); ok && b.Op == token.ADD {
-		if id, ok := b.X.(*ast.Ident); ok && params[id.Name] {
-			for _, s := range sc.eval(b.Y, 0) {
-				sc.x.suffixes[s] = true
+	if c, ok := name.(*ast.CallExpr); ok && typeName(c.Fun) == "BuildFQName" && len(c.Args) == 3 {
+		if full := sc.eval(c, 0); len(full) == 0 {
+			// Namespace and subsystem are parameters: the middle is
+			// "<namespace>_<subsystem>".
+			for _, n := range sc.eval(c.Args[2], 0) {
+				sc.x.templates[template{right: "_" + n}] = true
 			}
 			return
 		}
 	}
+	parts := sumParts(name)
+	for i, p := range parts {
+		id, ok := p.(*ast.Ident)
+		if !ok || !params[id.Name] {
+			continue
+		}
+		for _, l := range sc.concat(parts[:i]) {
+			for _, r := range sc.concat(parts[i+1:]) {
+				sc.x.templates[template{left: l, right: r}] = true
+			}
+		}
+		return
+	}
 	for _, n := range fqNames(ns, sub, sc.eval(name, 0)) {
 		sc.x.full[n] = true
 	}
+}
+
+// sumParts flattens a sum of strings into its operands.
+func sumParts(e ast.Expr) []ast.Expr {
+	if p, ok := e.(*ast.ParenExpr); ok {
+		return sumParts(p.X)
+	}
+	if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.ADD {
+		return append(sumParts(b.X), sumParts(b.Y)...)
+	}
+	return []ast.Expr{e}
+}
+
+// concat evaluates the concatenation of parts; no parts is "".
+func (sc *scanner) concat(parts []ast.Expr) []string {
+	out := []string{""}
+	for _, p := range parts {
+		var next []string
+		for _, l := range out {
+			for _, r := range sc.eval(p, 0) {
+				next = append(next, l+r)
+			}
+		}
+		out = next
+	}
+	return out
 }
 
 // inspect records the names registered in a declaration and the prefixes
@@ -214,12 +266,26 @@ func (sc *scanner) inspect(root ast.Node, params map[string]bool) {
 			if typeName(n.Fun) == "NewDesc" && len(n.Args) > 0 {
 				sc.addName([]string{""}, []string{""}, n.Args[0], params)
 			}
-			for _, a := range n.Args {
-				sc.addPrefixes(sc.eval(a, 0))
-			}
+			sc.callArgs(n)
 		}
 		return true
 	})
+}
+
+// callArgs records a call's constant arguments, and consecutive ones
+// joined with "_", as values.
+func (sc *scanner) callArgs(n *ast.CallExpr) {
+	var prev []string
+	for _, a := range n.Args {
+		v := sc.eval(a, 0)
+		sc.addValues(v)
+		for _, p := range prev {
+			for _, x := range v {
+				sc.x.values[p+"_"+x] = true
+			}
+		}
+		prev = v
+	}
 }
 
 // opts records the name of a prometheus.*Opts literal.
@@ -282,19 +348,22 @@ func (x *Index) Lookup(name string) string {
 		if x.full[n] {
 			return "registered as " + n
 		}
-		for s := range x.suffixes {
-			if p, ok := strings.CutSuffix(n, s); ok && x.prefixes[p] {
-				return "registered as prefix " + p + " + " + s
+		for t := range x.templates {
+			if len(n) <= len(t.left)+len(t.right) || !strings.HasPrefix(n, t.left) || !strings.HasSuffix(n, t.right) {
+				continue
+			}
+			if mid := n[len(t.left) : len(n)-len(t.right)]; x.values[mid] {
+				return fmt.Sprintf("registered as %q + %q + %q", t.left, mid, t.right)
 			}
 		}
 	}
 	return ""
 }
 
-// Counts are the index's sizes: complete names, prefix+suffix templates
-// and candidate prefixes.
-func (x *Index) Counts() (full, templates, prefixes int) {
-	return len(x.full), len(x.suffixes), len(x.prefixes)
+// Counts are the index's sizes: complete names, templates and the values
+// their parameters may take.
+func (x *Index) Counts() (full, templates, values int) {
+	return len(x.full), len(x.templates), len(x.values)
 }
 
 // SourceDirs are the module cache directories of Sources at the versions
