@@ -10,7 +10,9 @@ import (
 )
 
 // backingServiceCRDs are the CRDs of the pinned providers and operators
-// other than provider-kubernetes, read from their Go modules. No
+// other than provider-kubernetes, read from their Go modules (or, for
+// prometheus-operator, generated from its pinned types), so that the
+// monitoring objects apply too. No
 // controller runs for them here: the API server validates the objects the
 // function composes, and tests report their status as the provider would.
 func backingServiceCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
