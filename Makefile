@@ -16,6 +16,11 @@ export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_DIR
 
 GEN_DIR := $(CACHE_DIR)/gen
 
+# prometheus-operator's CRDs are generated from its pinned API types
+# (tools/promcrds, internal/providers) and committed.
+PROM_OPERATOR_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring") print $$(i+1)}' tools/promcrds/go.mod)
+PROM_CRDS := internal/providers/crds/prometheus-operator-$(PROM_OPERATOR_VERSION)
+
 .PHONY: help
 help: ## Show this help.
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -23,12 +28,17 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD, the Composition and provider-armada's CRDs from apis/.
+generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/ and prometheus-operator's CRDs.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
 	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
 	@rm -rf package/provider/crds && mkdir -p package/provider/crds
 	cp $(GEN_DIR)/armada.m.armadaproject.io_*.yaml package/provider/crds/
+	cd tools/promcrds && go tool controller-gen crd:crdVersions=v1,maxDescLen=0 \
+		paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config=$(GEN_DIR)/prometheus-operator
+	@rm -rf internal/providers/crds && mkdir -p $(PROM_CRDS)
+	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
+		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -79,8 +89,8 @@ reviewable: generate lint test ## Generate, lint and test: what a change needs b
 
 .PHONY: check-diff
 check-diff: generate ## Fail if generated files are not committed and current.
-	@git diff --exit-code -- apis package || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis package)" || { git status --porcelain -- apis package; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- apis package internal/providers/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis package internal/providers/crds)" || { git status --porcelain -- apis package internal/providers/crds; echo "generated files are not committed"; exit 1; }
 
 ##@ Tools
 

@@ -118,6 +118,10 @@ type ArmadaSpec struct {
 	// ExecutorAPI is how executors in other clusters reach the scheduler.
 	// +optional
 	ExecutorAPI *ExecutorAPI `json:"executorApi,omitempty"`
+	// Monitoring composes ServiceMonitors, alerting rules and Grafana
+	// dashboards. Off by default.
+	// +optional
+	Monitoring Monitoring `json:"monitoring,omitempty"`
 }
 
 // Components holds the settings of each Armada component.
@@ -512,6 +516,10 @@ type ArmadaStatus struct {
 	// Executors reports each executor, with the cluster it runs in.
 	// +optional
 	Executors []ExecutorStatus `json:"executors,omitempty"`
+	// Monitoring reports whether monitoring is composed and which labels
+	// select it.
+	// +optional
+	Monitoring MonitoringStatus `json:"monitoring,omitempty"`
 }
 
 // ExecutorStatus is one executor's state.

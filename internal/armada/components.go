@@ -13,6 +13,9 @@ const (
 	dbScheduler = "scheduler"
 )
 
+// keyMetricsPort is the metrics port key of most components' configs.
+const keyMetricsPort = "metricsPort"
+
 // A migration is a one-shot schema migration run by a component's image.
 type migration struct {
 	// Name of the database the migration owns: "scheduler" or "lookout".
@@ -101,6 +104,13 @@ type component struct {
 	LeaderElected bool
 	// MaxReplicas caps replicas; 0 means no cap.
 	MaxReplicas int32
+	// Metrics is the config key path of its metrics port, which differs
+	// per component (Armada v0.22.7's configuration structs).
+	Metrics []string
+	// IngesterMetrics is the prefix of an ingester's metrics
+	// (internal/common/ingest/metrics); ingesters also get Pulsar's delay
+	// monitor when monitoring measures their lag.
+	IngesterMetrics string
 	// Settings selects the user's settings for it from spec.components.
 	Settings func(*v1alpha1.Components) *v1alpha1.Component
 	// Config builds its generated Armada config.
@@ -111,7 +121,8 @@ type component struct {
 var components = []component{
 	{
 		Name: "server", Image: "armada-server", Args: []string{"--config", configPath},
-		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
+		Metrics: []string{keyMetricsPort},
+		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
 		Database: dbLookout, Migration: dbLookout, RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
 		Clients:  []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Server },
@@ -119,7 +130,8 @@ var components = []component{
 	},
 	{
 		Name: "scheduler", Image: "armada-scheduler", Args: []string{"run", "--config", configPath},
-		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authInternal,
+		Metrics: []string{"metrics", "port"},
+		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authInternal,
 		Database: dbScheduler, Migration: dbScheduler, Pulsar: true,
 		KubeAPI: true, LeaderElected: true,
 		Clients:  []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
@@ -128,38 +140,44 @@ var components = []component{
 	},
 	{
 		Name: "scheduler-ingester", Image: "armada-scheduler-ingester", Args: []string{"--config", configPath},
+		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_event_ingester_armada_scheduler_ingester_",
 		Probe: probeTCP, Database: dbScheduler, Migration: dbScheduler, Pulsar: true, ControlPlaneTopic: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.SchedulerIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
-		HTTP: true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
+		Metrics: []string{keyMetricsPort},
+		HTTP:    true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
 		Config:   lookoutConfig,
 	},
 	{
 		Name: "lookout-ingester", Image: "armada-lookout-ingester", Args: []string{"--config", configPath},
+		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_lookout_ingester_v2_",
 		Probe: probeTCP, Database: dbLookout, Migration: dbLookout, Pulsar: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.LookoutIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "event-ingester", Image: "armada-event-ingester", Args: []string{"--config", configPath},
+		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_event_ingester_",
 		Probe: probeTCP, RedisKey: "redis", Pulsar: true,
 		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.EventIngester },
 		Config:   ingesterConfig,
 	},
 	{
 		Name: "binoculars", Image: "armada-binoculars", Args: []string{"--config", configPath},
-		GRPC: true, HTTP: true, Probe: probeHTTP, Auth: authUsers, KubeAPI: true,
+		Metrics: []string{keyMetricsPort},
+		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers, KubeAPI: true,
 		ClusterRules: binocularsRules,
 		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },
 		Config:       binocularsConfig,
 	},
 	{
 		Name: "executor", Image: "armada-executor", Args: []string{"--config", configPath},
-		HTTP: true, Probe: probeHTTP, KubeAPI: true, PerExecutor: true, MaxReplicas: 1,
+		Metrics: []string{"metric", "port"},
+		HTTP:    true, Probe: probeHTTP, KubeAPI: true, PerExecutor: true, MaxReplicas: 1,
 		ClusterRules: executorRules,
 		Clients:      []link{{Key: "executorApiConnection", Target: "scheduler", User: userExecutor}},
 		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Executor },

@@ -154,8 +154,19 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 	if c.RedisKey != "" {
 		cfg[c.RedisKey] = in.redis()
 	}
+	// Every component's metrics port is set explicitly: Armada's defaults
+	// differ per component, and the scheduler ingester's baked config sets
+	// a key (metrics.port) that nothing reads.
+	setPath(cfg, c.Metrics, portMetrics)
 	if c.Pulsar {
-		cfg["pulsar"] = in.pulsar(c.ControlPlaneTopic)
+		p := in.pulsar(c.ControlPlaneTopic)
+		if c.IngesterMetrics != "" && in.ingesterLag() {
+			// The ingesters' lag metric needs Pulsar's admin API
+			// (internal/common/ingest/ingestion_pipeline.go).
+			p["restURL"] = trimSlash(in.Spec.Pulsar.AdminURL)
+			p["delayMonitor"] = map[string]any{"enabled": true, "interval": delayMonitorInterval}
+		}
+		cfg["pulsar"] = p
 	}
 	for _, l := range c.Clients {
 		if id := in.identityOf(inst.Executor); id != nil {
@@ -174,6 +185,20 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 	return cfg, nil
 }
 
+// setPath sets a nested config key, creating the maps on its path.
+func setPath(cfg map[string]any, path []string, v any) {
+	m := cfg
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
 func serverConfig(in *Install, _ *instance) map[string]any {
 	allowed := map[string]any{}
 	// Armada's embedded config allows three classes; maps merge, so the
@@ -187,7 +212,6 @@ func serverConfig(in *Install, _ *instance) map[string]any {
 	return map[string]any{
 		"grpcPort":           portGRPC,
 		"httpPort":           portHTTP,
-		"metricsPort":        portMetrics,
 		"corsAllowedOrigins": in.corsOrigins(),
 		"submission": map[string]any{
 			"allowedPriorityClassNames": allowed,
@@ -224,10 +248,9 @@ func schedulerConfig(in *Install, inst *instance) map[string]any {
 		}
 	}
 	return map[string]any{
-		"grpc":    map[string]any{"port": portGRPC},
-		"http":    map[string]any{"port": portHTTP},
-		"metrics": map[string]any{"port": portMetrics},
-		"leader":  leader,
+		"grpc":   map[string]any{"port": portGRPC},
+		"http":   map[string]any{"port": portHTTP},
+		"leader": leader,
 		"scheduling": map[string]any{
 			"pools":                     pools,
 			"priorityClasses":           classes,
@@ -238,11 +261,8 @@ func schedulerConfig(in *Install, inst *instance) map[string]any {
 }
 
 // ingesterConfig is the config of the three ingesters beyond their shared
-// blocks: an explicit metrics port (the scheduler ingester's is otherwise
-// random).
-func ingesterConfig(_ *Install, _ *instance) map[string]any {
-	return map[string]any{"metricsPort": portMetrics}
-}
+// blocks: nothing; their metrics port is set from the table.
+func ingesterConfig(_ *Install, _ *instance) map[string]any { return map[string]any{} }
 
 func lookoutConfig(in *Install, _ *instance) map[string]any {
 	ui := map[string]any{
@@ -255,7 +275,6 @@ func lookoutConfig(in *Install, _ *instance) map[string]any {
 	}
 	return map[string]any{
 		"apiPort":            portHTTP,
-		"metricsPort":        portMetrics,
 		"corsAllowedOrigins": in.corsOrigins(),
 		"uiConfig":           ui,
 	}
@@ -265,7 +284,6 @@ func binocularsConfig(in *Install, _ *instance) map[string]any {
 	return map[string]any{
 		"grpcPort":           portGRPC,
 		"httpPort":           portHTTP,
-		"metricsPort":        portMetrics,
 		"corsAllowedOrigins": in.corsOrigins(),
 	}
 }
@@ -273,7 +291,6 @@ func binocularsConfig(in *Install, _ *instance) map[string]any {
 func executorConfig(_ *Install, inst *instance) map[string]any {
 	cfg := map[string]any{
 		"httpPort": portHTTP,
-		"metric":   map[string]any{"port": portMetrics},
 		"application": map[string]any{
 			"clusterId": inst.Executor.ClusterID,
 			"pool":      inst.Executor.Pool,

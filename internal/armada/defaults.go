@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -97,6 +98,54 @@ const (
 	pulsarAdminPort       = 8080
 )
 
+// Monitoring defaults (spec.monitoring).
+const (
+	// defaultScrapeInterval is what Armada's charts scrape at.
+	defaultScrapeInterval = "15s"
+	// maxScrapeTimeout caps the scrape timeout, which must not exceed
+	// the interval.
+	maxScrapeTimeout = 10 * time.Second
+	// delayMonitorInterval is how often an ingester measures its Pulsar
+	// processing delay (Armada's baked default).
+	delayMonitorInterval        = "30s"
+	defaultSchedulingCycleSecs  = 30
+	defaultIngesterLagSeconds   = 300
+	defaultQueuedJobs           = 1000
+	defaultQueueBacklogMinutes  = 60
+	labelGrafanaDashboard       = "grafana_dashboard"
+	labelGrafanaDashboardLoaded = "1"
+)
+
+// defaultMonitoring fills spec.monitoring's defaults. The switches default
+// to on, so enabling monitoring composes all of it.
+func defaultMonitoring(m *v1alpha1.Monitoring) {
+	on := func(b **bool) {
+		if *b == nil {
+			t := true
+			*b = &t
+		}
+	}
+	on(&m.ServiceMonitors)
+	on(&m.Alerts.Enabled)
+	on(&m.Dashboards.Enabled)
+	if m.ScrapeInterval == "" {
+		m.ScrapeInterval = defaultScrapeInterval
+	}
+	a := &m.Alerts
+	if a.SchedulingCycleSeconds == 0 {
+		a.SchedulingCycleSeconds = defaultSchedulingCycleSecs
+	}
+	if a.IngesterLagSeconds == 0 {
+		a.IngesterLagSeconds = defaultIngesterLagSeconds
+	}
+	if a.QueuedJobs == 0 {
+		a.QueuedJobs = defaultQueuedJobs
+	}
+	if a.QueueBacklogMinutes == 0 {
+		a.QueueBacklogMinutes = defaultQueueBacklogMinutes
+	}
+}
+
 // defaultPriorityClasses are Armada's executor chart priority classes
 // (default 1000, preemptible 900), their names prefixed.
 func defaultPriorityClasses(prefix string) []v1alpha1.PriorityClass {
@@ -177,6 +226,7 @@ func applyDefaults(s *v1alpha1.ArmadaSpec, priorityClassPrefix string) {
 		s.ProviderConfigs.Helm = defaultProviderConfig
 	}
 	defaultBackingServices(s)
+	defaultMonitoring(&s.Monitoring)
 	if len(s.Auth.AdminGroups) == 0 {
 		s.Auth.AdminGroups = []string{defaultAdminGroup}
 	}

@@ -138,10 +138,14 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, inst := range instances(in) {
+	insts := instances(in)
+	for _, inst := range insts {
 		if err := r.instance(inst, g, migrated); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.monitoring(insts); err != nil {
+		return nil, err
 	}
 	r.cluster()
 	r.remoteClusterObjects()
@@ -241,9 +245,8 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	}
 	r.add(name+"-config", secret, r.exists(name+"-config"))
 	r.add(name+"-serviceaccount", in.serviceAccount(name, inst.component), r.exists(name+"-serviceaccount"))
-	if inst.GRPC || inst.HTTP {
-		r.add(name+"-service", in.service(name, in.object(name), inst.component, false), r.exists(name+"-service"))
-	}
+	// Every instance has a Service, if only for its metrics port.
+	r.add(name+"-service", in.service(name, in.object(name), inst.component, false), r.exists(name+"-service"))
 	if !inst.PerExecutor {
 		r.add(name+"-pdb", in.podDisruptionBudget(name), r.exists(name+"-pdb"))
 	}

@@ -163,14 +163,14 @@ func ports(c *component) []corev1.ContainerPort {
 	if c.HTTP {
 		p = append(p, corev1.ContainerPort{Name: "http", ContainerPort: portHTTP, Protocol: corev1.ProtocolTCP})
 	}
-	return append(p, corev1.ContainerPort{Name: "metrics", ContainerPort: portMetrics, Protocol: corev1.ProtocolTCP})
+	return append(p, corev1.ContainerPort{Name: portNameMetrics, ContainerPort: portMetrics, Protocol: corev1.ProtocolTCP})
 }
 
 // probes are a component's readiness and liveness probes.
 func probes(c *component) (readiness, liveness *corev1.Probe) {
 	handler := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http")}}
 	if c.Probe == probeTCP {
-		handler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("metrics")}}
+		handler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(portNameMetrics)}}
 	}
 	readiness = &corev1.Probe{ProbeHandler: handler, InitialDelaySeconds: 5, PeriodSeconds: 10, FailureThreshold: 3}
 	liveness = &corev1.Probe{ProbeHandler: handler, InitialDelaySeconds: 10, PeriodSeconds: 10, FailureThreshold: 6}
@@ -328,6 +328,7 @@ func (in *Install) service(name, objectName string, c *component, headless bool)
 	if headless {
 		svc.Spec.ClusterIP = corev1.ClusterIPNone
 		svc.Spec.PublishNotReadyAddresses = true
+		svc.Labels[labelHeadless] = "true"
 	}
 	return svc
 }

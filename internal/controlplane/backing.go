@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -11,7 +10,9 @@ import (
 )
 
 // backingServiceCRDs are the CRDs of the pinned providers and operators
-// other than provider-kubernetes, read from their Go modules. No
+// other than provider-kubernetes, read from their Go modules (or, for
+// prometheus-operator, generated from its pinned types), so that the
+// monitoring objects apply too. No
 // controller runs for them here: the API server validates the objects the
 // function composes, and tests report their status as the provider would.
 func backingServiceCRDs(ctx context.Context) ([]*unstructured.Unstructured, error) {
@@ -20,11 +21,11 @@ func backingServiceCRDs(ctx context.Context) ([]*unstructured.Unstructured, erro
 		if p.Name == "provider-kubernetes" {
 			continue
 		}
-		d, err := providers.ModuleDir(ctx, p.Module, p.Version)
+		d, err := p.CRDPath(ctx)
 		if err != nil {
 			return nil, err
 		}
-		objs, err := manifest.ReadDir(filepath.Join(d, p.CRDDir))
+		objs, err := manifest.ReadDir(d)
 		if err != nil {
 			return nil, err
 		}

@@ -266,12 +266,12 @@ func TestRunFunctionComposes(t *testing.T) {
 	want := []string{
 		"binoculars-clusterrole", "binoculars-clusterrolebinding", "binoculars-config", "binoculars-pdb", "binoculars-service", "binoculars-serviceaccount", "binoculars-workload",
 		"credentials", "earlier-step",
-		"event-ingester-config", "event-ingester-pdb", "event-ingester-serviceaccount",
+		"event-ingester-config", "event-ingester-pdb", "event-ingester-service", "event-ingester-serviceaccount",
 		"executor-clusterrole", "executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
-		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
+		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-service", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
 		"migrate-lookout-0-22-7-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-7-450f1f", "migrate-scheduler-config",
 		"priorityclass-armada-armada-0abc57-default", "priorityclass-armada-armada-0abc57-preemptible", "pulsar-topics",
-		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-serviceaccount",
+		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-service", "scheduler-ingester-serviceaccount",
 		"scheduler-pdb", "scheduler-service", "scheduler-serviceaccount",
 		"server-config", "server-pdb", "server-service", "server-serviceaccount",
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -23,6 +24,11 @@ type Provider struct {
 	Module, Version string
 	// CRDDir is where the module ships its CRDs.
 	CRDDir string
+	// Generated is set for a module that ships Go types but no CRDs:
+	// `make generate` generates them with controller-gen from the pinned
+	// types (tools/promcrds pins the same version) into
+	// crds/<name>-<version> beside this file, where they are committed.
+	Generated bool
 	// Package is its Crossplane package, without a tag; empty for
 	// CloudNativePG, which is an operator, not a Crossplane package.
 	Package string
@@ -52,6 +58,12 @@ var Pinned = []Provider{
 		CRDDir: "config/crd/bases",
 		Why:    "newest release on Kubernetes 1.35 libraries; its default operand image is pinned in the function",
 	},
+	{
+		Name: "prometheus-operator", Module: "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring", Version: "v0.95.2",
+		Generated: true,
+		Why: "the ServiceMonitor and PrometheusRule kinds (monitoring.coreos.com/v1) spec.monitoring composes; the proxy serves " +
+			"only the API module, whose types controller-gen turns into the CRDs as prometheus-operator generates its own",
+	},
 }
 
 // Get returns a pinned provider by name.
@@ -69,13 +81,35 @@ func Get(name string) (Provider, bool) {
 func CRDDirs(ctx context.Context) ([]string, error) {
 	dirs := make([]string, 0, len(Pinned))
 	for _, p := range Pinned {
-		d, err := ModuleDir(ctx, p.Module, p.Version)
+		d, err := p.CRDPath(ctx)
 		if err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, filepath.Join(d, p.CRDDir))
+		dirs = append(dirs, d)
 	}
 	return dirs, nil
+}
+
+// CRDPath is the directory holding the provider's CRDs: in its module,
+// downloaded if needed, or, for Generated ones, committed here.
+func (p Provider) CRDPath(ctx context.Context) (string, error) {
+	if p.Generated {
+		return GeneratedDir(p), nil
+	}
+	d, err := ModuleDir(ctx, p.Module, p.Version)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, p.CRDDir), nil
+}
+
+// GeneratedDir is where a Generated provider's CRDs are committed.
+func GeneratedDir(p Provider) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		file = "."
+	}
+	return filepath.Join(filepath.Dir(file), "crds", p.Name+"-"+p.Version)
 }
 
 // ModuleDir returns the module cache directory of module@version,

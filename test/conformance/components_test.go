@@ -38,6 +38,9 @@ type check struct {
 	Listen []string
 	// Timeout overrides startTimeout.
 	Timeout time.Duration
+	// NoScrape says why the metrics port cannot be scraped here; every
+	// other component's rendered metrics port must serve Prometheus text.
+	NoScrape string
 }
 
 // checks are the per-binary checks. Every marker was chosen from the real
@@ -60,9 +63,10 @@ var checks = map[string]check{
 	// Pulsar connectivity", hence the longer timeout. Its metrics and gRPC
 	// ports open only once Pulsar is up.
 	"scheduler": {
-		Markers: []string{`Setting up database connections`, `Setting up Pulsar connectivity`, `{pulsar}`},
-		Listen:  []string{"http.port"},
-		Timeout: 45 * time.Second,
+		Markers:  []string{`Setting up database connections`, `Setting up Pulsar connectivity`, `{pulsar}`},
+		Listen:   []string{"http.port"},
+		Timeout:  45 * time.Second,
+		NoScrape: "the scheduler opens its metrics port only once Pulsar is up, and no Pulsar runs here",
 	},
 	// internal/scheduleringester/ingester.go panics unless its Postgres
 	// pool pings, then serves metrics and connects to Pulsar.
@@ -202,6 +206,8 @@ type outcome struct {
 	// ViaOIDC is true if the component was checked only up to its request
 	// to the unreachable OIDC provider.
 	ViaOIDC bool
+	// Scraped are the metric families its rendered metrics port served.
+	Scraped []string
 }
 
 func (o *outcome) errorf(format string, args ...any) {
@@ -298,6 +304,7 @@ func watch(e *env, rn *run, c *component) outcome {
 			o.errorf("nothing listens on %s %d, moved there through %s", k, port, envName(k))
 		}
 	}
+	scrapeMetrics(&o, rn, c, chk)
 	return o
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/armadaproject/armada-crossplane/internal/metricnames"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
@@ -51,11 +52,21 @@ type env struct {
 	// where nothing listens.
 	Kubeconfig     string
 	KubeconfigPort int
+	// Metrics indexes the metric names registered in Armada's source,
+	// which the scraped ones are checked against.
+	Metrics *metricnames.Index
 }
 
 func TestArmadaConformance(t *testing.T) {
 	e := &env{BinDir: armadaBinDir(t), SourceDir: armadaSourceDir(t), KubeconfigPort: testenv.FreePort(t)}
 	e.Kubeconfig = writeKubeconfig(t, e.KubeconfigPort)
+	dirs, err := metricnames.SourceDirs(t.Context(), filepath.Join("..", "..", "tools", "armada", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Metrics, err = metricnames.Scan(dirs...); err != nil {
+		t.Fatal(err)
+	}
 
 	pattern := os.Getenv(rendersEnv)
 	if pattern == "" {
@@ -211,6 +222,7 @@ func runExample(t *testing.T, e *env, file string) {
 			oidc++
 		}
 	}
+	checkScrapedNames(t, e, started)
 	t.Logf("%s: %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d non-Armada containers not run; in %s",
 		filepath.Base(file), migrations, len(started), oidc, skipped, time.Since(start).Round(time.Second))
 }

@@ -35,6 +35,9 @@ type invocation struct {
 	Mounts map[string]string
 	// ConfigFiles are the local paths of the --config files.
 	ConfigFiles []string
+	// MetricsPort is the container port named "metrics", which the
+	// component's Service and ServiceMonitor scrape; 0 if none.
+	MetricsPort int32
 }
 
 // envVar is one environment variable.
@@ -72,6 +75,11 @@ func (rs *resolver) Invocation(w workload, c corev1.Container, root string) (*in
 		return nil, errors.Errorf("image %q is not an Armada image", c.Image)
 	}
 	inv := &invocation{Workload: w.ID(), Container: c.Name, Component: comp, Tag: tag, Mounts: map[string]string{}}
+	for _, p := range c.Ports {
+		if p.Name == "metrics" {
+			inv.MetricsPort = p.ContainerPort
+		}
+	}
 
 	if err := rs.mount(inv, w, c, root); err != nil {
 		return nil, err

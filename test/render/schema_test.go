@@ -80,6 +80,16 @@ func TestSchema(t *testing.T) {
 			claim:  strings.Replace(valid, "pulsar://pulsar:6650", "http://pulsar:8080", 1),
 			want:   []string{"spec.pulsar.url: Invalid value"},
 		},
+		"MonitoringReservedLabel": {
+			reason: "Monitoring labels cannot override the labels the function sets.",
+			claim:  valid + "  monitoring: {enabled: true, labels: {app.kubernetes.io/name: x}}\n",
+			want:   []string{"spec.monitoring.labels cannot set app.kubernetes.io/ labels"},
+		},
+		"MonitoringBadScrapeInterval": {
+			reason: "The scrape interval is a Prometheus duration in seconds or minutes.",
+			claim:  valid + "  monitoring: {enabled: true, scrapeInterval: 15}\n",
+			want:   []string{"spec.monitoring.scrapeInterval"},
+		},
 		"InCluster": {
 			reason: "Every backing service may be composed in-cluster with no connection settings.",
 			claim:  inCluster,
@@ -159,6 +169,13 @@ func TestExamplesValidate(t *testing.T) {
 	defer cancel()
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
 	exts := []string{xrd, filepath.Join(root, "package", "xarmada", "queue-definition.yaml"), filepath.Join(root, "package", "provider", "crds")}
+	// Examples also carry the providers' configs they need (e.g. the
+	// worker clusters' ClusterProviderConfigs).
+	crds, err := providers.CRDDirs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exts = append(exts, crds...)
 	if out, err := tools.Validate(ctx, exts, filepath.Join(root, "examples"), nil); err != nil {
 		t.Errorf("examples do not validate: %v", err)
 	} else {
