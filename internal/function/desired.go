@@ -1,0 +1,107 @@
+package function
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/crossplane/function-sdk-go/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+)
+
+// setDesired adds the rendered objects and the XR status to the desired
+// state, keeping whatever earlier pipeline steps put there (response.To
+// copied it from the request).
+//
+// Each typed object is converted once, from its own JSON encoding straight
+// to the response's Struct: that encoding omits unset fields the way the
+// API server expects, and every field a type gains is carried without code
+// here. The result is what converting through unstructured maps gives.
+func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus any, ready bool) error {
+	if rsp.GetDesired() == nil {
+		rsp.Desired = &fnv1.State{}
+	}
+	if rsp.GetDesired().GetResources() == nil {
+		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(objects))
+	}
+	var enc jsonEncoder
+	for _, o := range objects {
+		s, err := enc.toStruct(o.Object, true)
+		if err != nil {
+			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
+		}
+		r := &fnv1.Resource{Resource: s, Ready: fnv1.Ready_READY_FALSE}
+		if o.Ready {
+			r.Ready = fnv1.Ready_READY_TRUE
+		}
+		rsp.Desired.Resources[o.Key] = r
+	}
+
+	status, err := enc.toStruct(xrStatus, false)
+	if err != nil {
+		return errors.Wrap(err, "cannot encode status")
+	}
+	if err := setStatus(rsp.Desired, status); err != nil {
+		return err
+	}
+	if !ready {
+		// Omitted components would otherwise let the XR count as ready.
+		rsp.Desired.Composite.Ready = fnv1.Ready_READY_FALSE
+	}
+	return nil
+}
+
+// setStatus sets each top-level field of status in the desired XR's
+// status, keeping its other fields, the rest of the desired XR and its
+// connection details. Like the SDK's GetDesiredCompositeResource and
+// SetDesiredCompositeResource, it does not keep an earlier step's
+// readiness.
+func setStatus(desired *fnv1.State, status *structpb.Struct) error {
+	xr := desired.GetComposite()
+	out := &fnv1.Resource{
+		Resource:          &structpb.Struct{Fields: maps.Clone(xr.GetResource().GetFields())},
+		ConnectionDetails: xr.GetConnectionDetails(),
+	}
+	if out.Resource.Fields == nil {
+		out.Resource.Fields = map[string]*structpb.Value{}
+	}
+	if out.ConnectionDetails == nil {
+		out.ConnectionDetails = map[string][]byte{}
+	}
+	fields := map[string]*structpb.Value{}
+	if v, ok := out.Resource.Fields["status"]; ok {
+		s := v.GetStructValue()
+		if s == nil {
+			return errors.New("cannot set status: status is not an object")
+		}
+		fields = maps.Clone(s.GetFields())
+		if fields == nil {
+			fields = map[string]*structpb.Value{}
+		}
+	}
+	maps.Copy(fields, status.GetFields())
+	out.Resource.Fields["status"] = structpb.NewStructValue(&structpb.Struct{Fields: fields})
+	desired.Composite = out
+	return nil
+}
+
+// jsonEncoder encodes values as JSON into one reused buffer.
+type jsonEncoder struct {
+	buf bytes.Buffer
+}
+
+// toStruct converts v, which must encode as a JSON object, to a Struct;
+// desired drops what a desired composed resource must not carry (see
+// jsonToStruct).
+func (e *jsonEncoder) toStruct(v any, desired bool) (*structpb.Struct, error) {
+	e.buf.Reset()
+	enc := json.NewEncoder(&e.buf)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return jsonToStruct(e.buf.Bytes(), desired)
+}
