@@ -89,9 +89,11 @@ func setStatus(desired *fnv1.State, status *structpb.Struct) error {
 	return nil
 }
 
-// jsonEncoder encodes values as JSON into one reused buffer.
+// jsonEncoder encodes values as JSON into one reused buffer, and decodes
+// them to Structs with one decoder.
 type jsonEncoder struct {
 	buf bytes.Buffer
+	dec structDecoder
 }
 
 // toStruct converts v, which must encode as a JSON object, to a Struct;
@@ -103,5 +105,5 @@ func (e *jsonEncoder) toStruct(v any, desired bool) (*structpb.Struct, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return jsonToStruct(e.buf.Bytes(), desired)
+	return e.dec.decode(e.buf.Bytes(), desired)
 }

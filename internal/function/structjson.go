@@ -18,7 +18,107 @@ import (
 // status, and the "creationTimestamp": null that typed ObjectMeta encodes
 // (in objects reached through objects and lists, not lists of lists).
 func jsonToStruct(b []byte, desired bool) (*structpb.Struct, error) {
-	d := &structDecoder{b: b}
+	return (&structDecoder{}).decode(b, desired)
+}
+
+// structDecoder decodes JSON to Structs. One decoder may decode many
+// documents: it allocates Values in blocks and shares repeated short
+// strings between them, which is most of what decoding costs otherwise.
+type structDecoder struct {
+	b []byte
+	i int
+
+	values  slab[structpb.Value]
+	structs slab[structpb.Struct]
+	lists   slab[structpb.ListValue]
+	kStr    slab[structpb.Value_StringValue]
+	kNum    slab[structpb.Value_NumberValue]
+	kBool   slab[structpb.Value_BoolValue]
+	kNull   slab[structpb.Value_NullValue]
+	kStruct slab[structpb.Value_StructValue]
+	kList   slab[structpb.Value_ListValue]
+	strs    map[string]string
+}
+
+// slab hands out pointers to zero values allocated in blocks.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) next() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 64)
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
+}
+
+// maxShared is the longest string decoders share.
+const maxShared = 64
+
+func (d *structDecoder) shared(b []byte) string {
+	if len(b) > maxShared {
+		return string(b)
+	}
+	if s, ok := d.strs[string(b)]; ok {
+		return s
+	}
+	if d.strs == nil {
+		d.strs = map[string]string{}
+	}
+	s := string(b)
+	d.strs[s] = s
+	return s
+}
+
+func (d *structDecoder) stringValue(s string) *structpb.Value {
+	w := d.kStr.next()
+	w.StringValue = s
+	v := d.values.next()
+	v.Kind = w
+	return v
+}
+
+func (d *structDecoder) numberValue(f float64) *structpb.Value {
+	w := d.kNum.next()
+	w.NumberValue = f
+	v := d.values.next()
+	v.Kind = w
+	return v
+}
+
+func (d *structDecoder) boolValue(b bool) *structpb.Value {
+	w := d.kBool.next()
+	w.BoolValue = b
+	v := d.values.next()
+	v.Kind = w
+	return v
+}
+
+func (d *structDecoder) nullValue() *structpb.Value {
+	v := d.values.next()
+	v.Kind = d.kNull.next()
+	return v
+}
+
+func (d *structDecoder) structValue(s *structpb.Struct) *structpb.Value {
+	w := d.kStruct.next()
+	w.StructValue = s
+	v := d.values.next()
+	v.Kind = w
+	return v
+}
+
+func (d *structDecoder) listValue(l *structpb.ListValue) *structpb.Value {
+	w := d.kList.next()
+	w.ListValue = l
+	v := d.values.next()
+	v.Kind = w
+	return v
+}
+
+// decode decodes one JSON object; see jsonToStruct.
+func (d *structDecoder) decode(b []byte, desired bool) (*structpb.Struct, error) {
+	d.b, d.i = b, 0
 	d.space()
 	if d.i >= len(d.b) || d.b[d.i] != '{' {
 		return nil, d.errorf("want an object")
@@ -32,11 +132,6 @@ func jsonToStruct(b []byte, desired bool) (*structpb.Struct, error) {
 		return nil, d.errorf("want the end of the input")
 	}
 	return s, nil
-}
-
-type structDecoder struct {
-	b []byte
-	i int
 }
 
 func (d *structDecoder) errorf(format string, args ...any) error {
@@ -58,7 +153,8 @@ func (d *structDecoder) space() {
 // top drops status too.
 func (d *structDecoder) object(clean, top bool) (*structpb.Struct, error) {
 	d.i++ // '{'
-	s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	s := d.structs.next()
+	s.Fields = map[string]*structpb.Value{}
 	d.space()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
 		d.i++
@@ -112,7 +208,7 @@ func isNull(v *structpb.Value) bool {
 // arrays in it are not cleaned.
 func (d *structDecoder) array(clean bool) (*structpb.ListValue, error) {
 	d.i++ // '['
-	l := &structpb.ListValue{}
+	l := d.lists.next()
 	d.space()
 	if d.i < len(d.b) && d.b[d.i] == ']' {
 		d.i++
@@ -152,37 +248,37 @@ func (d *structDecoder) value(clean, inArray bool) (*structpb.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return structpb.NewStructValue(s), nil
+		return d.structValue(s), nil
 	case c == '[':
 		l, err := d.array(clean && !inArray)
 		if err != nil {
 			return nil, err
 		}
-		return structpb.NewListValue(l), nil
+		return d.listValue(l), nil
 	case c == '"':
 		s, err := d.string()
 		if err != nil {
 			return nil, err
 		}
-		return structpb.NewStringValue(s), nil
+		return d.stringValue(s), nil
 	case c == 't':
-		return d.literal("true", structpb.NewBoolValue(true))
+		return d.literal("true", func() *structpb.Value { return d.boolValue(true) })
 	case c == 'f':
-		return d.literal("false", structpb.NewBoolValue(false))
+		return d.literal("false", func() *structpb.Value { return d.boolValue(false) })
 	case c == 'n':
-		return d.literal("null", structpb.NewNullValue())
+		return d.literal("null", d.nullValue)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
 	}
 	return nil, d.errorf("unexpected %q", d.b[d.i])
 }
 
-func (d *structDecoder) literal(text string, v *structpb.Value) (*structpb.Value, error) {
+func (d *structDecoder) literal(text string, v func() *structpb.Value) (*structpb.Value, error) {
 	if len(d.b)-d.i < len(text) || string(d.b[d.i:d.i+len(text)]) != text {
 		return nil, d.errorf("want %s", text)
 	}
 	d.i += len(text)
-	return v, nil
+	return v(), nil
 }
 
 func (d *structDecoder) number() (*structpb.Value, error) {
@@ -198,7 +294,7 @@ func (d *structDecoder) number() (*structpb.Value, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot decode JSON number at offset %d", start)
 	}
-	return structpb.NewNumberValue(f), nil
+	return d.numberValue(f), nil
 }
 
 // string decodes a string at '"'. Invalid UTF-8 and lone surrogates become
@@ -212,7 +308,7 @@ func (d *structDecoder) string() (string, error) {
 			s := d.b[start:d.i]
 			d.i++
 			if utf8.Valid(s) {
-				return string(s), nil
+				return d.shared(s), nil
 			}
 			return string([]rune(string(s))), nil
 		}
