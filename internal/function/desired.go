@@ -1,8 +1,6 @@
 package function
 
 import (
-	"bytes"
-	"encoding/json"
 	"maps"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -17,10 +15,11 @@ import (
 // state, keeping whatever earlier pipeline steps put there (response.To
 // copied it from the request).
 //
-// Each typed object is converted once, from its own JSON encoding straight
-// to the response's Struct: that encoding omits unset fields the way the
-// API server expects, and every field a type gains is carried without code
-// here. The result is what converting through unstructured maps gives.
+// Each typed object is converted once, straight to the response's Struct,
+// following its JSON encoding (see typedToStruct): that encoding omits
+// unset fields the way the API server expects, and every field a type
+// gains is carried without code here. The result is what converting
+// through JSON and unstructured maps gives.
 func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus any, ready bool) error {
 	if rsp.GetDesired() == nil {
 		rsp.Desired = &fnv1.State{}
@@ -28,9 +27,9 @@ func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus
 	if rsp.GetDesired().GetResources() == nil {
 		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(objects))
 	}
-	var enc jsonEncoder
+	var dec structDecoder
 	for _, o := range objects {
-		s, err := enc.toStruct(o.Object, true)
+		s, err := dec.typedToStruct(o.Object, true)
 		if err != nil {
 			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
 		}
@@ -41,7 +40,7 @@ func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus
 		rsp.Desired.Resources[o.Key] = r
 	}
 
-	status, err := enc.toStruct(xrStatus, false)
+	status, err := dec.typedToStruct(xrStatus, false)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode status")
 	}
@@ -87,23 +86,4 @@ func setStatus(desired *fnv1.State, status *structpb.Struct) error {
 	out.Resource.Fields["status"] = structpb.NewStructValue(&structpb.Struct{Fields: fields})
 	desired.Composite = out
 	return nil
-}
-
-// jsonEncoder encodes values as JSON into one reused buffer, and decodes
-// them to Structs with one decoder.
-type jsonEncoder struct {
-	buf bytes.Buffer
-	dec structDecoder
-}
-
-// toStruct converts v, which must encode as a JSON object, to a Struct;
-// desired drops what a desired composed resource must not carry (see
-// jsonToStruct).
-func (e *jsonEncoder) toStruct(v any, desired bool) (*structpb.Struct, error) {
-	e.buf.Reset()
-	enc := json.NewEncoder(&e.buf)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return e.dec.decode(e.buf.Bytes(), desired)
 }
