@@ -85,3 +85,43 @@ func exampleSpecs(t *testing.T, path string) []v1alpha1.ArmadaSpec {
 	}
 	return specs
 }
+
+// BenchmarkConfigYAML writes every config of the production example, with
+// yamlenc and with sigs.k8s.io/yaml.
+func BenchmarkConfigYAML(b *testing.B) {
+	spec := exampleSpecs(&testing.T{}, "../../examples/production.yaml")[0]
+	in, errs := New(claimed(spec))
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	var configs []map[string]any
+	for _, inst := range instances(in) {
+		cfg, err := in.componentConfig(inst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		configs = append(configs, cfg)
+	}
+	for _, m := range migrations {
+		configs = append(configs, migrationConfig(in, m))
+	}
+	for name, marshal := range map[string]func(map[string]any) ([]byte, error){
+		"yamlenc": yamlenc.Marshal,
+		"sigs":    func(m map[string]any) ([]byte, error) { return yaml.Marshal(m) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				for _, c := range configs {
+					out, err := marshal(c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(out)
+				}
+			}
+			b.ReportMetric(float64(n)/float64(b.N), "bytes/op")
+		})
+	}
+}

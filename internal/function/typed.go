@@ -222,7 +222,9 @@ func validString(s string) string {
 
 func (d *structDecoder) walkStruct(v reflect.Value, info *typeInfo, clean, top bool) (*structpb.Value, error) {
 	s := d.structs.next()
-	s.Fields = make(map[string]*structpb.Value, len(info.fields))
+	// Most of a Kubernetes struct's fields are usually omitted: a hint of
+	// all of them would allocate far more than is used.
+	s.Fields = make(map[string]*structpb.Value, min(len(info.fields), 8))
 fieldLoop:
 	for i := range info.fields {
 		f := &info.fields[i]

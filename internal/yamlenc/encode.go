@@ -87,6 +87,9 @@ func (e *encoder) indent(n int) {
 func (e *encoder) mapping(m map[string]any, indent int, inline bool) bool {
 	keys := make([]string, 0, len(m))
 	for k := range m {
+		if len(k) > maxSimpleKey || !printableASCII(k) {
+			return false
+		}
 		keys = append(keys, k)
 	}
 	// yaml/v2's key order is not a strict order for some key sets (a10,
@@ -95,12 +98,12 @@ func (e *encoder) mapping(m map[string]any, indent int, inline bool) bool {
 	// gives the same order whenever yaml/v2's is well defined, and always
 	// the same output.
 	slices.Sort(keys)
-	slices.SortStableFunc(keys, compareKeys)
+	slices.SortStableFunc(keys, compareASCIIKeys)
 	for i, k := range keys {
 		if i > 0 || !inline {
 			e.indent(indent)
 		}
-		if len(k) > maxSimpleKey || !e.scalarString(k, false) {
+		if !e.scalarString(k, false) {
 			return false
 		}
 		e.buf = append(e.buf, ':')
@@ -328,24 +331,18 @@ func printableASCII(s string) bool {
 // string of printable ASCII may be a plain scalar in block context
 // (yaml_emitter_analyze_scalar's block_plain_allowed).
 func plainAllowed(s string) bool {
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || s[len(s)-1] == ':' {
 		return false
 	}
 	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
 		return false
 	}
-	for i := range len(s) {
-		followedBySpace := i+1 == len(s) || s[i+1] == ' '
-		switch c := s[i]; {
-		case i == 0 && strings.IndexByte("#,[]{}&*!|>'\"%@`", c) >= 0:
-			return false
-		case i == 0 && (c == '?' || c == '-') && followedBySpace:
-			return false
-		case c == ':' && followedBySpace:
-			return false
-		case i > 0 && c == '#' && s[i-1] == ' ':
-			return false
-		}
+	c := s[0]
+	if strings.IndexByte("#,[]{}&*!|>'\"%@`", c) >= 0 {
+		return false
 	}
-	return true
+	if (c == '?' || c == '-') && (len(s) == 1 || s[1] == ' ') {
+		return false
+	}
+	return !strings.Contains(s, ": ") && !strings.Contains(s, " #")
 }

@@ -174,6 +174,15 @@ func compareKeys(a, b string) int {
 	return 0
 }
 
+// compareASCIIKeys is compareKeys for keys of ASCII only, for a stable
+// sort, which only asks whether one key sorts before another.
+func compareASCIIKeys(a, b string) int {
+	if naturalLess([]byte(a), []byte(b)) {
+		return -1
+	}
+	return 1
+}
+
 func keyLess(a, b string) bool {
 	if ascii(a) && ascii(b) {
 		return naturalLess([]byte(a), []byte(b))
