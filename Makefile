@@ -46,6 +46,13 @@ e2e: tools cluster-bins ## Run the end-to-end suite against a local control plan
 unit: ## Run only the tests that need no tool binaries.
 	go test -count=1 ./internal/... ./apis/...
 
+# BENCH_COUNT runs of each benchmark; medians and ratios come from all of
+# them.
+BENCH_COUNT ?= 5
+.PHONY: bench
+bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with executors and queues.
+	go test -run '^$$' -bench 'BenchmarkRunFunction|BenchmarkCodecFloor' -benchmem -count $(BENCH_COUNT) ./internal/function/ | go run ./internal/cmd/benchratio
+
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
 	go run ./internal/cmd/render examples/minimal.yaml

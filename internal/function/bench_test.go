@@ -90,6 +90,27 @@ func BenchmarkCodecFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkRunFunctionConverged is BenchmarkRunFunction for a steady
+// reconcile: the production example with everything it composed observed
+// healthy, which is what most of Crossplane's calls look like.
+func BenchmarkRunFunctionConverged(b *testing.B) {
+	c := newCodecCase(b, converged(b, exampleRequest(b, productionExample)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.run(b)
+	}
+}
+
+// BenchmarkCodecFloorConverged is BenchmarkCodecFloor for the steady
+// reconcile of BenchmarkRunFunctionConverged.
+func BenchmarkCodecFloorConverged(b *testing.B) {
+	c := newCodecCase(b, converged(b, exampleRequest(b, productionExample)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.floor(b)
+	}
+}
+
 // maxFloorRatio is how many times its codec floor RunFunction may cost
 // before TestRunFunctionNearCodecFloor fails. The benchmarks show the
 // ratio itself (about 2); this is a loose guard against regressions.
