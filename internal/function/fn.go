@@ -163,9 +163,12 @@ func decodeXR(obj map[string]any) (armada.XR, error) {
 // type is an error naming it.
 func decodeSpec(obj map[string]any, kind string, into any) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return errors.Wrap(err, "cannot encode spec")
+	b, ok := appendJSON(make([]byte, 0, 1024), spec)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(spec); err != nil {
+			return errors.Wrap(err, "cannot encode spec")
+		}
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		var te *json.UnmarshalTypeError
