@@ -75,10 +75,14 @@ func (e *encoder) newline() {
 	e.lineStart = len(e.buf)
 }
 
+const spaces = "                                                                "
+
 func (e *encoder) indent(n int) {
-	for range n {
-		e.buf = append(e.buf, ' ')
+	for n > len(spaces) {
+		e.buf = append(e.buf, spaces...)
+		n -= len(spaces)
 	}
+	e.buf = append(e.buf, spaces[:n]...)
 }
 
 // mapping writes a non-empty block mapping whose keys start at column
@@ -270,31 +274,38 @@ func jsonFloat(f float64, bits int) string {
 // something else. value is false for a mapping key, which yaml/v2 never
 // folds.
 func (e *encoder) scalarString(s string, value bool) bool {
-	if !printableASCII(s) {
+	a, ok := analyze(s)
+	if !ok {
 		return false
 	}
 	style := byte(0)
 	switch {
 	case !resolvesToString(s) || isBase60Float(s):
 		style = '"'
-	case !plainAllowed(s):
+	case !a.plain:
 		style = '\''
 	}
 	n := len(s)
-	if style != 0 {
-		n += 2 + strings.Count(s, string(style))
-		if style == '"' {
-			n += strings.Count(s, `\`)
-		}
+	switch style {
+	case '\'':
+		n += 2 + a.singleQuotes
+	case '"':
+		n += 2 + a.escapes
 	}
-	if value && strings.IndexByte(s, ' ') >= 0 && e.column()+n > bestWidth {
+	if value && a.spaces && e.column()+n > bestWidth {
 		// yaml/v2 might fold this line at a space.
 		return false
 	}
-	switch style {
-	case 0:
+	switch {
+	case style == 0 || (style == '\'' && a.singleQuotes == 0) || (style == '"' && a.escapes == 0):
+		if style != 0 {
+			e.buf = append(e.buf, style)
+		}
 		e.buf = append(e.buf, s...)
-	case '\'':
+		if style != 0 {
+			e.buf = append(e.buf, style)
+		}
+	case style == '\'':
 		e.buf = append(e.buf, '\'')
 		for i := range len(s) {
 			if s[i] == '\'' {
@@ -316,6 +327,59 @@ func (e *encoder) scalarString(s string, value bool) bool {
 	return true
 }
 
+// analysis is what one pass over a string finds.
+type analysis struct {
+	// plain: yaml/v2's emitter allows it as a plain scalar in block
+	// context (yaml_emitter_analyze_scalar's block_plain_allowed).
+	plain bool
+	// spaces: it has a space, where yaml/v2 may fold a long line.
+	spaces bool
+	// singleQuotes and escapes count what single and double quoting
+	// double or escape.
+	singleQuotes, escapes int
+}
+
+// analyze looks at s once; false if it has anything but printable ASCII
+// (spaces included, line breaks and tabs not).
+func analyze(s string) (analysis, bool) {
+	a := analysis{plain: s != ""}
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case c < 0x20 || c > 0x7e:
+			return a, false
+		case c == ' ':
+			a.spaces = true
+			if i+1 < len(s) && s[i+1] == '#' {
+				a.plain = false // " #" starts a comment
+			}
+		case c == ':':
+			if i+1 == len(s) || s[i+1] == ' ' {
+				a.plain = false // ": " or a trailing ':' is a key
+			}
+		case c == '\'':
+			a.singleQuotes++
+		case c == '"' || c == '\\':
+			a.escapes++
+		}
+	}
+	if !a.plain {
+		return a, true
+	}
+	c := s[0]
+	switch {
+	case c == ' ' || s[len(s)-1] == ' ':
+		a.plain = false
+	case strings.HasPrefix(s, "---") || strings.HasPrefix(s, "..."):
+		a.plain = false
+	case strings.IndexByte("#,[]{}&*!|>'\"%@`", c) >= 0:
+		a.plain = false
+	case (c == '?' || c == '-') && (len(s) == 1 || s[1] == ' '):
+		a.plain = false
+	}
+	return a, true
+}
+
 // printableASCII reports whether s has only printable ASCII characters
 // (spaces included, line breaks and tabs not).
 func printableASCII(s string) bool {
@@ -325,24 +389,4 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
-}
-
-// plainAllowed is yaml/v2's analysis of whether a non-empty, single-line
-// string of printable ASCII may be a plain scalar in block context
-// (yaml_emitter_analyze_scalar's block_plain_allowed).
-func plainAllowed(s string) bool {
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' || s[len(s)-1] == ':' {
-		return false
-	}
-	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
-		return false
-	}
-	c := s[0]
-	if strings.IndexByte("#,[]{}&*!|>'\"%@`", c) >= 0 {
-		return false
-	}
-	if (c == '?' || c == '-') && (len(s) == 1 || s[1] == ' ') {
-		return false
-	}
-	return !strings.Contains(s, ": ") && !strings.Contains(s, " #")
 }
