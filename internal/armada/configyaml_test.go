@@ -94,7 +94,7 @@ func BenchmarkConfigYAML(b *testing.B) {
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	var configs []map[string]any
+	configs := make([]map[string]any, 0, len(instances(in))+len(migrations))
 	for _, inst := range instances(in) {
 		cfg, err := in.componentConfig(inst)
 		if err != nil {

@@ -43,6 +43,7 @@ func newCodecCase(tb testing.TB, req *fnv1.RunFunctionRequest) *codecCase {
 // run is one reconcile as Crossplane calls it: decode the request, compose,
 // encode the response.
 func (c *codecCase) run(tb testing.TB) {
+	tb.Helper()
 	req := &fnv1.RunFunctionRequest{}
 	if err := proto.Unmarshal(c.wire, req); err != nil {
 		tb.Fatal(err)
@@ -58,6 +59,7 @@ func (c *codecCase) run(tb testing.TB) {
 
 // floor only decodes the request and encodes the same response.
 func (c *codecCase) floor(tb testing.TB) {
+	tb.Helper()
 	req := &fnv1.RunFunctionRequest{}
 	if err := proto.Unmarshal(c.wire, req); err != nil {
 		tb.Fatal(err)

@@ -44,7 +44,7 @@ func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus
 	if err != nil {
 		return errors.Wrap(err, "cannot encode status")
 	}
-	if err := setStatus(rsp.Desired, status); err != nil {
+	if err := setStatus(rsp.GetDesired(), status); err != nil {
 		return err
 	}
 	if !ready {
@@ -72,7 +72,7 @@ func setStatus(desired *fnv1.State, status *structpb.Struct) error {
 		out.ConnectionDetails = map[string][]byte{}
 	}
 	fields := map[string]*structpb.Value{}
-	if v, ok := out.Resource.Fields["status"]; ok {
+	if v, ok := out.GetResource().GetFields()["status"]; ok {
 		s := v.GetStructValue()
 		if s == nil {
 			return errors.New("cannot set status: status is not an object")

@@ -78,12 +78,12 @@ func TestSetDesiredMatchesUnstructured(t *testing.T) {
 					out.Objects[i].Ready = i%2 == 0
 				}
 				for _, ready := range []bool{true, false} {
-					req.Desired = proto.Clone(tc.desired).(*fnv1.State) //nolint:forcetypeassert // Clone returns its argument's type.
+					req.Desired = proto.CloneOf(tc.desired)
 					want := response.To(req, response.DefaultTTL)
 					if err := unstructuredSetDesired(req, want, out.Objects, out.Status, ready); err != nil {
 						t.Fatal(err)
 					}
-					req.Desired = proto.Clone(tc.desired).(*fnv1.State) //nolint:forcetypeassert // Clone returns its argument's type.
+					req.Desired = proto.CloneOf(tc.desired)
 					got := response.To(req, response.DefaultTTL)
 					if err := setDesired(got, out.Objects, out.Status, ready); err != nil {
 						t.Fatal(err)
@@ -171,7 +171,10 @@ func toMap(s any) (map[string]any, error) {
 		return nil, err
 	}
 	m := map[string]any{}
-	return m, json.Unmarshal(b, &m)
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // exampleRequestIfAny is exampleRequest for files that hold an ArmadaClaim.
@@ -257,7 +260,7 @@ func TestJSONToStructErrors(t *testing.T) {
 
 var jsonStrings = []string{
 	"", "a", "status", "creationTimestamp", "<&>", "quote\"back\\slash/", "line\nbreak\ttab\r\b\f", "\x00\x1f",
-	"ü naïve 日本", "\u2028\u2029", "\xff\xfe", "emoji 🙂", "\xed\xa0\x80",
+	"ü naïve λ", "\u2028\u2029", "\xff\xfe", "emoji 🙂", "\xed\xa0\x80",
 }
 
 func randomJSONObject(r *rand.Rand, depth int) map[string]any {
@@ -287,7 +290,7 @@ func randomJSONValue(r *rand.Rand, depth int) any {
 	case 3:
 		return r.IntN(2) == 0
 	case 4:
-		return []float64{r.Float64(), r.NormFloat64() * 1e300, 1e-320, math.MaxInt64, -0.0, float64(r.IntN(1 << 20))}[r.IntN(6)]
+		return []float64{r.Float64(), r.NormFloat64() * 1e300, 1e-320, math.MaxInt64, math.Copysign(0, -1), float64(r.IntN(1 << 20))}[r.IntN(6)]
 	case 5:
 		return r.Int64()
 	default:

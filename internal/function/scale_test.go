@@ -23,7 +23,10 @@ func scaledRequest(tb testing.TB, executors, queues int) *fnv1.RunFunctionReques
 	tb.Helper()
 	req := exampleRequest(tb, productionExample)
 	xr := req.GetObserved().GetComposite().GetResource().AsMap()
-	spec := xr["spec"].(map[string]any) //nolint:forcetypeassert // The example has a spec.
+	spec, ok := xr["spec"].(map[string]any)
+	if !ok {
+		tb.Fatal("the example has no spec")
+	}
 	if executors > 0 {
 		l := make([]any, executors)
 		for i := range l {
@@ -55,7 +58,7 @@ func converged(tb testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionReq
 	fn := newFunction(tb)
 	var keys []string
 	for range 10 {
-		rsp, err := fn.RunFunction(context.Background(), proto.Clone(req).(*fnv1.RunFunctionRequest)) //nolint:forcetypeassert // Clone returns its argument's type.
+		rsp, err := fn.RunFunction(context.Background(), proto.CloneOf(req))
 		if err != nil || len(rsp.GetResults()) > 0 {
 			tb.Fatalf("RunFunction(...): %v %v", err, rsp.GetResults())
 		}

@@ -20,7 +20,7 @@ func TestAppendJSON(t *testing.T) {
 	}{
 		"Numbers": {
 			reason: "Integral numbers are written as encoding/json writes them, others by encoding/json.",
-			in:     map[string]any{"a": 1.0, "b": 5432.0, "c": 1e20, "d": 1e21, "e": 0.5, "f": 1e-7, "g": -0.0, "h": 123456789.0, "i": float64(math.MaxInt64)},
+			in:     map[string]any{"a": 1.0, "b": 5432.0, "c": 1e20, "d": 1e21, "e": 0.5, "f": 1e-7, "g": math.Copysign(0, -1), "h": 123456789.0, "i": float64(math.MaxInt64)},
 			ok:     true,
 		},
 		"Strings": {

@@ -386,10 +386,19 @@ func (d *structDecoder) hex4() (rune, bool) {
 	if len(d.b)-d.i < 4 {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 32)
-	if err != nil {
-		return 0, false
+	var r rune
+	for _, c := range d.b[d.i : d.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
 	}
 	d.i += 4
-	return rune(n), true
+	return r, true
 }

@@ -104,6 +104,8 @@ func (d *structDecoder) walkInfo(v reflect.Value, info *typeInfo, clean, top, in
 		case info.elemKind != reflect.Uint8:
 			return d.walkSlice(v, info, clean && !inArray)
 		}
+	default:
+		// Left to encoding/json below.
 	}
 	// Anything else (and Inf and NaN, for encoding/json's error).
 	return d.viaJSON(v, clean, top, inArray)
@@ -178,6 +180,8 @@ func cachedTypeInfo(t reflect.Type) *typeInfo {
 	case reflect.Slice:
 		info.elemKind = t.Elem().Kind()
 		info.bytes = info.elemKind == reflect.Uint8 && !implementsMarshaler(reflect.PointerTo(t.Elem()))
+	default:
+		// Nothing more to know.
 	}
 	typeCache.Store(t, info)
 	return info
@@ -325,8 +329,9 @@ func isEmptyValue(v reflect.Value) bool {
 		reflect.Float32, reflect.Float64,
 		reflect.Interface, reflect.Pointer:
 		return v.IsZero()
+	default:
+		return false
 	}
-	return false
 }
 
 // A field is one JSON object member of a struct, as encoding/json's
@@ -348,6 +353,8 @@ var isZeroerType = reflect.TypeFor[isZeroer]()
 
 // typeFields is encoding/json's typeFields (Go 1.26), without what only
 // encoding needs.
+//
+//nolint:gocognit // A port of encoding/json's typeFields kept close to the original so the two can be compared.
 func typeFields(t reflect.Type) []field {
 	current := []field{}
 	next := []field{{typ: t}}
@@ -399,6 +406,8 @@ func typeFields(t reflect.Type) []field {
 						reflect.Float32, reflect.Float64,
 						reflect.String:
 						quoted = true
+					default:
+						// Other kinds ignore ",string".
 					}
 				}
 				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
@@ -442,23 +451,18 @@ func typeFields(t reflect.Type) []field {
 		return slices.Compare(a.index, b.index)
 	})
 	out := fields[:0]
-	for advance, i := 0, 0; i < len(fields); i += advance {
-		fi := fields[i]
-		for advance = 1; i+advance < len(fields); advance++ {
-			if fields[i+advance].name != fi.name {
-				break
-			}
+	for i := 0; i < len(fields); {
+		j := i + 1
+		for j < len(fields) && fields[j].name == fields[i].name {
+			j++
 		}
-		if advance == 1 {
-			out = append(out, fi)
-			continue
+		// The dominant field of those named alike: fields are sorted by
+		// depth, then tag; two at the same depth and tagging hide each
+		// other.
+		if dup := fields[i:j]; len(dup) == 1 || len(dup[0].index) != len(dup[1].index) || dup[0].tag != dup[1].tag {
+			out = append(out, dup[0])
 		}
-		// The dominant field: fields are sorted by depth, then tag.
-		dup := fields[i : i+advance]
-		if len(dup[0].index) == len(dup[1].index) && dup[0].tag == dup[1].tag {
-			continue
-		}
-		out = append(out, dup[0])
+		i = j
 	}
 	slices.SortFunc(out, func(a, b field) int { return slices.Compare(a.index, b.index) })
 	return out
@@ -470,7 +474,10 @@ func zeroFunc(t reflect.Type) func(reflect.Value) bool {
 	switch {
 	case t.Kind() == reflect.Interface && t.Implements(isZeroerType):
 		return func(v reflect.Value) bool {
-			return v.IsNil() || (v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil()) || v.Interface().(isZeroer).IsZero() //nolint:forcetypeassert // Checked by Implements.
+			if v.IsNil() || (v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil()) {
+				return true
+			}
+			return v.Interface().(isZeroer).IsZero() //nolint:forcetypeassert // Checked by Implements.
 		}
 	case t.Kind() == reflect.Pointer && t.Implements(isZeroerType):
 		return func(v reflect.Value) bool {

@@ -104,7 +104,7 @@ func TestTypedToStructRandomObjects(t *testing.T) {
 // their own JSON encoding get valid ones.
 func newFiller() *randfill.Filler {
 	return randfill.New().NilChance(0.3).NumElements(0, 3).MaxDepth(12).
-		RandSource(rand.NewSource(7)). //nolint:gosec // Deterministic test data.
+		RandSource(rand.NewSource(7)).
 		Funcs(
 			func(q *resource.Quantity, c randfill.Continue) {
 				*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.Format([]string{"DecimalSI", "BinarySI", "DecimalExponent"}[c.Intn(3)]))
@@ -142,7 +142,7 @@ type tricky struct {
 	Conflict     string                     `json:"conflict"`
 	Untagged     int8                       //nolint:tagliatelle // Untagged on purpose.
 	Skipped      string                     `json:"-"`
-	Dash         string                     `json:"-,"`
+	Dash         string                     `json:"-,"` //nolint:staticcheck // Names the field "-", on purpose.
 	Quoted       quotedHolder               `json:"quoted"`
 	Empty        string                     `json:"empty,omitempty"`
 	ZeroStruct   metav1.Time                `json:"zeroStruct,omitzero"`
@@ -165,7 +165,7 @@ type tricky struct {
 	PtrMarshes   []ptrMarshaler             `json:"ptrMarshes"`
 	MapMarsh     map[string]ptrMarshaler    `json:"mapMarsh"`
 	Text         textMarshaler              `json:"text"`
-	Invalid      string                     `json:"invalid\\"`
+	Invalid      string                     `json:"invalid\\"` //nolint:staticcheck // An invalid tag name, on purpose.
 	Status       map[string]any             `json:"status"`
 	Creation     *string                    `json:"creationTimestamp"`
 }
@@ -217,7 +217,7 @@ func TestTypedToStructEdgeValues(t *testing.T) {
 		},
 		"Numbers": {
 			reason: "Numbers are float64s as their JSON text decodes.",
-			in:     map[string]any{"i": math.MaxInt64, "u": uint64(math.MaxUint64), "f": float32(0.1), "n": -0.0, "s": 1e-7},
+			in:     map[string]any{"i": math.MaxInt64, "u": uint64(math.MaxUint64), "f": float32(0.1), "n": math.Copysign(0, -1), "s": 1e-7},
 		},
 		"NaN": {
 			reason: "NaN is encoding/json's error.",

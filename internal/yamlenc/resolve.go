@@ -55,8 +55,8 @@ var resolveMap = func() map[string]bool {
 }()
 
 var (
-	yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
-	base60float    = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
+	yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.\d+|\d+(\.\d*)?)([eE][-+]?\d+)?$`)
+	base60float    = regexp.MustCompile(`^[-+]?\d[0-9_]*(?::[0-5]?\d)+(?:\.[0-9_]*)?$`)
 )
 
 // allowedTimestampFormats are the layouts yaml/v2 reads as timestamps.
@@ -162,20 +162,10 @@ func isBase60Float(s string) bool {
 	return base60float.MatchString(s)
 }
 
-// compareKeys orders mapping keys as yaml/v2's keyList.Less orders string
-// keys: runs of digits compare as numbers, letters after other characters.
-func compareKeys(a, b string) int {
-	if keyLess(a, b) {
-		return -1
-	}
-	if keyLess(b, a) {
-		return 1
-	}
-	return 0
-}
-
-// compareASCIIKeys is compareKeys for keys of ASCII only, for a stable
-// sort, which only asks whether one key sorts before another.
+// compareASCIIKeys orders mapping keys of ASCII only as yaml/v2's
+// keyList.Less orders string keys (runs of digits compare as numbers,
+// letters after other characters), for a stable sort, which only asks
+// whether one key sorts before another.
 func compareASCIIKeys(a, b string) int {
 	if naturalLess([]byte(a), []byte(b)) {
 		return -1
@@ -199,6 +189,9 @@ func ascii(s string) bool {
 	return true
 }
 
+// naturalLess is yaml/v2's keyList.Less for two strings.
+//
+//nolint:gocognit // A port of yaml/v2's keyList.Less kept close to the original so the two can be compared.
 func naturalLess[E byte | rune](ar, br []E) bool {
 	for i := 0; i < len(ar) && i < len(br); i++ {
 		if ar[i] == br[i] {

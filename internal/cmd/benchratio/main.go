@@ -30,7 +30,9 @@ func run(in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		line := sc.Text()
-		fmt.Fprintln(out, line)
+		if _, err := fmt.Fprintln(out, line); err != nil {
+			return err
+		}
 		f := strings.Fields(line)
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
 			continue
@@ -57,26 +59,28 @@ func run(in io.Reader, out io.Writer) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "\nmedians:")
+	var sum strings.Builder
+	fmt.Fprintln(&sum, "\nmedians:")
 	for _, name := range order {
 		r := results[name]
-		fmt.Fprintf(out, "  %-44s %14.0f ns/op %12.0f B/op %10.0f allocs/op", name, median(r["ns/op"]), median(r["B/op"]), median(r["allocs/op"]))
+		fmt.Fprintf(&sum, "  %-44s %14.0f ns/op %12.0f B/op %10.0f allocs/op", name, median(r["ns/op"]), median(r["B/op"]), median(r["allocs/op"]))
 		for _, unit := range []string{"ns/executor", "ns/queue"} {
 			if v, ok := r[unit]; ok {
-				fmt.Fprintf(out, " %12.0f %s", median(v), unit)
+				fmt.Fprintf(&sum, " %12.0f %s", median(v), unit)
 			}
 		}
-		fmt.Fprintln(out)
+		fmt.Fprintln(&sum)
 	}
 	for _, name := range order {
 		floor, ok := results[strings.Replace(name, "RunFunction", "CodecFloor", 1)]
 		if !strings.Contains(name, "RunFunction") || !ok {
 			continue
 		}
-		fmt.Fprintf(out, "ratio %s / codec floor: %.2f (median ns/op over %d and %d runs)\n",
+		fmt.Fprintf(&sum, "ratio %s / codec floor: %.2f (median ns/op over %d and %d runs)\n",
 			name, median(results[name]["ns/op"])/median(floor["ns/op"]), len(results[name]["ns/op"]), len(floor["ns/op"]))
 	}
-	return nil
+	_, err := io.WriteString(out, sum.String())
+	return err
 }
 
 func median(v []float64) float64 {
