@@ -354,7 +354,7 @@ var isZeroerType = reflect.TypeFor[isZeroer]()
 // typeFields is encoding/json's typeFields (Go 1.26), without what only
 // encoding needs.
 //
-//nolint:gocognit // A port of encoding/json's typeFields kept close to the original so the two can be compared.
+//nolint:gocognit,funlen // A port of encoding/json's typeFields kept close to the original so the two can be compared.
 func typeFields(t reflect.Type) []field {
 	current := []field{}
 	next := []field{{typ: t}}
