@@ -56,6 +56,13 @@ e2e: tools cluster-bins ## Run the end-to-end suite against a local control plan
 unit: ## Run only the tests that need no tool binaries.
 	go test -count=1 ./internal/... ./apis/...
 
+# BENCH_COUNT runs of each benchmark; medians and ratios come from all of
+# them.
+BENCH_COUNT ?= 5
+.PHONY: bench
+bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with executors and queues.
+	go test -run '^$$' -bench 'BenchmarkRunFunction|BenchmarkCodecFloor' -benchmem -count $(BENCH_COUNT) ./internal/function/ | go run ./internal/cmd/benchratio
+
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
 	go run ./internal/cmd/render examples/minimal.yaml
@@ -65,7 +72,7 @@ render: tools ## Render the default example claim through the real function and 
 # workloads available, as a kubelet would, to show the whole rollout).
 RUN_ARGS ?= -simulate-healthy
 .PHONY: run
-run: tools cluster-bins ## The main job: local control plane, apply the default claim, show what it composed.
+run: crossplane-core cluster-bins ## The main job: local control plane, apply the default claim, show what it composed.
 	go run ./internal/cmd/run $(RUN_ARGS)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
@@ -81,7 +88,7 @@ xpkg: $(CROSSPLANE_CLI) ## Build the Function, Configuration (and Provider) pack
 	go run ./internal/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
 
 .PHONY: install-env
-install-env: $(CROSSPLANE_CLI) cluster-bins ## For the README's Install section: a local OCI registry and control plane with nothing installed.
+install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For the README's Install section: a local OCI registry and control plane with nothing installed.
 	go run ./internal/cmd/installenv
 
 .PHONY: reviewable
@@ -107,8 +114,15 @@ system-deps: ## Install Debian's postgresql and redis-server if missing (needs r
 .PHONY: tools
 tools: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) ## Build the Crossplane CLI and core (cached).
 
-$(CROSSPLANE_CLI) $(CROSSPLANE_CORE):
-	tools/build-crossplane.sh "$(BIN_DIR)"
+.PHONY: crossplane-core
+crossplane-core: $(CROSSPLANE_CORE) ## Build only the Crossplane core (cached): what the control plane runs.
+
+$(CROSSPLANE_CORE):
+	tools/build-crossplane.sh "$(BIN_DIR)" core
+
+# The CLI is only for render, the tests and packaging.
+$(CROSSPLANE_CLI):
+	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
 cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached).

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the pinned Crossplane CLI and core from tools/crossplane into
+# Builds the pinned Crossplane core and CLI from tools/crossplane into
 # BIN_DIR (default ~/.cache/armada-crossplane/bin), named by version, and
-# reuses binaries already there. A cold build takes 10-20 minutes on two
-# cores; a warm one nothing.
+# reuses binaries already there. WHICH (core, cli or all, the default)
+# selects what to build: `make run` needs only the core. A cold build takes
+# 10-20 minutes on two cores for both; a warm one nothing.
 set -euo pipefail
 
 BIN_DIR=${1:-${HOME}/.cache/armada-crossplane/bin}
+WHICH=${2:-all}
 CLI_VERSION=v2.5.0
 CORE_VERSION=v2.4.0
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,5 +28,13 @@ build() { # name version package
   echo "crossplane: built $1 $2 in $(( $(date +%s) - start ))s"
 }
 
-build crossplane-core "${CORE_VERSION}" github.com/crossplane/crossplane/v2/cmd/crossplane
-build crossplane-cli "${CLI_VERSION}" github.com/crossplane/cli/v2/cmd/crossplane
+case "${WHICH}" in
+  core | cli | all) ;;
+  *) echo "usage: $0 [BIN_DIR] [core|cli|all]" >&2; exit 2 ;;
+esac
+if [[ "${WHICH}" != cli ]]; then
+  build crossplane-core "${CORE_VERSION}" github.com/crossplane/crossplane/v2/cmd/crossplane
+fi
+if [[ "${WHICH}" != core ]]; then
+  build crossplane-cli "${CLI_VERSION}" github.com/crossplane/cli/v2/cmd/crossplane
+fi

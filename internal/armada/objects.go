@@ -13,9 +13,10 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/yamlenc"
 )
 
 // configSecret holds a component's rendered Armada config. It is a Secret,
@@ -23,8 +24,9 @@ import (
 // (for example an OIDC client secret); generated passwords never appear in
 // it. It returns the Secret and a hash of its content.
 func (in *Install) configSecret(name, component string, cfg map[string]any) (*corev1.Secret, string, error) {
-	// sigs.k8s.io/yaml sorts map keys, so the output is deterministic.
-	b, err := yaml.Marshal(cfg)
+	// yamlenc writes what sigs.k8s.io/yaml would, in one pass; keys are
+	// sorted, so the output is deterministic.
+	b, err := yamlenc.Marshal(cfg)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "cannot encode %s config", component)
 	}

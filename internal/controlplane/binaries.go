@@ -60,7 +60,7 @@ func (o *Options) defaultBinaries() error {
 		target: "cluster-bins", script: "tools/kubernetes/build.sh",
 	}, {
 		name: "crossplane core " + CrossplaneVersion, path: &o.Crossplane, file: "crossplane-core-" + CrossplaneVersion,
-		target: "tools", script: "tools/build-crossplane.sh",
+		target: "crossplane-core", script: "tools/build-crossplane.sh",
 	}}
 	if !o.SkipProviderKubernetes {
 		bins = append(bins, binary{

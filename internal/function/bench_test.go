@@ -2,60 +2,176 @@ package function
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
+// productionExample is the example the function's speed is measured on.
+const productionExample = "../../examples/production.yaml"
+
+// codecCase is one request on the wire, and the response RunFunction
+// gives for it.
+type codecCase struct {
+	fn   *Function
+	wire []byte
+	rsp  *fnv1.RunFunctionResponse
+}
+
+func newCodecCase(tb testing.TB, req *fnv1.RunFunctionRequest) *codecCase {
+	tb.Helper()
+	fn := newFunction(tb)
+	wire, err := proto.Marshal(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rsp, err := fn.RunFunction(context.Background(), req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(rsp.GetResults()) > 0 {
+		tb.Fatalf("RunFunction(...): %v", rsp.GetResults())
+	}
+	return &codecCase{fn: fn, wire: wire, rsp: rsp}
+}
+
+// run is one reconcile as Crossplane calls it: decode the request, compose,
+// encode the response.
+func (c *codecCase) run(tb testing.TB) {
+	tb.Helper()
+	req := &fnv1.RunFunctionRequest{}
+	if err := proto.Unmarshal(c.wire, req); err != nil {
+		tb.Fatal(err)
+	}
+	rsp, err := c.fn.RunFunction(context.Background(), req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := proto.Marshal(rsp); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// floor only decodes the request and encodes the same response.
+func (c *codecCase) floor(tb testing.TB) {
+	tb.Helper()
+	req := &fnv1.RunFunctionRequest{}
+	if err := proto.Unmarshal(c.wire, req); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := proto.Marshal(c.rsp); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // BenchmarkRunFunction measures one reconcile of the production-like
 // example, wire format in and out, as Crossplane calls it. Compare it with
 // BenchmarkCodecFloor, the cost of only decoding the same request and
 // encoding the same response: the ratio is what composing itself costs.
 func BenchmarkRunFunction(b *testing.B) {
-	fn := newFunction(b)
-	wire, err := proto.Marshal(exampleRequest(b, "../../examples/production.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := newCodecCase(b, exampleRequest(b, productionExample))
 	b.ReportAllocs()
 	for b.Loop() {
-		req := &fnv1.RunFunctionRequest{}
-		if err := proto.Unmarshal(wire, req); err != nil {
-			b.Fatal(err)
-		}
-		rsp, err := fn.RunFunction(context.Background(), req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := proto.Marshal(rsp); err != nil {
-			b.Fatal(err)
-		}
+		c.run(b)
 	}
 }
 
 // BenchmarkCodecFloor decodes the production example's request and encodes
 // the response RunFunction gives for it, without composing anything.
 func BenchmarkCodecFloor(b *testing.B) {
-	fn := newFunction(b)
-	req := exampleRequest(b, "../../examples/production.yaml")
-	wire, err := proto.Marshal(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rsp, err := fn.RunFunction(context.Background(), req)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := newCodecCase(b, exampleRequest(b, productionExample))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := &fnv1.RunFunctionRequest{}
-		if err := proto.Unmarshal(wire, r); err != nil {
-			b.Fatal(err)
+		c.floor(b)
+	}
+}
+
+// BenchmarkRunFunctionConverged is BenchmarkRunFunction for a steady
+// reconcile: the production example with everything it composed observed
+// healthy, which is what most of Crossplane's calls look like.
+func BenchmarkRunFunctionConverged(b *testing.B) {
+	c := newCodecCase(b, converged(b, exampleRequest(b, productionExample)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.run(b)
+	}
+}
+
+// BenchmarkCodecFloorConverged is BenchmarkCodecFloor for the steady
+// reconcile of BenchmarkRunFunctionConverged.
+func BenchmarkCodecFloorConverged(b *testing.B) {
+	c := newCodecCase(b, converged(b, exampleRequest(b, productionExample)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.floor(b)
+	}
+}
+
+// maxFloorRatio is how many times its codec floor RunFunction may cost
+// before TestRunFunctionNearCodecFloor fails. The benchmarks show the
+// ratio itself (about 2); this is a loose guard against regressions.
+const maxFloorRatio = 3
+
+// TestRunFunctionNearCodecFloor fails if RunFunction on the production
+// example costs more than maxFloorRatio times its codec floor. It measures
+// both in short interleaved rounds on the same machine and takes the median
+// of the rounds' ratios. Cost is the CPU time of the thread that runs them
+// (with the garbage collection work it is charged, not the collector's
+// background workers, which the benchmarks' elapsed time mostly hides on a
+// multi-core machine): other work on a shared machine disturbs it far less
+// than elapsed time, and a noisy round does not decide the result.
+func TestRunFunctionNearCodecFloor(t *testing.T) {
+	ratio := floorRatio(t, newCodecCase(t, exampleRequest(t, productionExample)))
+	if ratio > maxFloorRatio {
+		t.Errorf("RunFunction costs %.2f times its codec floor, want at most %d: profile BenchmarkRunFunction", ratio, maxFloorRatio)
+	}
+}
+
+// floorRatio is the median over interleaved rounds of RunFunction's CPU
+// time per call divided by the codec floor's.
+func floorRatio(t *testing.T, c *codecCase) float64 {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const rounds = 21
+	const perRound = 50 * time.Millisecond
+	cost := func(f func(testing.TB), n int) time.Duration {
+		runtime.GC()
+		start := cpuTime(t)
+		for range n {
+			f(t)
 		}
-		if _, err := proto.Marshal(rsp); err != nil {
-			b.Fatal(err)
+		return (cpuTime(t) - start) / time.Duration(n)
+	}
+	// Calibrate: how many calls of each take about perRound.
+	iters := func(f func(testing.TB)) int {
+		n := 1
+		for {
+			if d := cost(f, n) * time.Duration(n); d >= perRound/4 || n >= 1<<16 {
+				return max(1, int(int64(n)*int64(perRound)/max(int64(d), 1)))
+			}
+			n *= 2
 		}
 	}
+	runN, floorN := iters(c.run), iters(c.floor)
+	ratios := make([]float64, 0, rounds)
+	for i := range rounds {
+		var run, floor time.Duration
+		if i%2 == 0 {
+			run, floor = cost(c.run, runN), cost(c.floor, floorN)
+		} else {
+			floor, run = cost(c.floor, floorN), cost(c.run, runN)
+		}
+		ratios = append(ratios, float64(run)/float64(max(floor, 1)))
+	}
+	slices.Sort(ratios)
+	median := ratios[len(ratios)/2]
+	t.Logf("RunFunction / codec floor (CPU time) on %s: median %.2f over %d rounds (min %.2f, max %.2f)",
+		productionExample, median, rounds, ratios[0], ratios[len(ratios)-1])
+	return median
 }

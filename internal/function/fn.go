@@ -12,14 +12,12 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
@@ -109,7 +107,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
 		return
 	}
-	if err := setDesired(req, rsp, out.Objects, out.Status, out.Ready); err != nil {
+	if err := setDesired(rsp, out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return
 	}
@@ -201,9 +199,12 @@ func observedPriorityClasses(observed map[resource.Name]resource.ObservedCompose
 // type is an error naming it.
 func decodeSpec(obj map[string]any, kind string, into any) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return errors.Wrap(err, "cannot encode spec")
+	b, ok := appendJSON(make([]byte, 0, 1024), spec)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(spec); err != nil {
+			return errors.Wrap(err, "cannot encode spec")
+		}
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		var te *json.UnmarshalTypeError
@@ -224,48 +225,6 @@ func unstructuredOf(observed map[resource.Name]resource.ObservedComposed) map[st
 	return out
 }
 
-// setDesired adds the rendered objects and the XR status to the desired
-// state, keeping whatever earlier pipeline steps put there.
-func setDesired(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus any, ready bool) error {
-	desired, err := request.GetDesiredComposedResources(req)
-	if err != nil {
-		return errors.Wrap(err, "cannot get desired composed resources")
-	}
-	for _, o := range objects {
-		c, err := toComposed(o.Object)
-		if err != nil {
-			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
-		}
-		ready := resource.ReadyFalse
-		if o.Ready {
-			ready = resource.ReadyTrue
-		}
-		desired[resource.Name(o.Key)] = &resource.DesiredComposed{Resource: c, Ready: ready}
-	}
-	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
-		return errors.Wrap(err, "cannot set desired composed resources")
-	}
-
-	dxr, err := request.GetDesiredCompositeResource(req)
-	if err != nil {
-		return errors.Wrap(err, "cannot get desired composite resource")
-	}
-	status, err := toMap(xrStatus)
-	if err != nil {
-		return errors.Wrap(err, "cannot encode status")
-	}
-	for k, v := range status {
-		if err := dxr.Resource.SetValue("status."+k, v); err != nil {
-			return errors.Wrapf(err, "cannot set status.%s", k)
-		}
-	}
-	if !ready {
-		// Omitted components would otherwise let the XR count as ready.
-		dxr.Ready = resource.ReadyFalse
-	}
-	return errors.Wrap(response.SetDesiredCompositeResource(rsp, dxr), "cannot set desired composite resource")
-}
-
 // setConditions reports the render's conditions on the XR and its claim.
 func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
 	for _, c := range conds {
@@ -275,55 +234,6 @@ func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
 		}
 		response.ConditionFalse(rsp, c.Type, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
-}
-
-// toComposed converts a typed object with its own JSON encoding, which
-// omits unset fields the way the API server expects, and drops what a
-// desired object must not carry: status and null creation timestamps.
-func toComposed(o runtime.Object) (*composed.Unstructured, error) {
-	m, err := toMap(o)
-	if err != nil {
-		return nil, err
-	}
-	delete(m, "status")
-	dropNullTimestamps(m)
-	c := composed.New()
-	c.SetUnstructuredContent(m)
-	return c, nil
-}
-
-// dropNullTimestamps removes the "creationTimestamp": null that typed
-// ObjectMeta encodes, at any depth (pod templates have one too).
-func dropNullTimestamps(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			if k == "creationTimestamp" {
-				delete(m, k)
-			}
-		case map[string]any:
-			dropNullTimestamps(t)
-		case []any:
-			for _, e := range t {
-				if em, ok := e.(map[string]any); ok {
-					dropNullTimestamps(em)
-				}
-			}
-		}
-	}
-}
-
-// toMap converts a typed value to its JSON map form.
-func toMap(s any) (map[string]any, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 // observedModes are the backing-service modes the XR's status reports: the

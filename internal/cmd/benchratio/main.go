@@ -1,0 +1,95 @@
+// Command benchratio reads `go test -bench` output on stdin, echoes it, and
+// prints each benchmark's median ns/op, B/op and allocs/op over its runs,
+// and the median ratio of each BenchmarkRunFunction* to its
+// BenchmarkCodecFloor* (`make bench`).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	if err := run(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// result holds one benchmark's measurements over its runs, by unit.
+type result map[string][]float64
+
+func run(in io.Reader, out io.Writer) error {
+	results := map[string]result{}
+	var order []string
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := sc.Text()
+		if _, err := fmt.Fprintln(out, line); err != nil {
+			return err
+		}
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		// Drop the -GOMAXPROCS suffix.
+		name := f[0]
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i]
+		}
+		r, ok := results[name]
+		if !ok {
+			r = result{}
+			results[name] = r
+			order = append(order, name)
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			r[f[i+1]] = append(r[f[i+1]], v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	var sum strings.Builder
+	fmt.Fprintln(&sum, "\nmedians:")
+	for _, name := range order {
+		r := results[name]
+		fmt.Fprintf(&sum, "  %-44s %14.0f ns/op %12.0f B/op %10.0f allocs/op", name, median(r["ns/op"]), median(r["B/op"]), median(r["allocs/op"]))
+		for _, unit := range []string{"ns/executor", "ns/queue"} {
+			if v, ok := r[unit]; ok {
+				fmt.Fprintf(&sum, " %12.0f %s", median(v), unit)
+			}
+		}
+		fmt.Fprintln(&sum)
+	}
+	for _, name := range order {
+		floor, ok := results[strings.Replace(name, "RunFunction", "CodecFloor", 1)]
+		if !strings.Contains(name, "RunFunction") || !ok {
+			continue
+		}
+		fmt.Fprintf(&sum, "ratio %s / codec floor: %.2f (median ns/op over %d and %d runs)\n",
+			name, median(results[name]["ns/op"])/median(floor["ns/op"]), len(results[name]["ns/op"]), len(floor["ns/op"]))
+	}
+	_, err := io.WriteString(out, sum.String())
+	return err
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
