@@ -32,7 +32,7 @@ func (in *Install) configSecret(name, component string, cfg map[string]any) (*co
 	}
 	sum := sha256.Sum256(b)
 	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(name, component),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{configKey: b},
@@ -46,7 +46,7 @@ func (in *Install) credentials(passwords map[string]string) *corev1.Secret {
 		data[u] = []byte(passwords[u])
 	}
 	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(in.credentialsSecret(), "credentials"),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,

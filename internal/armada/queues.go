@@ -32,7 +32,7 @@ func (in *Install) ProviderConfigName() string { return in.object("armada") }
 // in the keys its ProviderConfig reads.
 func (in *Install) queueCredentials(password string) *corev1.Secret {
 	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(in.object("provider-armada"), "provider-armada"),
 		Type:       corev1.SecretTypeBasicAuth,
 		Data:       map[string][]byte{corev1.BasicAuthUsernameKey: []byte(userQueues), corev1.BasicAuthPasswordKey: []byte(password)},

@@ -37,6 +37,8 @@ const (
 	caDir = "/etc/armada/executor-api-ca"
 	// caFile is the CA's file name under caDir.
 	caFile = "ca.crt"
+	// kindSecret is the Secret kind.
+	kindSecret = "Secret"
 	// defaultIngressGRPCPort is where an Ingress serves gRPC over TLS.
 	defaultIngressGRPCPort = 443
 )
@@ -176,10 +178,26 @@ func (in *Install) trustsCA() bool {
 	return in.Spec.ExecutorAPI != nil && in.Spec.ExecutorAPI.CASecretRef != nil
 }
 
-// remoteExtras are the pod settings only a remote executor has: its CA and
-// SSL_CERT_FILE pointing at it.
-func (in *Install) remoteExtras() ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount) {
-	if !in.trustsCA() {
+// remoteExecutor starts rendering a remote executor's instance: objects
+// now go to its worker cluster, beginning with its identity. It returns
+// the identity, or nil for a local instance.
+func (r *renderer) remoteExecutor(inst *instance) *remoteIdentity {
+	in, name := r.in, inst.Name
+	id := in.identityOf(inst.Executor)
+	if id == nil {
+		return nil
+	}
+	r.target = remoteCluster(inst.Executor)
+	sa, token := in.identityObjects(id, name)
+	r.add(name+"-identity-serviceaccount", sa, false)
+	r.addWith(identityResource(name), token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}})
+	return id
+}
+
+// remoteExtras are the pod settings only a remote executor (id set) has:
+// its CA and SSL_CERT_FILE pointing at it.
+func (in *Install) remoteExtras(id *remoteIdentity) ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount) {
+	if id == nil || !in.trustsCA() {
 		return nil, nil, nil
 	}
 	return []corev1.EnvVar{{Name: "SSL_CERT_FILE", Value: caDir + "/" + caFile}},
@@ -199,7 +217,7 @@ func (in *Install) identityObjects(id *remoteIdentity, component string) (*corev
 		AutomountServiceAccountToken: ptr.To(false),
 	}
 	secret := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(id.Secret, component),
 		Type:       corev1.SecretTypeServiceAccountToken,
 	}
@@ -249,13 +267,12 @@ func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt r
 		"forProvider":       map[string]any{"manifest": manifest},
 		"providerConfigRef": map[string]any{"kind": c.Kind, "name": c.Name},
 	}
-	switch o.GetObjectKind().GroupVersionKind().Kind {
-	case "Deployment":
+	if o.GetObjectKind().GroupVersionKind().Kind == "Deployment" {
 		spec["readiness"] = map[string]any{"policy": "DeriveFromCelQuery", "celQuery": workloadReadiness}
 	}
 	if cd := opt.Connection; cd != nil {
 		spec["connectionDetails"] = []any{map[string]any{
-			"apiVersion": "v1", "kind": "Secret", "name": o.GetName(), "namespace": o.GetNamespace(),
+			"apiVersion": "v1", "kind": kindSecret, "name": o.GetName(), "namespace": o.GetNamespace(),
 			"fieldPath": cd.FieldPath, "toConnectionSecretKey": cd.Key,
 		}}
 		spec["writeConnectionSecretToRef"] = map[string]any{"name": cd.Secret}
@@ -296,7 +313,6 @@ func dropNullTimestamps(m map[string]any) {
 func (r *renderer) remoteClusterObjects() {
 	in := r.in
 	for _, c := range in.remoteClusters() {
-		c := c
 		r.target = &c
 		p := c.keyPrefix()
 		r.add(p+"namespace", in.namespaceObject(), false)
@@ -311,11 +327,11 @@ func (r *renderer) remoteClusterObjects() {
 		if in.trustsCA() {
 			ref := in.Spec.ExecutorAPI.CASecretRef
 			ca := &corev1.Secret{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 				ObjectMeta: in.meta(in.caSecret(), "executor"),
 			}
 			r.addWith(p+"executor-api-ca", ca, remoteOptions{PatchFrom: &remotePatch{
-				Kind: "Secret", Name: ref.Name, FieldPath: "data[" + ref.Key + "]",
+				Kind: kindSecret, Name: ref.Name, FieldPath: "data[" + ref.Key + "]",
 				ToFieldPath: "spec.forProvider.manifest.data[" + caFile + "]",
 			}})
 		}
@@ -340,10 +356,8 @@ func (r *renderer) remoteStatus(name string, e *v1alpha1.Executor, st v1alpha1.C
 
 // firstLine is a message's first line.
 func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // InWorkerClusters wraps an object in a provider-kubernetes Object for
@@ -351,8 +365,9 @@ func firstLine(s string) string {
 // team's job namespaces, for example, must exist wherever its jobs can
 // run. Adding a worker cluster adds its copies on the next reconcile.
 func (in *Install) InWorkerClusters(key string, o client.Object) []Object {
-	var out []Object
-	for _, c := range in.remoteClusters() {
+	clusters := in.remoteClusters()
+	out := make([]Object, 0, len(clusters))
+	for _, c := range clusters {
 		k := c.keyPrefix() + key
 		out = append(out, Object{Key: k, Object: in.remoteObject(k, c, o, remoteOptions{})})
 	}

@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"sort"
@@ -86,7 +87,7 @@ func TestRemoteExecutors(t *testing.T) {
 			t.Fatal("no generated passwords to look for")
 		}
 		for user, pw := range creds.Data {
-			if strings.Contains(string(b), string(pw)) || strings.Contains(string(b), base64.StdEncoding.EncodeToString(pw)) {
+			if bytes.Contains(b, pw) || strings.Contains(string(b), base64.StdEncoding.EncodeToString(pw)) {
 				t.Errorf("Object %s contains the password of %s", o.Key, user)
 			}
 		}
@@ -105,7 +106,10 @@ func TestRemoteExecutors(t *testing.T) {
 	// own identity, trusting the CA; the scheduler grants execute_jobs to
 	// exactly the executors' identities.
 	_, dep := manifest(t, find(out, "executor-a-workload"))
-	b, _ := json.Marshal(dep)
+	b, err := json.Marshal(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{`"SSL_CERT_FILE"`, `"key":"token","name":"armada-executor-a-identity"`, `"secretName":"armada-executor-api-ca"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("remote executor Deployment lacks %s", want)
@@ -116,8 +120,10 @@ func TestRemoteExecutors(t *testing.T) {
 	if err := decodeYAML(cfgSecret, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	wantConn := map[string]any{"armadaUrl": "executors.example.com:443", "forceNoTls": false,
-		"basicAuth": map[string]any{"username": "internal-executor-a", "password": ""}}
+	wantConn := map[string]any{
+		"armadaUrl": "executors.example.com:443", "forceNoTls": false,
+		"basicAuth": map[string]any{"username": "internal-executor-a", "password": ""},
+	}
 	if diff := cmp.Diff(wantConn, cfg["executorApiConnection"]); diff != "" {
 		t.Errorf("remote executorApiConnection: -want, +got:\n%s", diff)
 	}
@@ -137,8 +143,10 @@ func TestRemoteExecutors(t *testing.T) {
 	if diff := cmp.Diff([]string{"internal-executor"}, users(out)); diff != "" {
 		t.Errorf("executors the scheduler accepts before any identity arrived: -want, +got:\n%s", diff)
 	}
-	o := Observed{Jobs: migrated(t, s), Ready: map[string]bool{"executor-a-identity": true, "executor-g-identity": true},
-		Unsynced: map[string]string{"executor-g-identity": "cannot get value at data.token"}}
+	o := Observed{
+		Jobs: migrated(t, s), Ready: map[string]bool{"executor-a-identity": true, "executor-g-identity": true},
+		Unsynced: map[string]string{"executor-g-identity": "cannot get value at data.token"},
+	}
 	out = render(t, s, o)
 	if diff := cmp.Diff([]string{"internal-executor", "internal-executor-a"}, users(out)); diff != "" {
 		t.Errorf("executors the scheduler accepts once a's identity arrived: -want, +got:\n%s", diff)
@@ -172,8 +180,10 @@ func TestRemoteExecutorStatus(t *testing.T) {
 	out := render(t, s, o)
 	want := []v1alpha1.ExecutorStatus{
 		{ClusterID: "here", Cluster: "local", Reason: "Waiting for the workload to become available"},
-		{ClusterID: "a", Cluster: "ClusterProviderConfig/worker-a",
-			Reason: "Cannot reach worker cluster ClusterProviderConfig/worker-a: cannot connect to worker cluster: dial tcp 10.0.0.1:6443: connect: connection refused"},
+		{
+			ClusterID: "a", Cluster: "ClusterProviderConfig/worker-a",
+			Reason: "Cannot reach worker cluster ClusterProviderConfig/worker-a: cannot connect to worker cluster: dial tcp 10.0.0.1:6443: connect: connection refused",
+		},
 		{ClusterID: "g", Cluster: "ProviderConfig/worker-g", Reason: "Waiting for the workload to become available"},
 	}
 	if diff := cmp.Diff(want, out.Status.Executors); diff != "" {

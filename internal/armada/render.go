@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -223,13 +222,9 @@ func (r *renderer) migrations(g gates) (map[string]JobState, error) {
 // workload keeps its version and a new one is not created yet.
 func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobState) error {
 	in, name := r.in, inst.Name
-	id := in.identityOf(inst.Executor)
+	id := r.remoteExecutor(inst)
 	if id != nil {
-		r.target = remoteCluster(inst.Executor)
 		defer func() { r.target = nil }()
-		sa, token := in.identityObjects(id, name)
-		r.add(name+"-identity-serviceaccount", sa, false)
-		r.addWith(name+"-identity", token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}})
 	}
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
@@ -278,10 +273,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 		version = observed.Version
 	}
-	env, vols, mounts := []corev1.EnvVar(nil), []corev1.Volume(nil), []corev1.VolumeMount(nil)
-	if id != nil {
-		env, vols, mounts = in.remoteExtras()
-	}
+	env, vols, mounts := in.remoteExtras(id)
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
 		Name:         name,

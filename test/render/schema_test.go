@@ -168,14 +168,13 @@ func TestExamplesValidate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
-	exts := []string{xrd, filepath.Join(root, "package", "xarmada", "queue-definition.yaml"), filepath.Join(root, "package", "provider", "crds")}
 	// Examples also carry the providers' configs they need (e.g. the
 	// worker clusters' ClusterProviderConfigs).
 	crds, err := providers.CRDDirs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exts = append(exts, crds...)
+	exts := append([]string{xrd, filepath.Join(root, "package", "xarmada", "queue-definition.yaml"), filepath.Join(root, "package", "provider", "crds")}, crds...)
 	if out, err := tools.Validate(ctx, exts, filepath.Join(root, "examples"), nil); err != nil {
 		t.Errorf("examples do not validate: %v", err)
 	} else {
