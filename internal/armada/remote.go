@@ -332,7 +332,9 @@ func (r *renderer) remoteClusterObjects() {
 			}
 			r.addWith(p+"executor-api-ca", ca, remoteOptions{PatchFrom: &remotePatch{
 				Kind: kindSecret, Name: ref.Name, FieldPath: "data[" + ref.Key + "]",
-				ToFieldPath: "spec.forProvider.manifest.data[" + caFile + "]",
+				// provider-kubernetes resolves toFieldPath inside the
+				// manifest (it prefixes spec.forProvider.manifest).
+				ToFieldPath: "data[" + caFile + "]",
 			}})
 		}
 		r.target = nil
