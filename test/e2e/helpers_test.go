@@ -265,11 +265,11 @@ func functionMemory(t *testing.T) (rss, peak int64) {
 	// The control plane starts the built binary itself as the group's
 	// leader; the last group is the running process.
 	path := fmt.Sprintf("/proc/%d/status", pids[len(pids)-1])
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // The status file of the process the control plane started.
 	if err != nil {
 		t.Fatalf("cannot read function-armada's memory: %v", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.SplitSeq(string(b), "\n") {
 		var kb int64
 		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
 			rss = kb << 10
