@@ -149,7 +149,13 @@ func TestTeams(t *testing.T) {
 		}
 		waitFor(t, "provider-sql Databases composed for team c", func() (bool, string) {
 			_, refs := composed(t, teamC)
-			return len(byKind(refs, "Database")) > 0, fmt.Sprintf("%d Databases", len(byKind(refs, "Database")))
+			dbs, exist := byKind(refs, "Database"), 0
+			for _, r := range dbs {
+				if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) != nil {
+					exist++
+				}
+			}
+			return len(dbs) > 0 && exist == len(dbs), fmt.Sprintf("%d of %d Databases exist", exist, len(dbs))
 		})
 		claimAccepted(t, teamC, "True")
 		before := snapshot(t, teamC)
