@@ -486,9 +486,11 @@ func TestSharedClusterPriorityClasses(t *testing.T) {
 		n := functionCalls(t) - calls
 		return !has && n >= 2, fmt.Sprintf("XR has spec.scheduling.priorityClasses: %t; %d function calls", has, n)
 	})
-	c := get(t, claimAPIVersion, "ArmadaClaim", first.GetNamespace(), first.GetName())
-	if got, _, _ := unstructured.NestedStringSlice(c.Object, "status", "scheduling", "priorityClasses"); !slices.Equal(got, legacy) {
-		t.Errorf("claim status.scheduling.priorityClasses = %q, want the legacy names kept %q", got, legacy)
+	// The XR's status, written with the function's last result; the
+	// claim's follows a reconcile later.
+	xr, _ := composed(t, first)
+	if got, _, _ := unstructured.NestedStringSlice(xr.Object, "status", "scheduling", "priorityClasses"); !slices.Equal(got, legacy) {
+		t.Errorf("XR status.scheduling.priorityClasses = %q, want the legacy names kept %q", got, legacy)
 	}
 	unchanged(t, before, snapshot(t, first))
 
