@@ -11,18 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ownPriorityClasses gives a claim PriorityClass names of its own:
-// PriorityClasses are cluster-wide and tests run side by side.
-func ownPriorityClasses(ns string) func(*unstructured.Unstructured) {
-	return func(u *unstructured.Unstructured) {
-		pcs := []any{
-			map[string]any{"name": ns + "-default", "priority": int64(1000)},
-			map[string]any{"name": ns + "-preemptible", "priority": int64(900), "preemptible": true},
-		}
-		_ = unstructured.SetNestedSlice(u.Object, pcs, "spec", "scheduling", "priorityClasses")
-	}
-}
-
 // TestBackingServices applies the examples with in-cluster, external and
 // mixed backing services: the API server accepts every composed provider
 // and CloudNativePG object against the pinned CRDs, provider-kubernetes
@@ -41,7 +29,7 @@ func TestBackingServices(t *testing.T) {
 	} {
 		t.Run(tc.example, func(t *testing.T) {
 			ns := "e2e-" + tc.example
-			claim := install(t, tc.example, ns, ownPriorityClasses(ns))
+			claim := install(t, tc.example, ns)
 			converge(t, claim)
 			_, refs := composed(t, claim)
 			for _, r := range refs {
@@ -87,7 +75,7 @@ func TestModeChangeAndProtection(t *testing.T) {
 		{"mixed", "e2e-delete-data", false},
 	} {
 		t.Run(tc.example, func(t *testing.T) {
-			claim := install(t, tc.example, tc.ns, ownPriorityClasses(tc.ns))
+			claim := install(t, tc.example, tc.ns)
 			cluster := claim.GetName() + "-postgres"
 			waitFor(t, "CloudNativePG Cluster created by provider-kubernetes", func() (bool, string) {
 				return get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) != nil, "not yet"

@@ -85,8 +85,8 @@ func applyExample(t *testing.T, example, ns string, mutate ...func(*unstructured
 }
 
 // deleteClaim deletes a claim and waits until its cluster-wide
-// PriorityClasses are garbage-collected, so the next test's Armada can
-// use the same names.
+// PriorityClasses are garbage-collected, so no test's cluster-wide objects
+// outlive it.
 func deleteClaim(t *testing.T, claim *unstructured.Unstructured) {
 	t.Helper()
 	ctx := context.Background()
@@ -132,21 +132,9 @@ func TestExamples(t *testing.T) {
 	for _, example := range []string{"minimal", "production", "multi-pool"} {
 		t.Run(example, func(t *testing.T) {
 			ns := "e2e-" + example
-			claim := install(t, example, ns, func(u *unstructured.Unstructured) {
-				// PriorityClasses are cluster-wide: give each example its own.
-				pcs, found, _ := unstructured.NestedSlice(u.Object, "spec", "scheduling", "priorityClasses")
-				if !found {
-					pcs = []any{map[string]any{"name": "armada-default", "priority": int64(1000)}, map[string]any{"name": "armada-preemptible", "priority": int64(900), "preemptible": true}}
-				}
-				for _, pc := range pcs {
-					m := pc.(map[string]any)
-					m["name"] = ns + "-" + m["name"].(string)
-				}
-				_ = unstructured.SetNestedSlice(u.Object, pcs, "spec", "scheduling", "priorityClasses")
-				if d, ok, _ := unstructured.NestedString(u.Object, "spec", "scheduling", "defaultPriorityClass"); ok {
-					_ = unstructured.SetNestedField(u.Object, ns+"-"+d, "spec", "scheduling", "defaultPriorityClass")
-				}
-			})
+			// As written: default priority class names are the claim's own
+			// and the explicit ones (production, multi-pool) are distinct.
+			claim := install(t, example, ns)
 			converge(t, claim)
 			_, refs := composed(t, claim)
 			for _, r := range refs {
@@ -467,33 +455,51 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestSharedClusterPriorityClasses: a second Armada whose priority class
-// names another Armada's PriorityClasses is refused with the field named,
-// and the first Armada is untouched.
+// TestSharedClusterPriorityClasses: an Armada that already composes the
+// legacy names armada-default and armada-preemptible (every Armada did,
+// before names were per Armada) keeps them when its spec names none:
+// running jobs reference them. A second claim naming one of them
+// explicitly is refused on its claim, naming the field, and the first
+// Armada is untouched.
 func TestSharedClusterPriorityClasses(t *testing.T) {
-	first := install(t, "minimal", "e2e-shared-a")
+	legacy := []string{"armada-default", "armada-preemptible"}
+	first := install(t, "minimal", "e2e-shared-a", func(u *unstructured.Unstructured) {
+		// What an Armada composed before: the chart's names.
+		_ = unstructured.SetNestedSlice(u.Object, []any{
+			map[string]any{"name": legacy[0], "priority": int64(1000)},
+			map[string]any{"name": legacy[1], "priority": int64(900), "preemptible": true},
+		}, "spec", "scheduling", "priorityClasses")
+	})
 	converge(t, first)
-	_, before := composed(t, first)
+	before := snapshot(t, first)
+
+	// The spec now names no classes, as an existing claim's never did.
+	calls := functionCalls(t)
+	if err := updateClaim(t, first, func(c *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(c.Object, "spec", "scheduling")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the XR without spec.scheduling composed twice", func() (bool, string) {
+		xr, _ := composed(t, first)
+		_, has, _ := unstructured.NestedFieldNoCopy(xr.Object, "spec", "scheduling", "priorityClasses")
+		n := functionCalls(t) - calls
+		return !has && n >= 2, fmt.Sprintf("XR has spec.scheduling.priorityClasses: %t; %d function calls", has, n)
+	})
+	// The XR's status, written with the function's last result; the
+	// claim's follows a reconcile later.
+	xr, _ := composed(t, first)
+	if got, _, _ := unstructured.NestedStringSlice(xr.Object, "status", "scheduling", "priorityClasses"); !slices.Equal(got, legacy) {
+		t.Errorf("XR status.scheduling.priorityClasses = %q, want the legacy names kept %q", got, legacy)
+	}
+	unchanged(t, before, snapshot(t, first))
 
 	ns := "e2e-shared-b"
-	second := applyExample(t, "minimal", ns)
-	waitFor(t, "second XR refused naming spec.scheduling.priorityClasses", func() (bool, string) {
-		c := get(t, claimAPIVersion, "ArmadaClaim", ns, second.GetName())
-		name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
-		if name == "" {
-			return false, "no XR yet"
-		}
-		xr := get(t, claimAPIVersion, "XArmada", "", name)
-		if xr == nil {
-			return false, "no XR yet"
-		}
-		s, r, m := condition(xr, "Synced")
-		return s == "False" && strings.Contains(m, "spec.scheduling.priorityClasses[0].name") && strings.Contains(m, "already belongs to XArmada"),
-			fmt.Sprintf("Synced=%s %s: %s", s, r, m)
+	second := applyExample(t, "minimal", ns, func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": legacy[0], "priority": int64(1000)}},
+			"spec", "scheduling", "priorityClasses")
 	})
-	for _, r := range before {
-		if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) == nil {
-			t.Errorf("the first Armada lost %s", r)
-		}
-	}
+	msg := claimAccepted(t, second, "False", "spec.scheduling.priorityClasses[0].name", legacy[0], "already belongs to XArmada")
+	t.Logf("refusal on the second claim: %s", msg)
+	unchanged(t, before, snapshot(t, first))
 }

@@ -141,9 +141,16 @@ func condition(u *unstructured.Unstructured, typ string) (status, reason, messag
 // message and the control plane's logs after timeout.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) time.Duration {
 	t.Helper()
+	return waitWithin(t, timeout, what, cond)
+}
+
+// waitWithin is waitFor with its own limit, for what takes longer than a
+// single Armada converging.
+func waitWithin(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) time.Duration {
+	t.Helper()
 	start := time.Now()
 	last := ""
-	for time.Since(start) < timeout {
+	for time.Since(start) < limit {
 		ok, msg := cond()
 		if ok {
 			return time.Since(start)
@@ -151,7 +158,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) time.Duratio
 		last = msg
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("timed out after %s waiting for %s; last: %s\n%s", timeout, what, last, cp.LogTails(30))
+	t.Fatalf("timed out after %s waiting for %s; last: %s\n%s", limit, what, last, cp.LogTails(30))
 	return 0
 }
 
@@ -166,6 +173,29 @@ func claimCondition(t *testing.T, claim *unstructured.Unstructured, typ, want st
 		s, r, m := condition(c, typ)
 		return s == want, fmt.Sprintf("%s=%s %s: %s", typ, s, r, m)
 	})
+}
+
+// claimAccepted waits until the claim itself (not its cluster-scoped XR,
+// which a team may not be able to read) reports the function's Accepted
+// condition with status want; a refusal must also have reason Refused and
+// a message containing every one of parts. It returns the message.
+func claimAccepted(t *testing.T, claim *unstructured.Unstructured, want string, parts ...string) string {
+	t.Helper()
+	var msg string
+	waitFor(t, fmt.Sprintf("claim %s/%s Accepted=%s naming %q", claim.GetNamespace(), claim.GetName(), want, parts), func() (bool, string) {
+		c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+		if c == nil {
+			return false, "claim not found"
+		}
+		s, r, m := condition(c, "Accepted")
+		msg = m
+		ok := s == want && (want == "True" || r == "Refused")
+		for _, p := range parts {
+			ok = ok && strings.Contains(m, p)
+		}
+		return ok, fmt.Sprintf("Accepted=%s %s: %s", s, r, m)
+	})
+	return msg
 }
 
 // ref is a composed resource reference.
@@ -223,6 +253,37 @@ func markHealthy(t *testing.T, refs []ref) {
 	}
 }
 
+// functionMemory reads function-armada's resident set size and its peak
+// since the process started (VmRSS and VmHWM in /proc/<pid>/status), in
+// bytes.
+func functionMemory(t *testing.T) (rss, peak int64) {
+	t.Helper()
+	pids := cp.ProcessGroups()[controlplane.ProcFunction]
+	if len(pids) == 0 {
+		t.Fatal("function-armada was never started")
+	}
+	// The control plane starts the built binary itself as the group's
+	// leader; the last group is the running process.
+	path := fmt.Sprintf("/proc/%d/status", pids[len(pids)-1])
+	b, err := os.ReadFile(path) //nolint:gosec // The status file of the process the control plane started.
+	if err != nil {
+		t.Fatalf("cannot read function-armada's memory: %v", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			rss = kb << 10
+		}
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			peak = kb << 10
+		}
+	}
+	if rss == 0 || peak == 0 {
+		t.Fatalf("no VmRSS or VmHWM in %s", path)
+	}
+	return rss, peak
+}
+
 // functionCalls counts RunFunction calls so far, from function-armada's
 // debug log.
 func functionCalls(t *testing.T) int {
@@ -232,4 +293,48 @@ func functionCalls(t *testing.T) int {
 		t.Fatalf("cannot read function log: %v", err)
 	}
 	return strings.Count(string(b), "Composed Armada")
+}
+
+// snapshot records each object the claims compose as what would show a
+// change: its UID (a recreated object differs) and its spec generation or,
+// for objects that have none (Secrets, Services, RBAC, PriorityClasses),
+// its resource version. A PriorityClass also records its resource version,
+// value and preemption policy.
+func snapshot(t *testing.T, claims ...*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, c := range claims {
+		_, refs := composed(t, c)
+		for _, r := range refs {
+			u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
+			if u == nil {
+				out[r.String()] = "missing"
+				continue
+			}
+			v := fmt.Sprintf("uid %s generation %d", u.GetUID(), u.GetGeneration())
+			if u.GetGeneration() == 0 || r.Kind == "PriorityClass" {
+				v = fmt.Sprintf("uid %s resourceVersion %s", u.GetUID(), u.GetResourceVersion())
+			}
+			if r.Kind == "PriorityClass" {
+				v += fmt.Sprintf(" value %v preemptionPolicy %v", u.Object["value"], u.Object["preemptionPolicy"])
+			}
+			out[r.String()] = v
+		}
+	}
+	return out
+}
+
+// unchanged reports every object whose snapshot changed, appeared or went.
+func unchanged(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed: was %q, now %q", k, v, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared", k)
+		}
+	}
 }

@@ -35,7 +35,7 @@ import (
 // Armada that does not exist reports the field.
 func TestQueues(t *testing.T) {
 	ns := "e2e-queues"
-	claim := install(t, "minimal", ns, ownPriorityClasses(ns), func(u *unstructured.Unstructured) {
+	claim := install(t, "minimal", ns, func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedSlice(u.Object, []any{
 			map[string]any{"name": "research", "priorityFactor": "2", "groupOwners": []any{"researchers"}},
 		}, "spec", "queues")
