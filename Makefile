@@ -46,7 +46,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 .PHONY: test
 test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render, Armada conformance, control plane and e2e.
-	go test -count=1 -timeout 30m ./...
+	go test -count=1 -timeout 50m ./...
 
 .PHONY: e2e
 e2e: tools cluster-bins ## Run the end-to-end suite against a local control plane.

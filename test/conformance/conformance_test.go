@@ -273,7 +273,59 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 		ca, _ := testenv.SelfSignedCert(t)
 		supplied[ref] = string(ca)
 	}
+	if ref, ok := r.XRSecretRef("executorApi", "caSecretRef"); ok {
+		ca, _ := testenv.SelfSignedCert(t)
+		supplied[ref] = string(ca)
+	}
+	supplyRemote(t, r, supplied)
 	return svc, supplied
+}
+
+// supplyRemote does what provider-kubernetes and a worker cluster do for
+// the Objects a render wraps: a worker's token controller fills each
+// service-account token Secret, connection details copy the named key into
+// the connection Secret here, and references[].patchesFrom copies a key of
+// a Secret here into the manifest.
+func supplyRemote(t *testing.T, r *render, supplied map[secretRef]string) {
+	t.Helper()
+	for _, o := range r.Wrappers {
+		name, _, _ := unstructured.NestedString(o.Object, "spec", "forProvider", "manifest", "metadata", "name")
+		details, _, _ := unstructured.NestedSlice(o.Object, "spec", "connectionDetails")
+		conn, _, _ := unstructured.NestedString(o.Object, "spec", "writeConnectionSecretToRef", "name")
+		for _, d := range details {
+			m, _ := d.(map[string]any)
+			if m["fieldPath"] != "data.token" || conn == "" {
+				t.Fatalf("Object %s copies %v: only a service-account token is expected", o.GetName(), m["fieldPath"])
+			}
+			token := testenv.RandomPassword(t)
+			supplied[secretRef{Name: name, Key: "token"}] = token
+			supplied[secretRef{Name: conn, Key: fmt.Sprint(m["toConnectionSecretKey"])}] = token
+		}
+		refs, _, _ := unstructured.NestedSlice(o.Object, "spec", "references")
+		for _, ref := range refs {
+			m, _ := ref.(map[string]any)
+			from, _ := m["patchesFrom"].(map[string]any)
+			fromKey, ok1 := bracketKey(fmt.Sprint(from["fieldPath"]))
+			toKey, ok2 := bracketKey(fmt.Sprint(m["toFieldPath"]))
+			if from["kind"] != "Secret" || !ok1 || !ok2 {
+				t.Fatalf("Object %s patches from %v: only a Secret key into a Secret key is expected", o.GetName(), from)
+			}
+			v, ok := supplied[secretRef{Name: fmt.Sprint(from["name"]), Key: fromKey}]
+			if !ok {
+				t.Fatalf("Object %s patches from Secret %s key %s, which nobody supplies", o.GetName(), from["name"], fromKey)
+			}
+			supplied[secretRef{Name: name, Key: toKey}] = v
+		}
+	}
+}
+
+// bracketKey is K of a field path data[K].
+func bracketKey(path string) (string, bool) {
+	k, ok := strings.CutPrefix(path, "data[")
+	if !ok || !strings.HasSuffix(k, "]") {
+		return "", false
+	}
+	return strings.TrimSuffix(k, "]"), true
 }
 
 // envSecretRef finds the Secret key an env var of a rendered workload

@@ -229,16 +229,20 @@ func (rs *resolver) source(kind, name string) (map[string][]byte, bool, error) {
 		return rs.render.ConfigMap(name)
 	}
 	data, found, err := rs.render.Secret(name)
-	if err != nil || found {
-		return data, found, err
+	if err != nil {
+		return nil, false, err
 	}
-	data = map[string][]byte{}
+	if !found {
+		data = map[string][]byte{}
+	}
+	// Keys filled outside the render: the user's Secrets, and what a
+	// worker cluster or provider-kubernetes writes into a rendered one.
 	for ref, v := range rs.supplied {
-		if ref.Name == name {
+		if _, rendered := data[ref.Key]; ref.Name == name && !rendered {
 			data[ref.Key] = []byte(v)
 		}
 	}
-	return data, len(data) > 0, nil
+	return data, found || len(data) > 0, nil
 }
 
 // writeDownward writes downward API files.

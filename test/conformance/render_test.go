@@ -56,6 +56,8 @@ type render struct {
 	// Objects are the composed resources, with provider-kubernetes Objects
 	// unwrapped to the manifests they carry.
 	Objects []*unstructured.Unstructured
+	// Wrappers are the provider-kubernetes Objects themselves.
+	Wrappers []*unstructured.Unstructured
 }
 
 // workload is a composed Deployment, StatefulSet or Job.
@@ -102,6 +104,7 @@ func parseRender(r io.Reader) (*render, error) {
 		}
 		// provider-kubernetes wraps a manifest in an Object.
 		if m, ok, _ := unstructured.NestedMap(obj, "spec", "forProvider", "manifest"); ok && u.GetKind() == "Object" {
+			out.Wrappers = append(out.Wrappers, u)
 			u = &unstructured.Unstructured{Object: m}
 		}
 		out.Objects = append(out.Objects, u)
