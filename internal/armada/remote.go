@@ -316,7 +316,9 @@ func (r *renderer) remoteClusterObjects() {
 			}
 			r.addWith(p+"executor-api-ca", ca, remoteOptions{PatchFrom: &remotePatch{
 				Kind: "Secret", Name: ref.Name, FieldPath: "data[" + ref.Key + "]",
-				ToFieldPath: "spec.forProvider.manifest.data[" + caFile + "]",
+				// provider-kubernetes resolves toFieldPath inside the
+				// manifest (it prefixes spec.forProvider.manifest).
+				ToFieldPath: "data[" + caFile + "]",
 			}})
 		}
 		r.target = nil
