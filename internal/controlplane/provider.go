@@ -62,6 +62,9 @@ func (c *ControlPlane) startProviderFirst(ctx context.Context) error {
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(c.ports.providerMetrics),
 		"--health-probe-bind-addr=127.0.0.1:" + strconv.Itoa(c.ports.providerHealth),
 	}
+	if c.opts.ProviderPollInterval > 0 {
+		args = append(args, "--poll="+c.opts.ProviderPollInterval.String())
+	}
 	if c.opts.Debug {
 		args = append(args, "--debug")
 	}
