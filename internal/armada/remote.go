@@ -342,7 +342,9 @@ func (r *renderer) remoteClusterObjects() {
 }
 
 // remoteStatus reports an executor's cluster, and why a remote one is not
-// ready: its Objects' sync errors (an unreachable cluster) first.
+// ready: its Objects' sync errors (an unreachable cluster) first. A
+// workload Object that cannot sync is not ready even if it was: its
+// observed status is the last one seen before the cluster went away.
 func (r *renderer) remoteStatus(name string, e *v1alpha1.Executor, st v1alpha1.ComponentStatus) v1alpha1.ExecutorStatus {
 	s := v1alpha1.ExecutorStatus{ClusterID: e.ClusterID, Cluster: "local", Ready: st.Ready, Reason: st.Reason}
 	c := remoteCluster(e)
@@ -350,7 +352,8 @@ func (r *renderer) remoteStatus(name string, e *v1alpha1.Executor, st v1alpha1.C
 		return s
 	}
 	s.Cluster = c.String()
-	if msg, ok := r.opt.Observed.Unsynced[name+keyWorkloadSuffix]; ok && !s.Ready {
+	if msg, ok := r.opt.Observed.Unsynced[name+keyWorkloadSuffix]; ok {
+		s.Ready = false
 		s.Reason = "Cannot reach worker cluster " + c.String() + ": " + firstLine(msg)
 	}
 	return s

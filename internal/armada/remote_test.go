@@ -176,6 +176,9 @@ func TestRemoteExecutorStatus(t *testing.T) {
 	s := remoteSpec()
 	o := Observed{Jobs: migrated(t, s), Unsynced: map[string]string{
 		"executor-a-workload": "cannot connect to worker cluster: dial tcp 10.0.0.1:6443: connect: connection refused\nmore",
+	}, Workloads: map[string]Workload{
+		// Last seen available, before its cluster became unreachable.
+		"executor-a": {Version: "0.22.7", Ready: true},
 	}}
 	out := render(t, s, o)
 	want := []v1alpha1.ExecutorStatus{

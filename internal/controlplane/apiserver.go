@@ -69,8 +69,20 @@ func (c *ControlPlane) apiServerURL() string {
 // startAPIServer starts kube-apiserver, waits for /readyz and writes the
 // kubeconfig, REST config and client the rest of the control plane uses.
 func (c *ControlPlane) startAPIServer(ctx context.Context) error {
+	p := c.newProcess(ProcKubeAPIServer, c.opts.KubeAPIServer, c.apiServerArgs(), nil)
+	if err := p.start(); err != nil {
+		return err
+	}
+	if err := c.waitAPIServer(ctx, p); err != nil {
+		return err
+	}
+	return c.writeKubeconfig()
+}
+
+// apiServerArgs are kube-apiserver's flags.
+func (c *ControlPlane) apiServerArgs() []string {
 	url := c.apiServerURL()
-	p := c.newProcess(ProcKubeAPIServer, c.opts.KubeAPIServer, []string{
+	return []string{
 		"--etcd-servers=" + c.etcdURL(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -89,14 +101,16 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--token-auth-file=" + c.tokenFile,
 		"--authorization-mode=RBAC",
 		"--disable-admission-plugins=ServiceAccount",
-	}, nil)
-	if err := p.start(); err != nil {
-		return err
 	}
+}
+
+// waitAPIServer waits until kube-apiserver answers /readyz.
+func (c *ControlPlane) waitAPIServer(ctx context.Context, p *process) error {
+	url := c.apiServerURL()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.ca.certPEM)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	err := p.waitReady(ctx, stepTimeout, "kube-apiserver /readyz", func(ctx context.Context) error {
+	return p.waitReady(ctx, stepTimeout, "kube-apiserver /readyz", func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", http.NoBody)
 		if err != nil {
 			return errors.Wrap(err, "cannot create request")
@@ -104,10 +118,6 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		return doOK(hc, req, "ok")
 	})
-	if err != nil {
-		return err
-	}
-	return c.writeKubeconfig()
 }
 
 // kubeconfigBytes returns a kubeconfig for the admin token user.
@@ -156,13 +166,17 @@ func (c *ControlPlane) writeKubeconfig() error {
 }
 
 // startControllerManager starts kube-controller-manager with only the
-// garbage collector (which deletes composed resources when their XR goes)
-// and the namespace controller, and waits for its /healthz.
+// garbage collector (which deletes composed resources when their XR goes),
+// the namespace controller and the service-account token controller
+// (which fills service-account-token Secrets, such as a remote executor's
+// identity in a worker cluster), and waits for its /healthz.
 func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 	port := strconv.Itoa(c.ports.controllerManager)
 	p := c.newProcess(ProcKubeControllerManager, c.opts.KubeControllerManager, []string{
 		"--kubeconfig=" + c.kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller",
+		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-token-controller",
+		"--service-account-private-key-file=" + c.saKey,
+		"--root-ca-file=" + filepath.Join(c.tlsDirs.apiServer, fileCACert),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + port,

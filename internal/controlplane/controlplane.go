@@ -101,6 +101,12 @@ type Options struct {
 	SkipFunction bool
 	SkipPackage  bool
 
+	// ProviderPollInterval is how often provider-kubernetes re-observes
+	// each Object (its --poll flag), for example the readiness of a
+	// Deployment in a worker cluster. Zero keeps the provider's default,
+	// ten minutes.
+	ProviderPollInterval time.Duration
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool

@@ -61,6 +61,14 @@ func (c *ControlPlane) startProviderFirst(ctx context.Context) error {
 		"--webhook-port=" + strconv.Itoa(c.ports.providerWebhook),
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(c.ports.providerMetrics),
 		"--health-probe-bind-addr=127.0.0.1:" + strconv.Itoa(c.ports.providerHealth),
+		// Without it an Object wrapping a Secret mirrors the Secret's data
+		// into its status.atProvider.manifest: a remote executor's identity
+		// token would land in the control cluster in clear. Connection
+		// details are read from the remote object, so they still work.
+		"--sanitize-secrets",
+	}
+	if c.opts.ProviderPollInterval > 0 {
+		args = append(args, "--poll="+c.opts.ProviderPollInterval.String())
 	}
 	if c.opts.Debug {
 		args = append(args, "--debug")

@@ -59,18 +59,27 @@ func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
 		return err
 	}
 	var c client.Client
+	var workers []worker
 	if kubeconfig != "" {
 		if c, err = existingCluster(ctx, kubeconfig); err != nil {
 			return err
 		}
 	} else {
 		fmt.Println("Bringing up the local control plane (binaries from ~/.cache/armada-crossplane/bin)...")
-		cp, err := controlplane.Start(ctx, controlplane.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+		cp, err := controlplane.Start(ctx, controlplane.Options{
+			Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) },
+			// Worker clusters' objects are observed through provider-kubernetes.
+			ProviderPollInterval: 5 * time.Second,
+		})
 		if err != nil {
 			return err
 		}
 		defer cp.Stop() //nolint:errcheck // Stopping on the way out; nothing to do on error.
 		c, kubeconfig = cp.Client(), cp.Kubeconfig()
+		if workers, err = startWorkers(ctx, c, docs); err != nil {
+			return err
+		}
+		defer stopWorkers(workers)
 	}
 
 	claim, err := applyExample(ctx, c, docs)
@@ -85,11 +94,14 @@ func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
 	fmt.Printf("\nArmadaClaim %s/%s is Synced; Crossplane composed %d objects in %s.\n",
 		claim.GetNamespace(), claim.GetName(), len(refs), time.Since(start).Round(time.Millisecond))
 	if healthy {
-		if xr, refs, err = simulateHealthy(ctx, c, claim); err != nil {
+		if xr, refs, err = simulateHealthy(ctx, c, claim, workers); err != nil {
 			return err
 		}
 	}
 	printTree(xr, refs)
+	if err := printWorkerTrees(ctx, c, xr, workers); err != nil {
+		return err
+	}
 	if err := printStatus(ctx, c, claim); err != nil {
 		return err
 	}
@@ -149,8 +161,17 @@ func applyExample(ctx context.Context, c client.Client, docs []map[string]any) (
 	if claim == nil {
 		return nil, errors.New("cannot find an ArmadaClaim in the example")
 	}
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": claim.GetNamespace()}}
-	objs := []map[string]any{ns}
+	// The claim's namespace and any other the example's objects are in,
+	// such as a team's.
+	var objs []map[string]any
+	seen := map[string]bool{}
+	for _, d := range docs {
+		u := unstructured.Unstructured{Object: d}
+		if n := u.GetNamespace(); n != "" && !seen[n] {
+			seen[n] = true
+			objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": n}})
+		}
+	}
 	for _, r := range [][]string{{"postgres", "passwordSecretRef"}, {"redis", "passwordSecretRef"}, {"pulsar", "tokenSecretRef"}} {
 		ref, found, _ := unstructured.NestedStringMap(claim.Object, append([]string{"spec"}, r...)...)
 		if found && !inDocs(docs, "Secret", ref["name"]) {
@@ -261,7 +282,7 @@ func condition(u *unstructured.Unstructured, typ string) (status, reason, messag
 
 // simulateHealthy reports Jobs complete and workloads available, as a
 // kubelet and the workload controllers would, until the claim is Ready.
-func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.Unstructured) (*unstructured.Unstructured, []string, error) {
+func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.Unstructured, ws []worker) (*unstructured.Unstructured, []string, error) {
 	fmt.Println("Simulating a healthy cluster: marking Jobs complete and workloads available...")
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -275,6 +296,11 @@ func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.U
 			}
 			if err := simulate.MarkHealthy(ctx, c, simulate.RefsOf(xr)); err != nil {
 				return nil, nil, err
+			}
+			for _, w := range ws {
+				if err := markWorker(ctx, w); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
