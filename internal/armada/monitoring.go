@@ -133,7 +133,10 @@ func (r *renderer) monitoring(insts []*instance) error {
 		for _, inst := range insts {
 			key := inst.Name + "-servicemonitor"
 			sm := in.serviceMonitor(inst)
+			// A remote executor is scraped in its own cluster.
+			r.target = remoteCluster(inst.Executor)
 			r.add(key, sm, r.exists(key))
+			r.target = nil
 			st.ServiceMonitors = append(st.ServiceMonitors, sm.GetName())
 		}
 	}

@@ -172,6 +172,25 @@ func decodeYAML(secret map[string]any, into any) error {
 	return yaml.Unmarshal(b, into)
 }
 
+// TestRemoteExecutorMonitor checks that a remote executor's ServiceMonitor
+// goes to its own cluster, where Prometheus can reach it, and a local
+// component's stays here.
+func TestRemoteExecutorMonitor(t *testing.T) {
+	s := remoteSpec()
+	s.Monitoring.Enabled = true
+	out := render(t, s, Observed{Jobs: migrated(t, s)})
+	u, m := manifest(t, find(out, "executor-a-servicemonitor"))
+	if m["kind"] != "ServiceMonitor" {
+		t.Errorf("executor a's monitor wraps a %v", m["kind"])
+	}
+	if ref, _, _ := unstructured.NestedString(u.Object, "spec", "providerConfigRef", "name"); ref != "worker-a" {
+		t.Errorf("executor a's monitor goes to %q, want worker-a", ref)
+	}
+	if _, ok := find(out, "server-servicemonitor").Object.(*unstructured.Unstructured); !ok || find(out, "server-servicemonitor").Object.GetObjectKind().GroupVersionKind().Kind != "ServiceMonitor" {
+		t.Errorf("the server's monitor is not a plain ServiceMonitor here")
+	}
+}
+
 func TestRemoteExecutorStatus(t *testing.T) {
 	s := remoteSpec()
 	o := Observed{Jobs: migrated(t, s), Unsynced: map[string]string{
