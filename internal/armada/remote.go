@@ -190,7 +190,7 @@ func (r *renderer) remoteExecutor(inst *instance) *remoteIdentity {
 	r.target = remoteCluster(inst.Executor)
 	sa, token := in.identityObjects(id, name)
 	r.add(name+"-identity-serviceaccount", sa, false)
-	r.addWith(identityResource(name), token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}})
+	r.addWith(identityResource(name), token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}}, false)
 	return id
 }
 
@@ -335,7 +335,7 @@ func (r *renderer) remoteClusterObjects() {
 				// provider-kubernetes resolves toFieldPath inside the
 				// manifest (it prefixes spec.forProvider.manifest).
 				ToFieldPath: "data[" + caFile + "]",
-			}})
+			}}, false)
 		}
 		r.target = nil
 	}

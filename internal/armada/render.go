@@ -95,12 +95,11 @@ func (r *renderer) add(key string, o client.Object, ready bool) {
 }
 
 // addWith is add with what a wrapping Object adds around its manifest.
-func (r *renderer) addWith(key string, o client.Object, opt remoteOptions, ready ...bool) {
-	ok := len(ready) > 0 && ready[0]
+func (r *renderer) addWith(key string, o client.Object, opt remoteOptions, ready bool) {
 	if r.target != nil {
-		o, ok = r.in.remoteObject(key, *r.target, o, opt), r.opt.Observed.Ready[key]
+		o, ready = r.in.remoteObject(key, *r.target, o, opt), r.opt.Observed.Ready[key]
 	}
-	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ok})
+	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ready})
 }
 
 // exists is add's readiness for objects that are ready once they exist.

@@ -16,18 +16,23 @@ import (
 
 // target is a shared Armada "armada" in namespace "armada" with a
 // platform-defined queue "batch".
-func target(t *testing.T) *armada.Install {
+// mods change its spec first.
+func target(t *testing.T, mods ...func(*v1alpha1.ArmadaSpec)) *armada.Install {
 	t.Helper()
+	spec := v1alpha1.ArmadaSpec{
+		Postgres: v1alpha1.Postgres{Host: "pg", User: "armada", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"}},
+		Redis:    v1alpha1.Redis{Addrs: []string{"redis:6379"}},
+		Pulsar:   v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
+		Auth:     v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
+		Queues:   []v1alpha1.ArmadaQueue{{Name: "batch", QueueParameters: armadav1.QueueParameters{PriorityFactor: "1"}}},
+	}
+	for _, m := range mods {
+		m(&spec)
+	}
 	in, errs := armada.New(armada.XR{
 		Name:   "armada-x1",
 		Labels: map[string]string{"crossplane.io/claim-name": "armada", "crossplane.io/claim-namespace": "armada"},
-		Spec: v1alpha1.ArmadaSpec{
-			Postgres: v1alpha1.Postgres{Host: "pg", User: "armada", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"}},
-			Redis:    v1alpha1.Redis{Addrs: []string{"redis:6379"}},
-			Pulsar:   v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
-			Auth:     v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
-			Queues:   []v1alpha1.ArmadaQueue{{Name: "batch", QueueParameters: armadav1.QueueParameters{PriorityFactor: "1"}}},
-		},
+		Spec:   spec,
 	})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -141,26 +146,15 @@ func TestRender(t *testing.T) {
 // created in every worker cluster its Armada's executors run in, as
 // provider-kubernetes Objects for that cluster, beside this cluster's.
 func TestNamespacesInWorkerClusters(t *testing.T) {
-	in, errs := armada.New(armada.XR{
-		Name:   "armada-x1",
-		Labels: map[string]string{"crossplane.io/claim-name": "armada", "crossplane.io/claim-namespace": "armada"},
-		Spec: v1alpha1.ArmadaSpec{
-			Postgres:    v1alpha1.Postgres{Host: "pg", User: "armada", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"}},
-			Redis:       v1alpha1.Redis{Addrs: []string{"redis:6379"}},
-			Pulsar:      v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
-			Auth:        v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
-			ExecutorAPI: &v1alpha1.ExecutorAPI{URL: "executors.example.com:443"},
-			Executors: []v1alpha1.Executor{
-				{ClusterID: "here"},
-				{ClusterID: "a", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
-				{ClusterID: "a2", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
-				{ClusterID: "b", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Kind: "ProviderConfig", Name: "worker-b"}}},
-			},
-		},
+	in := target(t, func(s *v1alpha1.ArmadaSpec) {
+		s.ExecutorAPI = &v1alpha1.ExecutorAPI{URL: "executors.example.com:443"}
+		s.Executors = []v1alpha1.Executor{
+			{ClusterID: "here"},
+			{ClusterID: "a", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
+			{ClusterID: "a2", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "worker-a"}}},
+			{ClusterID: "b", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Kind: "ProviderConfig", Name: "worker-b"}}},
+		}
 	})
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	out, errs := Render(claim(nil), in)
 	if len(errs) > 0 {
 		t.Fatal(errs)
