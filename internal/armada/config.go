@@ -182,6 +182,9 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 		}
 		cfg = mergeConfig(cfg, override)
 	}
+	if err := checkComposedKeys(in.Spec.Version, c.Name, cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 

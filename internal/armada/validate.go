@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -88,7 +89,7 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	errs = append(errs, validateAuth(p.Child("auth"), &s.Auth)...)
 	errs = append(errs, validateScheduling(p.Child("scheduling"), &s.Scheduling)...)
 	errs = append(errs, validateExecutors(p.Child("executors"), s)...)
-	errs = append(errs, validateComponents(p.Child("components"), &s.Components)...)
+	errs = append(errs, validateComponents(p.Child("components"), s)...)
 	errs = append(errs, validateQueues(p.Child("queues"), s.Queues, s.Scheduling.PriorityClasses)...)
 	if ing := s.Ingress; ing != nil {
 		ip := p.Child("ingress")
@@ -334,9 +335,7 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 			errs = append(errs, field.Duplicate(ep.Child("clusterId"), e.ClusterID))
 		}
 		seen[e.ClusterID] = true
-		if _, err := decodeConfig(e.Config); err != nil {
-			errs = append(errs, field.Invalid(ep.Child("config"), "", err.Error()))
-		}
+		errs = append(errs, validateConfig(ep.Child("config"), s.Version, "executor", e.Config)...)
 		if !pools[e.Pool] {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
@@ -358,8 +357,9 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	return errs
 }
 
-func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
+func validateComponents(p *field.Path, spec *v1alpha1.ArmadaSpec) field.ErrorList {
 	var errs field.ErrorList
+	c := &spec.Components
 	for i := range components {
 		row := &components[i]
 		s := row.Settings(c)
@@ -370,11 +370,22 @@ func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
 		if s.Replicas != nil && row.MaxReplicas > 0 && *s.Replicas > row.MaxReplicas {
 			errs = append(errs, field.Invalid(cp.Child("replicas"), *s.Replicas, "an executor runs exactly one replica"))
 		}
-		if _, err := decodeConfig(s.Config); err != nil {
-			errs = append(errs, field.Invalid(cp.Child("config"), "", err.Error()))
-		}
+		errs = append(errs, validateConfig(cp.Child("config"), spec.Version, row.Name, s.Config)...)
 	}
 	return errs
+}
+
+// validateConfig checks a config override decodes, and that Armada's
+// component at the claim's version reads every key in it.
+func validateConfig(p *field.Path, version, component string, raw *runtime.RawExtension) field.ErrorList {
+	cfg, err := decodeConfig(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, "", err.Error())}
+	}
+	if cfg == nil || !slices.Contains(SupportedVersions, version) {
+		return nil
+	}
+	return checkConfigKeys(p, version, component, cfg)
 }
 
 // queueName is a queue name the function accepts: it is also part of the
