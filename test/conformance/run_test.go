@@ -20,6 +20,8 @@ type run struct {
 	Job bool
 	// Root holds the container's volumes and its HOME.
 	Root string
+	// Cluster is the worker cluster of a remote executor, else "".
+	Cluster string
 }
 
 // ID names the run in subtests and messages.
