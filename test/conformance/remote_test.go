@@ -316,14 +316,14 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 			if l := configErrorLine(log, nil); l != "" {
 				t.Fatalf("%s failed on its configuration: %s", rn.ID(), l)
 			}
+			if l := forbidden.FindString(log); l != "" {
+				t.Errorf("%s: the worker's API server refused the executor's ServiceAccount: %s", rn.ID(), firstLine(log, forbidden))
+			}
 			if !reached {
 				t.Fatalf("%s logged no lease outcome within %s", rn.ID(), remoteTimeout)
 			}
 			if !c.want.MatchString(outcome) {
 				t.Errorf("%s: lease outcome %q, want %q", rn.ID(), outcome, c.want)
-			}
-			if l := forbidden.FindString(log); l != "" {
-				t.Errorf("%s: the worker's API server refused the executor's ServiceAccount: %s", rn.ID(), firstLine(log, forbidden))
 			}
 			calls, hs := re.api.Calls()[before:], re.api.Handshakes()[hsBefore:]
 			requested := re.proxy.Requested()[proxied:]
