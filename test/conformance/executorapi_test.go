@@ -22,15 +22,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/armadaproject/armada/pkg/executorapi"
 	"github.com/gogo/protobuf/types"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	_ "google.golang.org/grpc/encoding/gzip" // Armada's executor compresses its calls with gzip.
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/armadaproject/armada/pkg/executorapi"
+	_ "google.golang.org/grpc/encoding/gzip" // Armada's executor compresses its calls with gzip.
 )
 
 // privateCA is a certificate authority the test makes up: nothing on the
