@@ -80,6 +80,11 @@ func (p *ports) Free() int {
 //     components never read it.
 //   - PATH and HOME, which every container has from its image.
 //
+// A remote executor (checkRemoteExecutor) also gets KUBECONFIG for its
+// worker cluster as its ServiceAccount, and HTTPS_PROXY naming the test's
+// CONNECT proxy, which tunnels the rendered armadaUrl, unchanged, to the
+// test's executor API.
+//
 // Viper honours ARMADA_ variables only for keys some loaded file sets, so
 // each is added only for keys present. That the overrides take effect is
 // then proven by the processes: they reach the private Postgres (which the
