@@ -135,15 +135,27 @@ func schedulerAuthOf(rn *run) (schedulerAuth, error) {
 			key := "auth.basicAuth.users." + name
 			password, _ := rn.Effective(key + ".password")
 			groups, _ := rn.Cfg.Get(key + ".groups")
-			a.Users[name] = basicUser{Password: password, Groups: strings.Fields(strings.Trim(fmt.Sprint(groups), "[]"))}
+			a.Users[name] = basicUser{Password: password, Groups: stringList(groups)}
 		}
 	}
 	if len(a.Users) == 0 {
 		return a, fmt.Errorf("%s sets no auth.basicAuth.users", rn.ID())
 	}
 	grants, _ := rn.Cfg.Get("auth.permissionGroupMapping.execute_jobs")
-	a.ExecuteJobs = strings.Fields(strings.Trim(fmt.Sprint(grants), "[]"))
+	a.ExecuteJobs = stringList(grants)
 	return a, nil
+}
+
+// stringList is a YAML list of strings; anything else is empty.
+func stringList(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // principal is an authenticated caller.
