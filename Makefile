@@ -61,7 +61,7 @@ unit: ## Run only the tests that need no tool binaries.
 # them.
 BENCH_COUNT ?= 5
 .PHONY: bench
-bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with executors and queues.
+bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with local and remote executors and queues.
 	go test -run '^$$' -bench 'BenchmarkRunFunction|BenchmarkCodecFloor' -benchmem -count $(BENCH_COUNT) ./internal/function/ | go run ./internal/cmd/benchratio
 
 .PHONY: render

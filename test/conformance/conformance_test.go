@@ -146,6 +146,10 @@ current-context: conformance
 type services struct {
 	PG    *testenv.Postgres
 	Redis *testenv.Redis
+	// ExecutorAPICA is the private CA whose certificate the test supplies
+	// as spec.executorApi.caSecretRef, and which signs the test's executor
+	// API; nil without a caSecretRef.
+	ExecutorAPICA *privateCA
 }
 
 func runExample(t *testing.T, e *env, file string) {
@@ -164,6 +168,7 @@ func runExample(t *testing.T, e *env, file string) {
 	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
 
 	var runs []*run
+	workloadOf := map[*run]workload{}
 	skipped := 0
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
@@ -187,10 +192,14 @@ func runExample(t *testing.T, e *env, file string) {
 				t.Errorf("%s: %v", w.ID(), err)
 				continue
 			}
-			runs = append(runs, &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root})
+			rn := &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root, Cluster: w.Cluster}
+			runs = append(runs, rn)
+			workloadOf[rn] = w
 		}
 	}
 
+	// Worker clusters start in the background while migrations run.
+	remote := startRemote(t, runs, svc.ExecutorAPICA)
 	prepareDatabases(t, r, svc, runs)
 	free := (&ports{t: t}).Free
 
@@ -207,7 +216,7 @@ func runExample(t *testing.T, e *env, file string) {
 	// Long-running components start together and are checked one by one.
 	started := map[*run]*component{}
 	for _, rn := range runs {
-		if !rn.Job {
+		if !rn.Job && rn.Cluster == "" {
 			started[rn] = startComponent(t, e, svc, free, rn)
 		}
 	}
@@ -223,8 +232,22 @@ func runExample(t *testing.T, e *env, file string) {
 		}
 	}
 	checkScrapedNames(t, e, started)
-	t.Logf("%s: %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d non-Armada containers not run; in %s",
-		filepath.Base(file), migrations, len(started), oidc, skipped, time.Since(start).Round(time.Second))
+	// Remote executors run one after the other against their worker
+	// clusters and the executor API; the first also shows what each part
+	// of the wiring is needed for.
+	remotes := 0
+	for _, rn := range runs {
+		if rn.Cluster == "" || rn.Job {
+			continue
+		}
+		t.Run(rn.ID(), func(t *testing.T) {
+			kubeconfig := prepareWorker(t, r, remote, workloadOf[rn], rn.Root)
+			checkRemoteExecutor(t, e, svc, free, remote, rn, kubeconfig, remotes == 0)
+		})
+		remotes++
+	}
+	t.Logf("%s: %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
+		filepath.Base(file), migrations, len(started), oidc, remotes, skipped, time.Since(start).Round(time.Second))
 }
 
 // startServices starts PostgreSQL and Redis and returns the values of the
@@ -274,8 +297,8 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 		supplied[ref] = string(ca)
 	}
 	if ref, ok := r.XRSecretRef("executorApi", "caSecretRef"); ok {
-		ca, _ := testenv.SelfSignedCert(t)
-		supplied[ref] = string(ca)
+		svc.ExecutorAPICA = newPrivateCA(t)
+		supplied[ref] = string(svc.ExecutorAPICA.PEM)
 	}
 	supplyRemote(t, r, supplied)
 	return svc, supplied
