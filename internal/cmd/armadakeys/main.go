@@ -79,7 +79,8 @@ func run(version, out string) error {
 // wrapperModule writes a module in dir that requires Armada at version
 // with Armada's own replace lines, which a dependency does not inherit.
 func wrapperModule(dir, version string) error {
-	dl, err := exec.CommandContext(context.Background(), "go", "mod", "download", "-json", armadaModule+"@v"+version).Output() //nolint:gosec // Our flag or SupportedVersions.
+	module := armadaModule + "@v" + version
+	dl, err := exec.CommandContext(context.Background(), "go", "mod", "download", "-json", module).Output() //nolint:gosec // Our flag or SupportedVersions.
 	if err != nil {
 		return errors.Wrapf(err, "cannot download Armada v%s", version)
 	}
