@@ -254,3 +254,24 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// UnreadConfigKeys returns the keys of cfg, a whole config of a component
+// (for example Armada's own config/<component>/config.yaml), that Armada
+// at version does not read, as lower-case dotted paths (list indices
+// and map keys as path elements).
+func UnreadConfigKeys(version, component string, cfg map[string]any) ([]string, error) {
+	keys, err := configKeysFor(version, component)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	errs := walkConfigKeys(nil, nil, keys, cfg, func(at []string) string {
+		out = append(out, strings.ToLower(strings.Join(at, ".")))
+		return ""
+	})
+	if len(out) != len(errs) {
+		return nil, errs.ToAggregate()
+	}
+	slices.Sort(out)
+	return out, nil
+}
