@@ -3,6 +3,7 @@ package armada
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
@@ -255,6 +256,19 @@ func (i *instance) userConfig() []*runtime.RawExtension {
 		out = append(out, i.Executor.Config)
 	}
 	return out
+}
+
+// userConfigPath is the spec field of an instance's j-th userConfig.
+func (in *Install) userConfigPath(i *instance, j int) *field.Path {
+	if j == 0 {
+		return field.NewPath("spec", "components", settingsField(i.component.Name), "config")
+	}
+	for n := range in.Spec.Executors {
+		if &in.Spec.Executors[n] == i.Executor || in.Spec.Executors[n].ClusterID == i.Executor.ClusterID {
+			return field.NewPath("spec", "executors").Index(n).Child("config")
+		}
+	}
+	return field.NewPath("spec", "executors").Key(i.Executor.ClusterID).Child("config")
 }
 
 // instances lists every instance to render, in table order.

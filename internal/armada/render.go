@@ -227,11 +227,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	}
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
-		path := fmt.Sprintf("spec.components.%s.config", settingsField(inst.component.Name))
-		if inst.Executor != nil {
-			path = fmt.Sprintf("spec.executors[clusterId=%s].config", inst.Executor.ClusterID)
-		}
-		return errors.Wrap(err, path)
+		return errors.Wrapf(err, "cannot compose the %s config", name)
 	}
 	secret, hash, err := in.configSecret(in.object(name+"-config"), name, cfg)
 	if err != nil {
