@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
