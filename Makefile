@@ -53,9 +53,13 @@ test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render
 e2e: tools cluster-bins ## Run the end-to-end suite against a local control plane.
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
+# UNIT_PKGS are the packages whose tests start no server: not
+# internal/provider (a kube-apiserver) nor internal/testenv (etcd,
+# kube-apiserver, PostgreSQL and Redis).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$')
 .PHONY: unit
-unit: ## Run only the tests that need no tool binaries.
-	go test -count=1 ./internal/... ./apis/...
+unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
+	go test -count=1 $(UNIT_PKGS)
 
 # BENCH_COUNT runs of each benchmark; medians and ratios come from all of
 # them.
