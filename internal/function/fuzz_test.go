@@ -18,13 +18,14 @@ import (
 
 // patchedField matches a rejection that names a field under one of the
 // patched spec keys: the examples are valid, so whatever is refused is
-// refused because of the patch.
+// refused because of the patch. Keys match in any case, as encoding/json
+// decodes them (the API server would have pruned a key in another case).
 func patchedField(patch map[string]any) *regexp.Regexp {
 	keys := make([]string, 0, len(patch))
 	for _, k := range slices.Sorted(maps.Keys(patch)) {
 		keys = append(keys, regexp.QuoteMeta(k))
 	}
-	return regexp.MustCompile(`(^|[^.\w])spec\.(` + strings.Join(keys, "|") + `)([.\[:]|$)`)
+	return regexp.MustCompile(`(^|[^.\w])spec\.((?i)` + strings.Join(keys, "|") + `)([.\[:]|$)`)
 }
 
 // FuzzRunFunction feeds RunFunction example specs with fuzzed JSON patches
