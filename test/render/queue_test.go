@@ -80,3 +80,68 @@ func TestRenderTeamQueue(t *testing.T) {
 		t.Errorf("rendering without the target Armada: got %v, want a Fatal naming spec.armada.name", err)
 	}
 }
+
+// TestRenderNamespacedTeamQueue renders examples/namespaced-queue.yaml, a
+// namespaced ArmadaQueue, through the real Crossplane CLI and core with
+// examples/namespaced.yaml's Armada as the required target: everything it
+// composes is in its own namespace (the Queue beside the Armada and the
+// jobs' namespace inside provider-kubernetes Objects). It compares the
+// render with a golden file and validates it, wrapped manifests included.
+func TestRenderNamespacedTeamQueue(t *testing.T) {
+	tools, addr := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	xrOf := func(example string) map[string]any {
+		docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
+		if err != nil {
+			t.Fatal(err)
+		}
+		xr, err := xprender.ClaimToXR(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return xr
+	}
+	target := xrOf("namespaced.yaml")
+	b, err := yaml.Marshal(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := filepath.Join(t.TempDir(), "required.yaml")
+	if err := os.WriteFile(required, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	xrd := root + "/package/xarmada/namespaced-queue-definition.yaml"
+	queue := xrOf("namespaced-queue.yaml")
+	opt := xprender.RenderOptions{
+		XR: queue, Composition: root + "/package/xarmada/namespaced-queue-composition.yaml", XRD: xrd,
+		FunctionAddress: addr, RequiredResources: required,
+	}
+	out, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "team-queue", "namespaced-queue.yaml"), out)
+	again, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, out) {
+		t.Error("rendering the same namespaced team queue twice differs")
+	}
+	queue["spec"].(map[string]any)["clusterScope"] = target["spec"].(map[string]any)["clusterScope"]
+	checkScope(t, out, queue)
+	crds, err := providers.CRDDirs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := withManifests(withoutResults(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := tools.Validate(ctx, append([]string{xrd, providerCRDs}, crds...), "-", resources); err != nil {
+		t.Errorf("namespaced team queue render does not validate: %v", err)
+	} else {
+		t.Logf("validate: %s", lastLine(v))
+	}
+}
