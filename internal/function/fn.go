@@ -1,5 +1,6 @@
 // Package function is function-armada's composition function: it turns an
-// XArmada into every object a complete Armada needs.
+// XArmada, or a namespaced Armada, into every object a complete Armada
+// needs.
 package function
 
 import (
@@ -58,8 +59,9 @@ func New(log logging.Logger, opts ...Option) (*Function, error) {
 	return f, nil
 }
 
-// RunFunction composes an XArmada, or a team's XArmadaQueue, and reports
-// on the claim whether it accepted it.
+// RunFunction composes an XArmada or a namespaced Armada, or a team's
+// XArmadaQueue or namespaced ArmadaQueue, and reports on the XR (and the
+// claim, if any) whether it accepted it.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, response.DefaultTTL)
 	oxr, err := request.GetObservedCompositeResource(req)
