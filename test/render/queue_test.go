@@ -29,18 +29,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	tools, addr := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	xrOf := func(example string) map[string]any {
-		docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
-		if err != nil {
-			t.Fatal(err)
-		}
-		xr, err := xprender.ClaimToXR(docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return xr
-	}
-	target, err := yaml.Marshal(xrOf("production.yaml"))
+	target, err := yaml.Marshal(exampleXR(t, "production.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +37,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if err := os.WriteFile(required, target, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opt := xprender.RenderOptions{XR: xrOf("team-queue.yaml"), Composition: queueComposition, XRD: queueXRD, FunctionAddress: addr, RequiredResources: required}
+	opt := xprender.RenderOptions{XR: exampleXR(t, "team-queue.yaml"), Composition: queueComposition, XRD: queueXRD, FunctionAddress: addr, RequiredResources: required}
 	out, err := tools.Render(ctx, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -91,18 +80,7 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	tools, addr := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	xrOf := func(example string) map[string]any {
-		docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
-		if err != nil {
-			t.Fatal(err)
-		}
-		xr, err := xprender.ClaimToXR(docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return xr
-	}
-	target := xrOf("namespaced.yaml")
+	target := exampleXR(t, "namespaced.yaml")
 	b, err := yaml.Marshal(target)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +90,7 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	xrd := root + "/package/xarmada/namespaced-queue-definition.yaml"
-	queue := xrOf("namespaced-queue.yaml")
+	queue := exampleXR(t, "namespaced-queue.yaml")
 	opt := xprender.RenderOptions{
 		XR: queue, Composition: root + "/package/xarmada/namespaced-queue-composition.yaml", XRD: xrd,
 		FunctionAddress: addr, RequiredResources: required,
@@ -144,4 +122,19 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	} else {
 		t.Logf("validate: %s", lastLine(v))
 	}
+}
+
+// exampleXR is the XR of an example: its claim's, or the namespaced XR
+// itself.
+func exampleXR(t *testing.T, example string) map[string]any {
+	t.Helper()
+	docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xr, err := xprender.ClaimToXR(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xr
 }

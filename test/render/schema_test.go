@@ -132,29 +132,34 @@ func TestSchema(t *testing.T) {
 	}
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			f := filepath.Join(t.TempDir(), "claim.yaml")
-			if err := os.WriteFile(f, []byte(tc.claim), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := tools.Validate(ctx, []string{xrd}, f, nil)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Errorf("%s\nvalidate rejected a valid claim: %v", tc.reason, err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("%s\nvalidate accepted the claim:\n%s", tc.reason, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("%s\nvalidate output does not contain %q:\n%s", tc.reason, w, out)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { validateOne(t, tools, xrd, tc.reason, tc.claim, tc.want) })
+	}
+}
+
+// validateOne validates one document against an XRD offline: with want
+// empty it must pass, else fail with output containing every want.
+func validateOne(t *testing.T, tools xprender.Tools, xrd, reason, doc string, want []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := filepath.Join(t.TempDir(), "doc.yaml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := tools.Validate(ctx, []string{xrd}, f, nil)
+	if len(want) == 0 {
+		if err != nil {
+			t.Errorf("%s\nvalidate rejected a valid document: %v", reason, err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("%s\nvalidate accepted the document:\n%s", reason, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("%s\nvalidate output does not contain %q:\n%s", reason, w, out)
+		}
 	}
 }
 
@@ -267,28 +272,6 @@ func TestSchemaNamespaced(t *testing.T) {
 	}
 	xrd := filepath.Join(root, "package", "xarmada", "namespaced-definition.yaml")
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			f := filepath.Join(t.TempDir(), "xr.yaml")
-			if err := os.WriteFile(f, []byte(tc.xr), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := tools.Validate(ctx, []string{xrd}, f, nil)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Errorf("%s\nvalidate rejected a valid XR: %v", tc.reason, err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("%s\nvalidate accepted the XR:\n%s", tc.reason, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("%s\nvalidate output does not contain %q:\n%s", tc.reason, w, out)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { validateOne(t, tools, xrd, tc.reason, tc.xr, tc.want) })
 	}
 }
