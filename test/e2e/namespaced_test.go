@@ -177,7 +177,6 @@ func wrapped(t *testing.T, refs []ref) []string {
 // composed, cluster-scoped objects included, and leaves the other team's
 // and the claim's untouched.
 func TestNamespaced(t *testing.T) {
-	ctx := context.Background()
 	teams := []string{"e2e-ns-a", "e2e-ns-b"}
 	members := map[string]client.Client{}
 	for i, ns := range teams {
@@ -190,11 +189,11 @@ func TestNamespaced(t *testing.T) {
 			}
 		}
 		xr := namespacedArmada(t, ns)
-		if err := members[ns].Create(ctx, xr); err != nil {
+		if err := members[ns].Create(context.Background(), xr); err != nil {
 			t.Fatalf("a member with only namespace rights cannot create their Armada in %s: %v", ns, err)
 		}
 		t.Cleanup(func() {
-			_ = kube().Delete(ctx, xr)
+			_ = kube().Delete(context.Background(), xr)
 			waitFor(t, "cluster-scoped objects of "+ns+" collected", func() (bool, string) {
 				left := clusterScoped(t, ns, xr.GetName())
 				return len(left) == 0, fmt.Sprintf("%d left: %v", len(left), left)
@@ -243,17 +242,17 @@ func TestNamespaced(t *testing.T) {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(claimAPIVersion)
 		u.SetKind(kindArmada)
-		err := members[teams[0]].Get(ctx, client.ObjectKey{Namespace: teams[1], Name: "armada"}, u)
+		err := members[teams[0]].Get(context.Background(), client.ObjectKey{Namespace: teams[1], Name: "armada"}, u)
 		if !kerrors.IsForbidden(err) {
 			t.Errorf("member of %s reading %s's Armada: got %v, want Forbidden", teams[0], teams[1], err)
 		}
-		if err := members[teams[0]].Get(ctx, client.ObjectKey{Namespace: teams[0], Name: "armada"}, u); err != nil {
+		if err := members[teams[0]].Get(context.Background(), client.ObjectKey{Namespace: teams[0], Name: "armada"}, u); err != nil {
 			t.Errorf("member of %s cannot read their own Armada: %v", teams[0], err)
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(claimAPIVersion)
 		list.SetKind(kindArmada + "List")
-		if err := members[teams[0]].List(ctx, list); !kerrors.IsForbidden(err) {
+		if err := members[teams[0]].List(context.Background(), list); !kerrors.IsForbidden(err) {
 			t.Errorf("member of %s listing Armadas cluster-wide: got %v, want Forbidden", teams[0], err)
 		}
 	})
@@ -262,10 +261,10 @@ func TestNamespaced(t *testing.T) {
 		xr := namespacedArmada(t, teams[0])
 		xr.SetName("unscoped")
 		unstructured.RemoveNestedField(xr.Object, "spec", "clusterScope")
-		if err := members[teams[0]].Create(ctx, xr); err != nil {
+		if err := members[teams[0]].Create(context.Background(), xr); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = kube().Delete(ctx, xr) })
+		t.Cleanup(func() { _ = kube().Delete(context.Background(), xr) })
 		waitFor(t, "Armada without spec.clusterScope refused", func() (bool, string) {
 			u := get(t, claimAPIVersion, kindArmada, teams[0], "unscoped")
 			s, r, m := condition(u, "Accepted")
@@ -283,7 +282,7 @@ func TestNamespaced(t *testing.T) {
 		otherScoped := clusterScoped(t, teams[1], "armada")
 		_, refs := nsComposed(t, teams[0], "armada")
 		xr := get(t, claimAPIVersion, kindArmada, teams[0], "armada")
-		if err := members[teams[0]].Delete(ctx, xr); err != nil {
+		if err := members[teams[0]].Delete(context.Background(), xr); err != nil {
 			t.Fatalf("a member with only namespace rights cannot delete their Armada: %v", err)
 		}
 		d := waitFor(t, "team a's composed objects deleted", func() (bool, string) {
