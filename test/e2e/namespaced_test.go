@@ -173,7 +173,9 @@ func wrapped(t *testing.T, refs []ref) []string {
 // namespace, so the two never collide. Workloads pass restricted Pod
 // Security admission. A member cannot read the other team's Armada. An
 // Armada without spec.clusterScope is refused on its Accepted condition.
-// Deleting one team's Armada (as that member) garbage-collects all it
+// Team b's namespaced ArmadaQueue on team a's Armada composes, through
+// Objects in team b's namespace only, the Queue beside team a's Armada and
+// the job namespace, and deleting it removes both. Deleting one team's Armada (as that member) garbage-collects all it
 // composed, cluster-scoped objects included, and leaves the other team's
 // and the claim's untouched.
 func TestNamespaced(t *testing.T) {
@@ -274,6 +276,53 @@ func TestNamespaced(t *testing.T) {
 		if _, refs := nsComposed(t, teams[0], "unscoped"); len(refs) != 0 {
 			t.Errorf("a refused Armada composed %d resources", len(refs))
 		}
+	})
+
+	t.Run("TeamQueue", func(t *testing.T) {
+		// Team b's namespaced ArmadaQueue on team a's Armada: its Queue lands
+		// beside team a's provider-armada config and its job namespace is
+		// cluster-scoped, both through Objects in team b's namespace, for
+		// team a's spec.clusterScope. provider-armada does not run here, so
+		// the Queue only has to exist.
+		q := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": claimAPIVersion, "kind": "ArmadaQueue",
+			"metadata": map[string]any{"name": "research", "namespace": teams[1]},
+			"spec": map[string]any{
+				"armada":      map[string]any{"name": "armada", "namespace": teams[0]},
+				"groupOwners": []any{"team-research"},
+				"namespaces":  []any{teams[1] + "-jobs"},
+			},
+		}}
+		if err := members[teams[1]].Create(context.Background(), q); err != nil {
+			t.Fatalf("a member with only namespace rights cannot create their ArmadaQueue: %v", err)
+		}
+		jobs, queue := teams[1]+"-jobs", "armada-queue-research"
+		waitFor(t, "team b's queue composed", func() (bool, string) {
+			u := get(t, claimAPIVersion, "ArmadaQueue", teams[1], "research")
+			s, r, m := condition(u, "Accepted")
+			ns := get(t, "v1", "Namespace", "", jobs)
+			mr := get(t, "armada.m.armadaproject.io/v1alpha1", "Queue", teams[0], queue)
+			return s == "True" && ns != nil && mr != nil,
+				fmt.Sprintf("Accepted=%s %s: %s; namespace %s exists %t; Queue %s/%s exists %t", s, r, m, jobs, ns != nil, teams[0], queue, mr != nil)
+		})
+		u := get(t, claimAPIVersion, "ArmadaQueue", teams[1], "research")
+		raw, _, _ := unstructured.NestedSlice(u.Object, "spec", "crossplane", "resourceRefs")
+		for _, r := range raw {
+			if k := r.(map[string]any)["kind"]; k != "Object" {
+				t.Errorf("team b's ArmadaQueue composed a %v directly, want only provider-kubernetes Objects", k)
+			}
+		}
+		if len(raw) != 2 {
+			t.Errorf("team b's ArmadaQueue composed %d resources, want 2 Objects (queue and namespace)", len(raw))
+		}
+		if err := members[teams[1]].Delete(context.Background(), q); err != nil {
+			t.Fatalf("a member with only namespace rights cannot delete their ArmadaQueue: %v", err)
+		}
+		waitFor(t, "team b's queue and job namespace deleted", func() (bool, string) {
+			ns := get(t, "v1", "Namespace", "", jobs)
+			mr := get(t, "armada.m.armadaproject.io/v1alpha1", "Queue", teams[0], queue)
+			return ns == nil && mr == nil, fmt.Sprintf("namespace left %t, Queue left %t", ns != nil, mr != nil)
+		})
 	})
 
 	t.Run("DeleteOneTeam", func(t *testing.T) {
