@@ -33,6 +33,10 @@ type XR struct {
 	// composes (its resource references and observed resources): an
 	// existing Armada keeps the default names it was created with.
 	ComposedPriorityClasses []string
+	// Namespace is a namespaced (Crossplane v2) XR's own namespace, empty
+	// for a legacy XR; ClusterScope is its spec.clusterScope.providerConfigRef.
+	Namespace    string
+	ClusterScope *v1alpha1.ProviderConfigRef
 }
 
 // maxNameLength keeps every derived object name within 63 characters.
@@ -52,17 +56,25 @@ var (
 // every rejection must name the field.
 func New(xr XR) (*Install, field.ErrorList) {
 	in := &Install{Name: xr.Name, Namespace: xr.Spec.Namespace, Spec: *xr.Spec.DeepCopy()}
-	if n := xr.Labels[labelClaimName]; n != "" {
-		in.Name = n
+	var errs field.ErrorList
+	switch {
+	case xr.Namespace != "":
+		in.isNamespaced = true
+		errs = in.namespaced(xr)
+	case xr.Labels[labelClaimName] != "":
+		in.Name = xr.Labels[labelClaimName]
 	}
 	if in.Namespace == "" {
 		in.Namespace = xr.Labels[labelClaimNamespace]
 	}
 	applyDefaults(&in.Spec, priorityClassPrefix(in.Namespace, in.Name, xr.ComposedPriorityClasses))
-	errs := validateSpec(field.NewPath("spec"), &in.Spec)
+	errs = append(errs, validateSpec(field.NewPath("spec"), &in.Spec)...)
 	in.resolveConnections()
 	if in.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
+	}
+	if in.isNamespaced {
+		errs = append(errs, in.checkClusterScope()...)
 	}
 	// The longest derived name is a migration Job's, whose name is also a
 	// pod label and so at most 63 characters.

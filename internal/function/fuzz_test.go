@@ -36,10 +36,10 @@ func FuzzRunFunction(f *testing.F) {
 	if err != nil || len(all) == 0 {
 		f.Fatalf("cannot find examples: %v", err)
 	}
-	// The ArmadaClaim examples; team queues need a target Armada.
+	// The ArmadaClaim and namespaced Armada examples; team queues need a target Armada.
 	var examples []string
 	for _, p := range all {
-		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "\nkind: ArmadaClaim\n") { //nolint:gosec // The repository's examples.
+		if b, err := os.ReadFile(p); err == nil && isArmadaExample(b) { //nolint:gosec // The repository's examples.
 			examples = append(examples, p)
 		}
 	}

@@ -165,7 +165,9 @@ func runExample(t *testing.T, e *env, file string) {
 	}
 
 	svc, supplied := startServices(t, r, workloads)
-	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
+	// A namespaced Armada runs in its own namespace; an XArmada in
+	// spec.namespace.
+	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
 
 	var runs []*run
 	workloadOf := map[*run]workload{}
