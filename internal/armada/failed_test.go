@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -61,9 +62,7 @@ func TestFailedMigration(t *testing.T) {
 		oldSpec := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = older })
 		s := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = DefaultVersion })
 		jobs := migrated(t, oldSpec)
-		for name, st := range failing(t, s, dbScheduler) {
-			jobs[name] = st
-		}
+		maps.Copy(jobs, failing(t, s, dbScheduler))
 		out := render(t, s, Observed{Jobs: jobs, Workloads: map[string]Workload{
 			"scheduler": {Version: older, Ready: true}, "server": {Version: older, Ready: true},
 		}})

@@ -78,8 +78,9 @@ func armadaUnusedKeys(t *testing.T, bin, src, binary string) []string {
 			t.Fatalf("%s did not load its config in 30s:\n%s", binary, p.Tail(tailLines))
 		}
 	}
-	keys := []string{}
-	for _, k := range unusedKeys(p.Log()) {
+	unused := unusedKeys(p.Log())
+	keys := make([]string, 0, len(unused))
+	for _, k := range unused {
 		k = strings.ToLower(k)
 		k = strings.NewReplacer("[", ".", "]", "").Replace(k)
 		keys = append(keys, k)
