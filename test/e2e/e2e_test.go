@@ -408,9 +408,12 @@ func TestDeleteGarbageCollects(t *testing.T) {
 	t.Logf("%d composed objects deleted %s after the claim", len(refs), d.Round(time.Millisecond))
 }
 
-// TestFaults kills function-armada and then Crossplane while a claim
-// reconciles; after they restart the claim converges with no duplicate and
-// no deleted object.
+// TestFaults kills function-armada and then Crossplane while a reconcile
+// of the claim is provably in flight: the function is paused (SIGSTOP),
+// the claim changed, and the test waits until Crossplane's call sits
+// unread in the function's socket before killing. After the restarts the
+// claim converges with no duplicate, no deleted object and the same
+// generated passwords.
 func TestFaults(t *testing.T) {
 	ns := "e2e-faults"
 	claim := applyExample(t, "minimal", ns)
@@ -423,23 +426,53 @@ func TestFaults(t *testing.T) {
 		before = credentialsData(t, ns)
 		return len(before) > 0, "not yet"
 	})
-
-	if err := cp.StopFunction(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := cp.StartFunction(ctx); err != nil {
-		t.Fatal(err)
-	}
 	claimCondition(t, claim, "Synced", "True")
 	_, mid := composed(t, claim)
 	markHealthy(t, mid)
 
+	// inFlight pauses the function, changes the claim and waits until
+	// Crossplane's call for it is sent and unread.
+	replicas := int64(1)
+	inFlight := func(what string) {
+		t.Helper()
+		if err := cp.PauseFunction(); err != nil {
+			t.Fatal(err)
+		}
+		replicas++
+		if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(c.Object, replicas, "spec", "components", "lookout", "replicas")
+		}); err != nil {
+			t.Fatal(err)
+		}
+		unread := 0
+		waitFor(t, "a reconcile in flight before killing "+what, func() (bool, string) {
+			n, err := cp.FunctionUnread()
+			unread = n
+			return err == nil && n > 0, fmt.Sprintf("%d unread bytes (%v)", n, err)
+		})
+		t.Logf("killing %s with Crossplane's call (%d bytes) unread by the paused function", what, unread)
+	}
+
+	inFlight("function-armada")
+	calls := functionCalls(t)
+	if err := cp.StopFunction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.StartFunction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a reconcile by the restarted function", func() (bool, string) {
+		return functionCalls(t) > calls, "none yet"
+	})
+
+	inFlight("Crossplane")
 	if err := cp.StopCrossplane(); err != nil {
 		t.Fatal(err)
 	}
+	if err := cp.ResumeFunction(); err != nil {
+		t.Fatal(err)
+	}
 	markHealthy(t, mid)
-	time.Sleep(2 * time.Second)
 	if err := cp.StartCrossplane(ctx); err != nil {
 		t.Fatal(err)
 	}
