@@ -225,6 +225,10 @@ func (in *Install) flows(insts []*instance) []flow {
 					openTo[l.Target] = append(openTo[l.Target], portGRPC)
 				}
 			}
+		}
+	}
+	for _, inst := range insts {
+		if inst.Executor != nil && remoteCluster(inst.Executor) != nil {
 			continue
 		}
 		name := inst.Name

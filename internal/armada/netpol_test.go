@@ -1,0 +1,645 @@
+package armada
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+)
+
+// converged renders a spec until everything it composes is there: each
+// render observes every object of the last one ready and every Job
+// complete.
+func converged(t *testing.T, s v1alpha1.ArmadaSpec) (*Install, *Output) {
+	t.Helper()
+	in, errs := New(claimed(s))
+	if len(errs) > 0 {
+		t.Fatalf("New(...): %v", errs)
+	}
+	obs := Observed{}
+	var out *Output
+	for n := -1; out == nil || len(out.Objects) != n; {
+		if out != nil {
+			n = len(out.Objects)
+		}
+		out = render(t, s, obs)
+		obs = Observed{Keys: map[string]bool{}, Ready: map[string]bool{}, Jobs: map[string]JobState{}}
+		for _, o := range out.Objects {
+			obs.Keys[o.Key], obs.Ready[o.Key] = true, true
+			if j, ok := o.Object.(*batchv1.Job); ok {
+				obs.Jobs[j.Name] = JobComplete
+			}
+		}
+	}
+	return in, out
+}
+
+// Kinds of endpoints in the network the tests build around an install.
+const (
+	kindArmada     = "armada"
+	kindPostgres   = "postgres-pod"
+	kindPulsar     = "pulsar-broker"
+	kindZooKeeper  = "pulsar-zookeeper"
+	kindDNS        = "dns"
+	kindAPIServer  = "kube-apiserver"
+	kindExternal   = "external"
+	kindPrometheus = "prometheus"
+	kindIngressCtl = "ingress-controller"
+	kindProvider   = "provider-armada"
+	kindStranger   = "stranger"
+)
+
+// netWorld is an install's composed pods and every other endpoint around
+// them: in-cluster backing services' pods as CloudNativePG and the Pulsar
+// chart label them, DNS, the API server and external services' addresses,
+// Prometheus, an ingress controller, provider-armada, and unrelated pods
+// in Armada's namespace and another.
+type netWorld struct {
+	in        *Install
+	out       *Output
+	model     *netModel
+	endpoints []netEndpoint
+	kind      map[string]string
+	// services are the rendered Services by name.
+	services map[string]*corev1.Service
+	// templates are the Armada pods' templates by pod name.
+	templates map[string]corev1.PodTemplateSpec
+}
+
+func (w *netWorld) add(kind string, e netEndpoint) {
+	e.IP = netip.AddrFrom4([4]byte{10, 244, 0, byte(len(w.endpoints) + 1)})
+	if e.Namespace == "" {
+		e.IP = netip.AddrFrom4([4]byte{203, 0, 113, byte(len(w.endpoints) + 1)})
+	}
+	w.endpoints = append(w.endpoints, e)
+	w.kind[e.String()] = kind
+}
+
+func (w *netWorld) find(kind, name string) netEndpoint {
+	for _, e := range w.endpoints {
+		if w.kind[e.String()] == kind && (name == "" || e.Name == name) {
+			return e
+		}
+	}
+	return netEndpoint{}
+}
+
+// newWorld builds the network of a converged render.
+func newWorld(t *testing.T, in *Install, out *Output) *netWorld {
+	t.Helper()
+	ns := in.Namespace
+	w := &netWorld{in: in, out: out, kind: map[string]string{}, services: map[string]*corev1.Service{}, templates: map[string]corev1.PodTemplateSpec{}}
+	w.model = &netModel{Namespaces: map[string]map[string]string{}}
+	for _, n := range []string{ns, "kube-system", "monitoring", "ingress-nginx", "crossplane-system", "other"} {
+		w.model.Namespaces[n] = map[string]string{"kubernetes.io/metadata.name": n}
+	}
+	for _, o := range out.Objects {
+		var tpl *corev1.PodTemplateSpec
+		switch obj := o.Object.(type) {
+		case *appsv1.Deployment:
+			tpl = &obj.Spec.Template
+		case *appsv1.StatefulSet:
+			tpl = &obj.Spec.Template
+		case *batchv1.Job:
+			tpl = &obj.Spec.Template
+		case *corev1.Service:
+			w.services[obj.Name] = obj
+		case *networkingv1.NetworkPolicy:
+			w.model.Policies = append(w.model.Policies, obj)
+		case *unstructured.Unstructured:
+			w.backingPods(t, o.Key, obj)
+		}
+		if tpl == nil {
+			continue
+		}
+		named := map[string]int32{}
+		for _, c := range tpl.Spec.Containers {
+			for _, p := range c.Ports {
+				named[p.Name] = p.ContainerPort
+			}
+		}
+		name := tpl.Labels[labelComponent]
+		w.templates[name] = *tpl
+		w.add(kindArmada, netEndpoint{Name: name, Namespace: ns, Labels: tpl.Labels, NamedPorts: named})
+	}
+	w.add(kindDNS, netEndpoint{Name: "coredns", Namespace: "kube-system", Labels: map[string]string{"k8s-app": "kube-dns"}})
+	w.add(kindAPIServer, netEndpoint{Name: "kube-apiserver"})
+	w.add(kindExternal, netEndpoint{Name: "external-service"})
+	w.add(kindPrometheus, netEndpoint{Name: "prometheus", Namespace: "monitoring", Labels: map[string]string{"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}})
+	w.add(kindIngressCtl, netEndpoint{Name: "ingress-nginx", Namespace: "ingress-nginx", Labels: map[string]string{"app.kubernetes.io/name": "ingress-nginx"}})
+	w.add(kindProvider, netEndpoint{Name: "provider-armada", Namespace: "crossplane-system", Labels: map[string]string{"pkg.crossplane.io/provider": "provider-armada"}})
+	w.add(kindStranger, netEndpoint{Name: "stranger", Namespace: ns, Labels: map[string]string{"app": "stranger"}})
+	w.add(kindStranger, netEndpoint{Name: "outsider", Namespace: "other", Labels: map[string]string{"app": "stranger"}})
+	// An impostor in another namespace carries the server's labels, and
+	// one in Armada's namespace another install's.
+	server := w.find(kindArmada, "server")
+	w.add(kindStranger, netEndpoint{Name: "impostor", Namespace: "other", Labels: server.Labels, NamedPorts: server.NamedPorts})
+	other := maps.Clone(server.Labels)
+	other[labelInstance] = "another-armada"
+	w.add(kindStranger, netEndpoint{Name: "other-armada-server", Namespace: ns, Labels: other, NamedPorts: server.NamedPorts})
+	return w
+}
+
+// backingPods adds the pods the in-cluster PostgreSQL and Pulsar run, with
+// the labels CloudNativePG and the Apache Pulsar chart give them.
+func (w *netWorld) backingPods(t *testing.T, key string, u *unstructured.Unstructured) {
+	t.Helper()
+	switch key {
+	case keyPostgresCluster:
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "manifest", "metadata", "name")
+		w.add(kindPostgres, netEndpoint{Name: name + "-1", Namespace: w.in.Namespace, Labels: map[string]string{
+			"cnpg.io/cluster": name, "cnpg.io/instanceName": name + "-1", "cnpg.io/instanceRole": "primary", "role": "primary", "cnpg.io/podRole": "instance",
+		}})
+	case keyPulsarRelease:
+		full, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "values", "fullnameOverride")
+		for kind, component := range map[string]string{kindPulsar: "broker", kindZooKeeper: "zookeeper"} {
+			w.add(kind, netEndpoint{Name: full + "-" + component + "-0", Namespace: w.in.Namespace, Labels: map[string]string{
+				"app": "pulsar", "release": u.GetName(), "cluster": full, "component": component,
+			}})
+		}
+	}
+}
+
+// instanceOf is the instance an Armada pod runs, or nil for a Job or Redis.
+func (w *netWorld) instanceOf(name string) *instance {
+	for _, inst := range instances(w.in) {
+		if inst.Name == name {
+			return inst
+		}
+	}
+	return nil
+}
+
+// portsOf are every port the network's checks try, over TCP and UDP.
+func (w *netWorld) ports() []int32 {
+	s := w.in.Spec
+	ps := []int32{portDNS, 443, 6443, portGRPC, portHTTP, portMetrics, 5432, redisPort, 6650, 6651, 80, 2181, s.Postgres.Port}
+	for _, a := range s.Redis.Addrs {
+		_, p, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(p)
+		ps = append(ps, int32(n))
+	}
+	for _, raw := range []string{s.Pulsar.URL, s.Pulsar.AdminURL} {
+		if u, err := url.Parse(raw); err == nil && u.Port() != "" {
+			n, _ := strconv.Atoi(u.Port())
+			ps = append(ps, int32(n))
+		}
+	}
+	slices.Sort(ps)
+	return slices.Compact(ps)
+}
+
+// A tableNeed is a connection an Armada pod needs, derived in this test
+// from the component table's fields: to the endpoints dst picks, on port.
+// Pinned needs go to one of Armada's pods, whose ingress must allow them.
+type tableNeed struct {
+	dst    func(netEndpoint) bool
+	port   int32
+	proto  corev1.Protocol
+	pinned bool
+}
+
+// needs are what an Armada pod needs, from the table and the spec.
+func (w *netWorld) needs(src netEndpoint) []tableNeed {
+	s := w.in.Spec
+	anyDst := func(netEndpoint) bool { return true }
+	ofKind := func(k string) func(netEndpoint) bool {
+		return func(e netEndpoint) bool { return w.kind[e.String()] == k }
+	}
+	armadaPod := func(name string) func(netEndpoint) bool {
+		return func(e netEndpoint) bool { return w.kind[e.String()] == kindArmada && e.Name == name }
+	}
+	tcpTo := func(dst func(netEndpoint) bool, ports ...int32) []tableNeed {
+		var out []tableNeed
+		for _, p := range ports {
+			out = append(out, tableNeed{dst: dst, port: p, proto: corev1.ProtocolTCP})
+		}
+		return out
+	}
+	postgres := func() []tableNeed {
+		if s.Postgres.Mode == modeInCluster {
+			return tcpTo(ofKind(kindPostgres), 5432)
+		}
+		return tcpTo(anyDst, s.Postgres.Port)
+	}
+	pulsar := func(raw string) []tableNeed {
+		u, _ := url.Parse(raw)
+		n, _ := strconv.Atoi(u.Port())
+		if s.Pulsar.Mode == modeInCluster {
+			return tcpTo(ofKind(kindPulsar), int32(n))
+		}
+		return tcpTo(anyDst, int32(n))
+	}
+	var out []tableNeed
+	if src.Name != serviceRedis {
+		out = append(out, tableNeed{dst: ofKind(kindDNS), port: 53, proto: corev1.ProtocolUDP}, tableNeed{dst: ofKind(kindDNS), port: 53, proto: corev1.ProtocolTCP})
+	}
+	switch {
+	case strings.HasPrefix(src.Name, "migrate-"):
+		return append(out, postgres()...)
+	case src.Name == "pulsar-topics":
+		return append(out, pulsar(s.Pulsar.AdminURL)...)
+	case src.Name == serviceRedis:
+		return out
+	}
+	inst := w.instanceOf(src.Name)
+	if inst.KubeAPI {
+		out = append(out, tcpTo(anyDst, 443, 6443)...)
+	}
+	for _, l := range inst.Clients {
+		out = append(out, tableNeed{dst: armadaPod(l.Target), port: portGRPC, proto: corev1.ProtocolTCP, pinned: true})
+	}
+	if inst.LeaderElected && inst.replicas() > 1 {
+		out = append(out, tableNeed{dst: armadaPod(inst.Name), port: portGRPC, proto: corev1.ProtocolTCP, pinned: true})
+	}
+	if inst.Database != "" {
+		out = append(out, postgres()...)
+	}
+	if inst.RedisKey != "" {
+		if s.Redis.Mode == modeInCluster {
+			out = append(out, tableNeed{dst: armadaPod(serviceRedis), port: redisPort, proto: corev1.ProtocolTCP, pinned: true})
+		} else {
+			for _, a := range s.Redis.Addrs {
+				_, p, _ := net.SplitHostPort(a)
+				n, _ := strconv.Atoi(p)
+				out = append(out, tcpTo(anyDst, int32(n))...)
+			}
+		}
+	}
+	if inst.Pulsar {
+		out = append(out, pulsar(s.Pulsar.URL)...)
+		if inst.IngesterMetrics != "" && s.Monitoring.Enabled {
+			out = append(out, pulsar(s.Pulsar.AdminURL)...)
+		}
+	}
+	if s.Auth.OIDC != nil && inst.Auth != authNone {
+		out = append(out, tcpTo(anyDst, 443)...)
+	}
+	return out
+}
+
+// open says whether an Armada pod accepts a connection from anyone: users'
+// APIs, the exposed executor API, and metrics for Prometheus.
+func (w *netWorld) open(src, dst netEndpoint, port int32, proto corev1.Protocol) bool {
+	s := w.in.Spec
+	inst := w.instanceOf(dst.Name)
+	if inst == nil || proto != corev1.ProtocolTCP {
+		return false
+	}
+	serves := (inst.GRPC && port == portGRPC) || (inst.HTTP && port == portHTTP)
+	exposed := slices.ContainsFunc(s.Executors, func(e v1alpha1.Executor) bool { return e.Cluster != nil }) ||
+		(s.Ingress != nil && s.Ingress.ExecutorAPIHost != "")
+	monitored := s.Monitoring.Enabled && (s.Monitoring.ServiceMonitors == nil || *s.Monitoring.ServiceMonitors)
+	switch {
+	case inst.Auth == authUsers && serves:
+		return true
+	case inst.Name == "scheduler" && port == portGRPC && exposed:
+		return true
+	case port == portMetrics && monitored && w.kind[src.String()] == kindPrometheus:
+		return true
+	}
+	return false
+}
+
+// want is whether the table says src may connect to dst: src's egress
+// needs it, or src is not Armada's; and dst is not Armada's, is open, or
+// src needs dst in particular.
+func (w *netWorld) want(src, dst netEndpoint, port int32, proto corev1.Protocol) bool {
+	egress, ingress := w.kind[src.String()] != kindArmada, w.kind[dst.String()] != kindArmada || w.open(src, dst, port, proto)
+	if w.kind[src.String()] == kindArmada && (!egress || !ingress) {
+		for _, n := range w.needs(src) {
+			if n.port == port && n.proto == proto && n.dst(dst) {
+				egress = true
+				ingress = ingress || n.pinned
+			}
+		}
+	}
+	return egress && ingress
+}
+
+// exampleWorlds are the networks of every example claim.
+func exampleWorlds(t *testing.T) map[string]*netWorld {
+	t.Helper()
+	paths, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	out := map[string]*netWorld{}
+	for _, path := range paths {
+		for i, spec := range exampleSpecs(t, path) {
+			in, o := converged(t, spec)
+			out[fmt.Sprintf("%s#%d", filepath.Base(path), i)] = newWorld(t, in, o)
+		}
+	}
+	if len(out) < 8 {
+		t.Fatalf("only %d example claims", len(out))
+	}
+	return out
+}
+
+// TestNetworkPoliciesAllowExactlyTheTable evaluates the composed
+// NetworkPolicies of every example with the model of Kubernetes' semantics
+// over every pair of endpoints and every port, TCP and UDP: a connection to
+// or from one of Armada's pods is allowed exactly when the component table
+// says Armada needs it (or it reaches an API open to users).
+func TestNetworkPoliciesAllowExactlyTheTable(t *testing.T) {
+	for name, w := range exampleWorlds(t) {
+		t.Run(name, func(t *testing.T) {
+			if len(w.model.Policies) == 0 {
+				t.Fatal("no NetworkPolicies composed")
+			}
+			var wrong []string
+			allowed, denied := 0, 0
+			for _, src := range w.endpoints {
+				for _, dst := range w.endpoints {
+					if w.kind[src.String()] != kindArmada && w.kind[dst.String()] != kindArmada {
+						continue
+					}
+					for _, port := range w.ports() {
+						for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
+							got, want := w.model.allowed(t, src, dst, port, proto), w.want(src, dst, port, proto)
+							if got {
+								allowed++
+							} else {
+								denied++
+							}
+							if got != want {
+								wrong = append(wrong, fmt.Sprintf("%s -> %s:%d/%s: allowed %t, want %t", src, dst, port, proto, got, want))
+							}
+						}
+					}
+				}
+			}
+			if len(wrong) > 0 {
+				t.Errorf("%d connections differ from the table, e.g.:\n%s", len(wrong), strings.Join(wrong[:min(len(wrong), 25)], "\n"))
+			}
+			if allowed == 0 || denied == 0 {
+				t.Errorf("allowed %d, denied %d: the check saw only one outcome", allowed, denied)
+			}
+		})
+	}
+}
+
+// TestNetworkPoliciesAllowWhatArmadaDials derives Armada's connections
+// independently of the table, from what the rendered objects tell each
+// pod to dial (addresses in the generated configs, the topic-init Job's
+// admin URL, a ServiceAccount token mounted), what the Ingresses and the
+// provider-armada ProviderConfig route to, and what ServiceMonitors
+// scrape, resolves each address to pods through the rendered Services (or
+// CloudNativePG's and the Pulsar chart's Service names), and checks the
+// composed policies allow each, with DNS for every name.
+func TestNetworkPoliciesAllowWhatArmadaDials(t *testing.T) {
+	for name, w := range exampleWorlds(t) {
+		t.Run(name, func(t *testing.T) {
+			checked := 0
+			check := func(src, dst netEndpoint, port int32, proto corev1.Protocol, why string) {
+				t.Helper()
+				checked++
+				if !w.model.allowed(t, src, dst, port, proto) {
+					t.Errorf("%s -> %s:%d/%s (%s) is denied", src, dst, port, proto, why)
+				}
+			}
+			dial := func(src netEndpoint, addr, why string) {
+				t.Helper()
+				host, p, err := net.SplitHostPort(addr)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", src, addr, err)
+				}
+				n, _ := strconv.Atoi(p)
+				if _, err := netip.ParseAddr(host); err != nil {
+					check(src, w.find(kindDNS, ""), 53, corev1.ProtocolUDP, "resolve "+host)
+				}
+				for _, dst := range w.resolve(t, host, int32(n)) {
+					check(src, dst.e, dst.port, corev1.ProtocolTCP, why+" "+addr)
+				}
+			}
+			for _, src := range w.endpoints {
+				if w.kind[src.String()] != kindArmada {
+					continue
+				}
+				for _, a := range w.dialled(t, src) {
+					dial(src, a[1], a[0])
+				}
+				if tpl := w.templates[src.Name]; tpl.Spec.AutomountServiceAccountToken != nil && *tpl.Spec.AutomountServiceAccountToken {
+					// kubernetes.default.svc:443 is DNATed to the API
+					// server's address, on 443 or 6443.
+					check(src, w.find(kindAPIServer, ""), 443, corev1.ProtocolTCP, "service account token")
+					check(src, w.find(kindAPIServer, ""), 6443, corev1.ProtocolTCP, "service account token")
+				}
+			}
+			for _, o := range w.out.Objects {
+				switch obj := o.Object.(type) {
+				case *networkingv1.Ingress:
+					b := obj.Spec.Rules[0].HTTP.Paths[0].Backend.Service
+					for _, dst := range w.servicePods(t, b.Name, 0, b.Port.Name) {
+						check(w.find(kindIngressCtl, ""), dst.e, dst.port, corev1.ProtocolTCP, "Ingress "+obj.Name)
+					}
+				case *armadav1.ProviderConfig:
+					host, p, _ := net.SplitHostPort(obj.Spec.Endpoint)
+					n, _ := strconv.Atoi(p)
+					for _, dst := range w.resolve(t, host, int32(n)) {
+						check(w.find(kindProvider, ""), dst.e, dst.port, corev1.ProtocolTCP, "ProviderConfig "+obj.Name)
+					}
+				case *unstructured.Unstructured:
+					if obj.GetKind() != "ServiceMonitor" {
+						continue
+					}
+					sel, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "selector", "matchLabels")
+					eps, _, _ := unstructured.NestedSlice(obj.Object, "spec", "endpoints")
+					for _, svc := range w.services {
+						if !labels.SelectorFromSet(sel).Matches(labels.Set(svc.Labels)) {
+							continue
+						}
+						for _, ep := range eps {
+							port, _ := ep.(map[string]any)["port"].(string)
+							for _, dst := range w.servicePods(t, svc.Name, 0, port) {
+								check(w.find(kindPrometheus, ""), dst.e, dst.port, corev1.ProtocolTCP, "ServiceMonitor "+obj.GetName())
+							}
+						}
+					}
+				}
+			}
+			if checked < 20 {
+				t.Errorf("only %d connections derived from the rendered objects", checked)
+			}
+		})
+	}
+}
+
+// dialled are the addresses an Armada pod's rendered config (or, for the
+// topic-init Job, its environment) tells it to dial, each with the key
+// that says so.
+func (w *netWorld) dialled(t *testing.T, src netEndpoint) [][2]string {
+	t.Helper()
+	tpl := w.templates[src.Name]
+	var out [][2]string
+	hostPort := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if u.Port() != "" {
+			return u.Host
+		}
+		return net.JoinHostPort(u.Hostname(), strconv.Itoa(int(urlPort(raw))))
+	}
+	for _, e := range tpl.Spec.Containers[0].Env {
+		if e.Name == "ADMIN_URL" {
+			out = append(out, [2]string{"ADMIN_URL", hostPort(e.Value)})
+		}
+	}
+	var secret string
+	for _, v := range tpl.Spec.Volumes {
+		if v.Name == "config" {
+			secret = v.Secret.SecretName
+		}
+	}
+	if secret == "" {
+		return out
+	}
+	var cfg map[string]any
+	for _, o := range w.out.Objects {
+		if s, ok := o.Object.(*corev1.Secret); ok && s.Name == secret {
+			if err := yaml.Unmarshal(s.Data[configKey], &cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if cfg == nil {
+		t.Fatalf("%s: config Secret %s not composed", src, secret)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for k, v := range m {
+			p := path + "." + k
+			switch s, _ := v.(string); {
+			case k == "armadaUrl":
+				// A leader connection names the leader's pod.
+				out = append(out, [2]string{p, strings.ReplaceAll(s, "<name>", w.in.object(src.Name)+"-0")})
+			case k == "URL" || k == "restURL" || k == "providerUrl":
+				out = append(out, [2]string{p, hostPort(s)})
+			case k == "addrs":
+				for _, a := range v.([]any) {
+					out = append(out, [2]string{p, a.(string)})
+				}
+			case k == "connection":
+				c, _ := v.(map[string]any)
+				if h, ok := c["host"].(string); ok {
+					out = append(out, [2]string{p, net.JoinHostPort(h, fmt.Sprint(c["port"]))})
+				}
+			}
+			walk(p, v)
+		}
+	}
+	walk("", cfg)
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+	return out
+}
+
+// A resolved address is a pod and the port it listens on.
+type resolved struct {
+	e    netEndpoint
+	port int32
+}
+
+// resolve is where a host and port lead: the pods of a rendered Service in
+// Armada's namespace (or of CloudNativePG's and the Pulsar chart's
+// Services), or an address outside Armada's namespace.
+func (w *netWorld) resolve(t *testing.T, host string, port int32) []resolved {
+	t.Helper()
+	suffix := "." + w.in.Namespace + ".svc"
+	if !strings.HasSuffix(host, suffix) {
+		return []resolved{{w.find(kindExternal, ""), port}, {w.find(kindStranger, "outsider"), port}}
+	}
+	labelsOf := strings.Split(strings.TrimSuffix(host, suffix), ".")
+	svc := labelsOf[len(labelsOf)-1]
+	if _, ok := w.services[svc]; ok {
+		return w.servicePods(t, svc, port, "")
+	}
+	switch svc {
+	case w.find(kindPostgres, "").Labels["cnpg.io/cluster"] + "-rw":
+		return []resolved{{w.find(kindPostgres, ""), port}}
+	case w.find(kindPulsar, "").Labels["cluster"] + "-broker":
+		return []resolved{{w.find(kindPulsar, ""), port}}
+	}
+	t.Fatalf("cannot resolve %s: no Service %s composed", host, svc)
+	return nil
+}
+
+// servicePods are the pods behind a rendered Service's port, given by
+// number or name, and their target port.
+func (w *netWorld) servicePods(t *testing.T, name string, port int32, portName string) []resolved {
+	t.Helper()
+	svc := w.services[name]
+	if svc == nil {
+		t.Fatalf("no Service %s composed", name)
+	}
+	var out []resolved
+	for _, sp := range svc.Spec.Ports {
+		if sp.Port != port && sp.Name != portName {
+			continue
+		}
+		for _, e := range w.endpoints {
+			if e.Namespace != svc.Namespace || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(e.Labels)) {
+				continue
+			}
+			target := sp.TargetPort.IntVal
+			if sp.TargetPort.StrVal != "" {
+				target = e.NamedPorts[sp.TargetPort.StrVal]
+			}
+			out = append(out, resolved{e, target})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("Service %s port %d%s leads to no pod", name, port, portName)
+	}
+	return out
+}
+
+// TestNetworkPoliciesSwitch checks NetworkPolicies are on by default and
+// spec.networkPolicies: false composes none.
+func TestNetworkPoliciesSwitch(t *testing.T) {
+	spec := exampleSpecs(t, "../../examples/minimal.yaml")[0]
+	cases := map[string]struct {
+		reason string
+		set    *bool
+		want   bool
+	}{
+		"Default": {reason: "Unset, NetworkPolicies are composed.", want: true},
+		"On":      {reason: "True composes them.", set: ptr.To(true), want: true},
+		"Off":     {reason: "False composes none.", set: ptr.To(false)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := *spec.DeepCopy()
+			s.NetworkPolicies = tc.set
+			_, out := converged(t, s)
+			got := len(objectsOfKind(out, "NetworkPolicy")) > 0
+			if got != tc.want {
+				t.Errorf("%s\nNetworkPolicies composed: got %t, want %t", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
