@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -641,5 +643,24 @@ func TestNetworkPoliciesSwitch(t *testing.T) {
 				t.Errorf("%s\nNetworkPolicies composed: got %t, want %t", tc.reason, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestREADMEFlowTable checks the README's table of what NetworkPolicies
+// allow is FlowTable's, for the example it names.
+func TestREADMEFlowTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- flows: examples/production.yaml -->\n", "<!-- /flows -->"
+	_, rest, ok := strings.Cut(string(b), begin)
+	got, _, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatalf("README.md has no %q ... %q block", begin, end)
+	}
+	in, _ := converged(t, exampleSpecs(t, "../../examples/production.yaml")[0])
+	if diff := cmp.Diff(FlowTable(in), got); diff != "" {
+		t.Errorf("README.md's flow table differs from FlowTable (-want +got):\n%s", diff)
 	}
 }
