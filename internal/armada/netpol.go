@@ -119,8 +119,10 @@ func anywhere(what string, ports []int32) endpoint {
 func (in *Install) postgresEndpoint() endpoint {
 	pg := in.Spec.Postgres
 	if pg.Mode == modeInCluster {
-		return endpoint{Peers: localPods(map[string]string{labelCNPGCluster: in.cnpgClusterName()}),
-			Peer: "PostgreSQL pods (CloudNativePG " + in.cnpgClusterName() + ")", Ports: []int32{pg.Port}}
+		return endpoint{
+			Peers: localPods(map[string]string{labelCNPGCluster: in.cnpgClusterName()}),
+			Peer:  "PostgreSQL pods (CloudNativePG " + in.cnpgClusterName() + ")", Ports: []int32{pg.Port},
+		}
 	}
 	return anywhere("external PostgreSQL", []int32{pg.Port})
 }
@@ -199,85 +201,98 @@ func (in *Install) networkPolicyOn() bool {
 // component table and the spec, in a stable order.
 func (in *Install) flows(insts []*instance) []flow {
 	var out []flow
-	dns := flow{Peers: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
-		MatchLabels: map[string]string{labelNamespaceName: namespaceKubeSystem},
-	}}}, Peer: "DNS (pods in kube-system)", Ports: dnsPorts(), Why: "name resolution"}
-	dnsFrom := func(pod string) flow {
-		f := dns
-		f.From = pod
-		return f
-	}
-	// openTo are component ports anyone may reach.
-	openTo := map[string][]int32{}
-	for _, r := range in.ingressRoutes() {
-		c := componentNamed(r.component)
-		for _, p := range ports(c) {
-			if p.Name == r.port && !slices.Contains(openTo[r.component], p.ContainerPort) {
-				openTo[r.component] = append(openTo[r.component], p.ContainerPort)
-			}
-		}
-	}
+	open := in.exposedPorts(insts)
 	for _, inst := range insts {
-		if inst.Executor != nil && remoteCluster(inst.Executor) != nil {
-			// Its links arrive from another cluster.
-			for _, l := range inst.Clients {
-				if !slices.Contains(openTo[l.Target], portGRPC) {
-					openTo[l.Target] = append(openTo[l.Target], portGRPC)
-				}
-			}
-		}
-	}
-	for _, inst := range insts {
-		if inst.Executor != nil && remoteCluster(inst.Executor) != nil {
-			continue
-		}
-		name := inst.Name
-		out = append(out, dnsFrom(name))
-		if inst.KubeAPI {
-			out = append(out, flowTo(name, anywhere("Kubernetes API", []int32{portKubeAPI, portKubeAPIAlt}), "Kubernetes API"))
-		}
-		for _, l := range inst.Clients {
-			out = append(out, flowTo(name, endpoint{Pod: l.Target, Ports: []int32{portGRPC}}, l.Key))
-		}
-		if inst.LeaderElected && inst.replicas() > 1 {
-			out = append(out, flowTo(name, endpoint{Pod: name, Ports: []int32{portGRPC}}, "leader.leaderConnection"))
-		}
-		if inst.Database != "" {
-			out = append(out, flowTo(name, in.postgresEndpoint(), "postgres"))
-		}
-		if inst.RedisKey != "" {
-			out = append(out, flowTo(name, in.redisEndpoint(), inst.RedisKey))
-		}
-		if inst.Pulsar {
-			out = append(out, flowTo(name, in.pulsarEndpoint(false), "pulsar.URL"))
-			if inst.IngesterMetrics != "" && in.ingesterLag() {
-				out = append(out, flowTo(name, in.pulsarEndpoint(true), "pulsar.restURL"))
-			}
-		}
-		if o := in.Spec.Auth.OIDC; o != nil && inst.Auth != authNone {
-			out = append(out, flowTo(name, anywhere("OIDC provider", []int32{urlPort(o.ProviderURL)}), "auth.openIdAuth.providerUrl"))
-		}
-		if inst.Auth == authUsers {
-			out = append(out, flow{To: name, Peer: "users (any address)", Ports: tcp(servedPorts(inst.component)...), Why: "users"})
-		} else if p := openTo[inst.component.Name]; len(p) > 0 {
-			out = append(out, flow{To: name, Peer: "executors and users (any address)", Ports: tcp(p...), Why: "exposed"})
-		}
-		if in.serviceMonitorsOn() {
-			out = append(out, flow{
-				To: name, Ports: tcp(portMetrics), Why: "metrics",
-				Peers: []networkingv1.NetworkPolicyPeer{{
-					NamespaceSelector: &metav1.LabelSelector{},
-					PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{labelName: prometheusName}},
-				}},
-				Peer: "Prometheus (app.kubernetes.io/name=prometheus, any namespace)",
-			})
+		if inst.Executor == nil || remoteCluster(inst.Executor) == nil {
+			out = append(out, in.instanceFlows(inst, open[inst.component.Name])...)
 		}
 	}
 	for _, m := range migrations {
 		name := "migrate-" + m.Name
-		out = append(out, dnsFrom(name), flowTo(name, in.postgresEndpoint(), "postgres"))
+		out = append(out, dnsFlow(name), flowTo(name, in.postgresEndpoint(), "postgres"))
 	}
-	out = append(out, dnsFrom(podTopics), flowTo(podTopics, in.pulsarEndpoint(true), "ADMIN_URL"))
+	return append(out, dnsFlow(podTopics), flowTo(podTopics, in.pulsarEndpoint(true), "ADMIN_URL"))
+}
+
+// dnsFlow is a pod's DNS lookups.
+func dnsFlow(pod string) flow {
+	return flow{From: pod, Peers: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+		MatchLabels: map[string]string{labelNamespaceName: namespaceKubeSystem},
+	}}}, Peer: "DNS (pods in kube-system)", Ports: dnsPorts(), Why: "name resolution"}
+}
+
+// exposedPorts are the component ports reached from outside Armada's pods
+// besides users' APIs, by component: those an Ingress routes to, and the
+// targets of links from executors in other clusters.
+func (in *Install) exposedPorts(insts []*instance) map[string][]int32 {
+	open := map[string][]int32{}
+	expose := func(component string, port int32) {
+		if !slices.Contains(open[component], port) {
+			open[component] = append(open[component], port)
+		}
+	}
+	for _, r := range in.ingressRoutes() {
+		for _, p := range ports(componentNamed(r.component)) {
+			if p.Name == r.port {
+				expose(r.component, p.ContainerPort)
+			}
+		}
+	}
+	for _, inst := range insts {
+		if inst.Executor != nil && remoteCluster(inst.Executor) != nil {
+			for _, l := range inst.Clients {
+				expose(l.Target, portGRPC)
+			}
+		}
+	}
+	return open
+}
+
+// instanceFlows are one local instance's connections: out to what its
+// table row uses, in from users, exposed ports and Prometheus.
+func (in *Install) instanceFlows(inst *instance, exposed []int32) []flow {
+	name := inst.Name
+	out := []flow{dnsFlow(name)}
+	if inst.KubeAPI {
+		out = append(out, flowTo(name, anywhere("Kubernetes API", []int32{portKubeAPI, portKubeAPIAlt}), "Kubernetes API"))
+	}
+	for _, l := range inst.Clients {
+		out = append(out, flowTo(name, endpoint{Pod: l.Target, Ports: []int32{portGRPC}}, l.Key))
+	}
+	if inst.LeaderElected && inst.replicas() > 1 {
+		out = append(out, flowTo(name, endpoint{Pod: name, Ports: []int32{portGRPC}}, "leader.leaderConnection"))
+	}
+	if inst.Database != "" {
+		out = append(out, flowTo(name, in.postgresEndpoint(), "postgres"))
+	}
+	if inst.RedisKey != "" {
+		out = append(out, flowTo(name, in.redisEndpoint(), inst.RedisKey))
+	}
+	if inst.Pulsar {
+		out = append(out, flowTo(name, in.pulsarEndpoint(false), "pulsar.URL"))
+		if inst.IngesterMetrics != "" && in.ingesterLag() {
+			out = append(out, flowTo(name, in.pulsarEndpoint(true), "pulsar.restURL"))
+		}
+	}
+	if o := in.Spec.Auth.OIDC; o != nil && inst.Auth != authNone {
+		out = append(out, flowTo(name, anywhere("OIDC provider", []int32{urlPort(o.ProviderURL)}), "auth.openIdAuth.providerUrl"))
+	}
+	switch {
+	case inst.Auth == authUsers:
+		out = append(out, flow{To: name, Peer: "users (any address)", Ports: tcp(servedPorts(inst.component)...), Why: "users"})
+	case len(exposed) > 0:
+		out = append(out, flow{To: name, Peer: "executors and users (any address)", Ports: tcp(exposed...), Why: "exposed"})
+	}
+	if in.serviceMonitorsOn() {
+		out = append(out, flow{
+			To: name, Ports: tcp(portMetrics), Why: "metrics",
+			Peers: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{labelName: prometheusName}},
+			}},
+			Peer: "Prometheus (app.kubernetes.io/name=prometheus, any namespace)",
+		})
+	}
 	return out
 }
 

@@ -84,12 +84,24 @@ type netWorld struct {
 	services map[string]*corev1.Service
 	// templates are the Armada pods' templates by pod name.
 	templates map[string]corev1.PodTemplateSpec
+	// last is the last address given.
+	last byte
+}
+
+// port32 is a port number, or 0.
+func port32(s string) int32 {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
 }
 
 func (w *netWorld) add(kind string, e netEndpoint) {
-	e.IP = netip.AddrFrom4([4]byte{10, 244, 0, byte(len(w.endpoints) + 1)})
+	w.last++
+	e.IP = netip.AddrFrom4([4]byte{10, 244, 0, w.last})
 	if e.Namespace == "" {
-		e.IP = netip.AddrFrom4([4]byte{203, 0, 113, byte(len(w.endpoints) + 1)})
+		e.IP = netip.AddrFrom4([4]byte{203, 0, 113, w.last})
 	}
 	w.endpoints = append(w.endpoints, e)
 	w.kind[e.String()] = kind
@@ -196,13 +208,11 @@ func (w *netWorld) ports() []int32 {
 	ps := []int32{portDNS, 443, 6443, portGRPC, portHTTP, portMetrics, 5432, redisPort, 6650, 6651, 80, 2181, s.Postgres.Port}
 	for _, a := range s.Redis.Addrs {
 		_, p, _ := net.SplitHostPort(a)
-		n, _ := strconv.Atoi(p)
-		ps = append(ps, int32(n))
+		ps = append(ps, port32(p))
 	}
 	for _, raw := range []string{s.Pulsar.URL, s.Pulsar.AdminURL} {
 		if u, err := url.Parse(raw); err == nil && u.Port() != "" {
-			n, _ := strconv.Atoi(u.Port())
-			ps = append(ps, int32(n))
+			ps = append(ps, port32(u.Port()))
 		}
 	}
 	slices.Sort(ps)
@@ -230,7 +240,7 @@ func (w *netWorld) needs(src netEndpoint) []tableNeed {
 		return func(e netEndpoint) bool { return w.kind[e.String()] == kindArmada && e.Name == name }
 	}
 	tcpTo := func(dst func(netEndpoint) bool, ports ...int32) []tableNeed {
-		var out []tableNeed
+		out := make([]tableNeed, 0, len(ports))
 		for _, p := range ports {
 			out = append(out, tableNeed{dst: dst, port: p, proto: corev1.ProtocolTCP})
 		}
@@ -244,11 +254,10 @@ func (w *netWorld) needs(src netEndpoint) []tableNeed {
 	}
 	pulsar := func(raw string) []tableNeed {
 		u, _ := url.Parse(raw)
-		n, _ := strconv.Atoi(u.Port())
 		if s.Pulsar.Mode == modeInCluster {
-			return tcpTo(ofKind(kindPulsar), int32(n))
+			return tcpTo(ofKind(kindPulsar), port32(u.Port()))
 		}
-		return tcpTo(anyDst, int32(n))
+		return tcpTo(anyDst, port32(u.Port()))
 	}
 	var out []tableNeed
 	if src.Name != serviceRedis {
@@ -281,8 +290,7 @@ func (w *netWorld) needs(src netEndpoint) []tableNeed {
 		} else {
 			for _, a := range s.Redis.Addrs {
 				_, p, _ := net.SplitHostPort(a)
-				n, _ := strconv.Atoi(p)
-				out = append(out, tcpTo(anyDst, int32(n))...)
+				out = append(out, tcpTo(anyDst, port32(p))...)
 			}
 		}
 	}
@@ -425,11 +433,10 @@ func TestNetworkPoliciesAllowWhatArmadaDials(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %s: %v", src, addr, err)
 				}
-				n, _ := strconv.Atoi(p)
 				if _, err := netip.ParseAddr(host); err != nil {
 					check(src, w.find(kindDNS, ""), 53, corev1.ProtocolUDP, "resolve "+host)
 				}
-				for _, dst := range w.resolve(t, host, int32(n)) {
+				for _, dst := range w.resolve(t, host, port32(p)) {
 					check(src, dst.e, dst.port, corev1.ProtocolTCP, why+" "+addr)
 				}
 			}
@@ -456,8 +463,7 @@ func TestNetworkPoliciesAllowWhatArmadaDials(t *testing.T) {
 					}
 				case *armadav1.ProviderConfig:
 					host, p, _ := net.SplitHostPort(obj.Spec.Endpoint)
-					n, _ := strconv.Atoi(p)
-					for _, dst := range w.resolve(t, host, int32(n)) {
+					for _, dst := range w.resolve(t, host, port32(p)) {
 						check(w.find(kindProvider, ""), dst.e, dst.port, corev1.ProtocolTCP, "ProviderConfig "+obj.Name)
 					}
 				case *unstructured.Unstructured:
@@ -536,17 +542,18 @@ func (w *netWorld) dialled(t *testing.T, src netEndpoint) [][2]string {
 		}
 		for k, v := range m {
 			p := path + "." + k
-			switch s, _ := v.(string); {
-			case k == "armadaUrl":
+			s, _ := v.(string)
+			switch k {
+			case "armadaUrl":
 				// A leader connection names the leader's pod.
 				out = append(out, [2]string{p, strings.ReplaceAll(s, "<name>", w.in.object(src.Name)+"-0")})
-			case k == "URL" || k == "restURL" || k == "providerUrl":
+			case "URL", "restURL", "providerUrl":
 				out = append(out, [2]string{p, hostPort(s)})
-			case k == "addrs":
+			case "addrs":
 				for _, a := range v.([]any) {
 					out = append(out, [2]string{p, a.(string)})
 				}
-			case k == "connection":
+			case "connection":
 				c, _ := v.(map[string]any)
 				if h, ok := c["host"].(string); ok {
 					out = append(out, [2]string{p, net.JoinHostPort(h, fmt.Sprint(c["port"]))})
