@@ -145,6 +145,9 @@ func TestExamples(t *testing.T) {
 			if n := len(byKind(refs, "Deployment", "StatefulSet")); n < 8 {
 				t.Errorf("%d workloads composed, want at least the 8 components", n)
 			}
+			if n := len(byKind(refs, "NetworkPolicy")); n < 10 {
+				t.Errorf("%d NetworkPolicies composed, want the default deny and one per component and Job", n)
+			}
 			restrictedAdmission(t, ns, refs)
 
 			c := get(t, claimAPIVersion, "ArmadaClaim", ns, claim.GetName())
