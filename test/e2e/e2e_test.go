@@ -257,7 +257,7 @@ func TestUpdatesTouchOnlyWhatChanged(t *testing.T) {
 	versions := func() map[string]string {
 		_, refs := composed(t, claim)
 		out := map[string]string{}
-		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service", "Job") {
+		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service", "Job", "NetworkPolicy") {
 			u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
 			out[r.String()] = fmt.Sprint(u.GetGeneration())
 			if r.Kind == "Secret" || r.Kind == "Service" {
