@@ -122,6 +122,17 @@ type ArmadaSpec struct {
 	// dashboards. Off by default.
 	// +optional
 	Monitoring Monitoring `json:"monitoring,omitempty"`
+
+	// NetworkPolicies composes NetworkPolicies that deny every connection
+	// to and from Armada's pods in its namespace except the ones Armada
+	// needs: between its components, to its backing services, DNS and the
+	// Kubernetes API, from users to the server, Lookout and binoculars,
+	// and from Prometheus when monitoring is on. NetworkPolicies are
+	// additive: add your own to allow more. Set false to compose none.
+	// Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	NetworkPolicies *bool `json:"networkPolicies,omitempty"`
 }
 
 // Components holds the settings of each Armada component.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
@@ -227,6 +228,9 @@ func applyDefaults(s *v1alpha1.ArmadaSpec, priorityClassPrefix string) {
 	}
 	defaultBackingServices(s)
 	defaultMonitoring(&s.Monitoring)
+	if s.NetworkPolicies == nil {
+		s.NetworkPolicies = ptr.To(true)
+	}
 	if len(s.Auth.AdminGroups) == 0 {
 		s.Auth.AdminGroups = []string{defaultAdminGroup}
 	}

@@ -146,6 +146,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	r.cluster()
+	r.networkPolicies(insts)
 	r.remoteClusterObjects()
 	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
@@ -323,25 +324,37 @@ func (r *renderer) cluster() {
 			r.addClusterScoped(key, in.clusterRole(c.Name, c.ClusterRules), r.exists(key))
 		}
 	}
+	for _, i := range in.ingressRoutes() {
+		key := "ingress-" + i.suffix
+		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
+	}
+}
+
+// An ingressRoute is one host of spec.ingress and the component port it
+// routes to.
+type ingressRoute struct {
+	suffix, host, component, port string
+	grpc                          bool
+}
+
+// ingressRoutes are the Ingresses spec.ingress asks for: one per host set.
+func (in *Install) ingressRoutes() []ingressRoute {
 	ing := in.Spec.Ingress
 	if ing == nil {
-		return
+		return nil
 	}
-	for _, i := range []struct {
-		suffix, host, component, port string
-		grpc                          bool
-	}{
+	var out []ingressRoute
+	for _, i := range []ingressRoute{
 		{"grpc", ing.GRPCHost, "server", "grpc", true},
 		{"rest", ing.RESTHost, "server", "http", false},
 		{"lookout", ing.LookoutHost, dbLookout, "http", false},
 		{"executor-api", ing.ExecutorAPIHost, dbScheduler, "grpc", true},
 	} {
-		if i.host == "" {
-			continue
+		if i.host != "" {
+			out = append(out, i)
 		}
-		key := "ingress-" + i.suffix
-		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
 	}
+	return out
 }
 
 // conditions summarise migrations and components, with stable reasons and

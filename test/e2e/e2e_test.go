@@ -146,6 +146,9 @@ func TestExamples(t *testing.T) {
 			if n := len(byKind(refs, "Deployment", "StatefulSet")); n < 8 {
 				t.Errorf("%d workloads composed, want at least the 8 components", n)
 			}
+			if n := len(byKind(refs, "NetworkPolicy")); n < 10 {
+				t.Errorf("%d NetworkPolicies composed, want the default deny and one per component and Job", n)
+			}
 			restrictedAdmission(t, ns, refs)
 
 			c := get(t, claimAPIVersion, "ArmadaClaim", ns, claim.GetName())
@@ -255,7 +258,7 @@ func TestUpdatesTouchOnlyWhatChanged(t *testing.T) {
 	versions := func() map[string]string {
 		_, refs := composed(t, claim)
 		out := map[string]string{}
-		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service", "Job") {
+		for _, r := range byKind(refs, "Deployment", "StatefulSet", "Secret", "Service", "Job", "NetworkPolicy") {
 			u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
 			out[r.String()] = fmt.Sprint(u.GetGeneration())
 			if r.Kind == "Secret" || r.Kind == "Service" {
