@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"regexp"
@@ -341,6 +342,11 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
 		if t := e.NodeTaint; t != nil {
+			if rel, ok := ReleaseOf(s.Version); ok && !rel.PoolJobDefaults {
+				errs = append(errs, field.Forbidden(ep.Child("nodeTaint"), fmt.Sprintf(
+					"Armada %s's scheduler has no scheduling.pools[].jobDefaults, through which the pool's jobs get the taint's toleration: set spec.version to %s or newer",
+					s.Version, firstRelease(func(r Release) bool { return r.PoolJobDefaults }))))
+			}
 			for _, msg := range validation.IsQualifiedName(t.Key) {
 				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "key"), t.Key, msg))
 			}
