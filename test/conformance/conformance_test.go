@@ -199,12 +199,23 @@ func runExample(t *testing.T, e *env, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	svc, supplied := startServices(t, r, workloads)
-	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
+	runs, skipped := newRuns(t, e, r, workloads, supplied)
+	prepareDatabases(t, r, svc, runs)
+	free := (&ports{t: t}).Free
+	migrations := runMigrations(t, e, svc, free, runs)
+	checkTables(t, svc, runs)
+	checkWiring(t, runs)
+	started, oidc := runComponents(t, e, svc, free, runs)
+	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d non-Armada containers not run; in %s",
+		filepath.Base(file), e.Version, migrations, started, oidc, skipped, time.Since(start).Round(time.Second))
+}
 
-	var runs []*run
-	skipped := 0
+// newRuns reconstructs every Armada container of a render's workloads,
+// Jobs' first; skipped counts the non-Armada containers.
+func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map[secretRef]string) (runs []*run, skipped int) {
+	t.Helper()
+	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
@@ -230,21 +241,28 @@ func runExample(t *testing.T, e *env, file string) {
 			runs = append(runs, &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root})
 		}
 	}
+	return runs, skipped
+}
 
-	prepareDatabases(t, r, svc, runs)
-	free := (&ports{t: t}).Free
-
-	migrations := 0
+// runMigrations runs every Job container, each in a subtest, and returns
+// how many it ran.
+func runMigrations(t *testing.T, e *env, svc *services, free func() int, runs []*run) int {
+	t.Helper()
+	n := 0
 	for _, rn := range runs {
 		if rn.Job {
 			t.Run(rn.ID(), func(t *testing.T) { runMigration(t, e, svc, free, rn) })
-			migrations++
+			n++
 		}
 	}
-	checkTables(t, svc, runs)
-	checkWiring(t, runs)
+	return n
+}
 
-	// Long-running components start together and are checked one by one.
+// runComponents starts every long-running container together, checks
+// them one by one and checks the metric names they served. It returns how
+// many it started and how many of those stopped at the OIDC provider.
+func runComponents(t *testing.T, e *env, svc *services, free func() int, runs []*run) (n, oidc int) {
+	t.Helper()
 	started := map[*run]*component{}
 	for _, rn := range runs {
 		if !rn.Job {
@@ -256,15 +274,13 @@ func runExample(t *testing.T, e *env, file string) {
 			t.Run(rn.ID(), func(t *testing.T) { checkComponent(t, svc, rn, c) })
 		}
 	}
-	oidc := 0
 	for _, c := range started {
 		if c.Outcome.ViaOIDC {
 			oidc++
 		}
 	}
 	checkScrapedNames(t, e, started)
-	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d non-Armada containers not run; in %s",
-		filepath.Base(file), e.Version, migrations, len(started), oidc, skipped, time.Since(start).Round(time.Second))
+	return len(started), oidc
 }
 
 // startServices starts PostgreSQL and Redis and returns the values of the
