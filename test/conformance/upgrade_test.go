@@ -90,6 +90,22 @@ func TestArmadaUpgrade(t *testing.T) {
 		free:     (&ports{t: t}).Free,
 	}
 
+	// The private PostgreSQL and Redis outlive every release's subtest.
+	u.setVersion(armada.Releases[0].Version)
+	first, err := u.tools.Render(t.Context(), u.opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := parseRender(strings.NewReader(string(first)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloads, err := r.Workloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.svc, u.supplied = startServices(t, r, workloads)
+
 	var previous string
 	for _, rel := range armada.Releases {
 		start := time.Now()
@@ -119,7 +135,7 @@ type upgrade struct {
 	rendered bool
 	free     func() int
 	// svc and supplied are the private services and the Secret values the
-	// render does not hold, set by the first release.
+	// render does not hold.
 	svc      *services
 	supplied map[secretRef]string
 }
@@ -175,9 +191,6 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.svc == nil {
-		u.svc, u.supplied = startServices(t, r, workloads)
-	}
 	runs, _ := newRuns(t, e, r, workloads, u.supplied)
 	if previous == "" {
 		prepareDatabases(t, r, u.svc, runs)
@@ -185,6 +198,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 
 	// 2. Components with a database are held until the migrations run.
 	jobs := 0
+	var held []string
 	for _, rn := range runs {
 		switch {
 		case rn.Job:
@@ -192,9 +206,18 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 			if rn.Inv.Tag != v {
 				t.Errorf("Armada %s: migration %s runs image tag %s", v, rn.ID(), rn.Inv.Tag)
 			}
-		case previous != "" && rn.Cfg.Has("postgres.connection.host") && rn.Inv.Tag != previous:
+		case previous == "" || !rn.Cfg.Has("postgres.connection.host"):
+		case rn.Inv.Tag != previous:
 			t.Errorf("Armada %s: %s runs %s before the new migrations completed; want it held on %s", v, rn.ID(), rn.Inv.Tag, previous)
+		default:
+			held = append(held, rn.Inv.Component)
 		}
+	}
+	if previous != "" {
+		if len(held) == 0 {
+			t.Errorf("Armada %s: no component using a database was held on %s", v, previous)
+		}
+		t.Logf("Armada %s: held on %s while its migrations are pending: %s", v, previous, strings.Join(held, ", "))
 	}
 	if jobs != len(rel.Schema) {
 		t.Fatalf("Armada %s: the render has %d migration Jobs, want one per database (%d)", v, jobs, len(rel.Schema))
@@ -209,7 +232,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if t.Failed() {
 		t.Fatalf("Armada %s: migrations failed", v)
 	}
-	t.Logf("Armada %s: migrations ran (twice each) in %s", v, time.Since(start).Round(time.Second))
+	t.Logf("Armada %s: %d migration Jobs ran (twice each) in %s", v, jobs, time.Since(start).Round(10*time.Millisecond))
 	checkTables(t, u.svc, runs)
 	u.checkSchema(t, rel, runs)
 
