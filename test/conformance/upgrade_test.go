@@ -180,7 +180,6 @@ func (u *upgrade) render(t *testing.T) *render {
 
 // step installs (previous empty) or upgrades to one release.
 func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
-	t.Helper()
 	v := rel.Version
 	e := newEnv(t, v)
 	u.setVersion(v)
