@@ -229,7 +229,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	start := time.Now()
 	runMigrations(t, e, u.svc, u.free, runs)
 	if t.Failed() {
-		t.Fatalf("Armada %s: migrations failed", v)
+		t.Fatalf("Armada %s: stopping here; see the failures above", v)
 	}
 	t.Logf("Armada %s: %d migration Jobs ran (twice each) in %s", v, jobs, time.Since(start).Round(10*time.Millisecond))
 	checkTables(t, u.svc, runs)
