@@ -92,32 +92,37 @@ func TestArmadaConformance(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no render outputs match %s; generate the render golden files first", pattern)
 	}
-	envs := map[string]*env{}
+	// Every render's release first, so a release no render covers fails
+	// before anything runs.
+	versions := map[string]string{}
 	examples := map[string][]string{}
 	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 		r, err := loadRender(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		version := r.XRString("", "status", "version", "desired")
-		if _, ok := armada.ReleaseOf(version); !ok {
-			t.Errorf("%s renders Armada %q, which is not in the version table %v", f, version, armada.SupportedVersions)
-			continue
+		v := r.XRString("", "status", "version", "desired")
+		if _, ok := armada.ReleaseOf(v); !ok {
+			t.Fatalf("%s renders Armada %q, which is not in the version table %v", f, v, armada.SupportedVersions)
 		}
-		if envs[version] == nil {
-			envs[version] = newEnv(t, version)
-		}
-		examples[version] = append(examples[version], name)
-		t.Run(name, func(t *testing.T) {
-			runExample(t, envs[version], f)
-		})
+		versions[f] = v
+		examples[v] = append(examples[v], strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)))
 	}
 	for _, v := range armada.SupportedVersions {
-		t.Logf("Armada %s: %d renders checked: %s", v, len(examples[v]), strings.Join(examples[v], ", "))
+		t.Logf("Armada %s: %d renders to check: %s", v, len(examples[v]), strings.Join(examples[v], ", "))
 		if len(examples[v]) == 0 && os.Getenv(rendersEnv) == "" {
 			t.Errorf("no render golden file runs Armada %s: render at least examples/minimal.yaml at it (test/render writes testdata/versions)", v)
 		}
+	}
+	envs := map[string]*env{}
+	for _, f := range files {
+		v := versions[f]
+		if envs[v] == nil {
+			envs[v] = newEnv(t, v)
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
+			runExample(t, envs[v], f)
+		})
 	}
 }
 
