@@ -36,31 +36,39 @@ export GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off GOTOOLCHAIN=local
 for version in "$@"; do
 	[[ "${version}" == v* ]] || version="v${version}"
 	bin_dir="${bin_root}/armada-${version}"
-	mkdir -p "${bin_dir}"
-	start=${SECONDS}
-	total=${#binaries[@]}
-	i=0
-	src=""
+	missing=()
 	for name in "${binaries[@]}"; do
-		i=$((i + 1))
-		out="${bin_dir}/${name}"
-		if [[ -x "${out}" ]]; then
-			echo "armada ${version} ${name} (${i}/${total}) already built: ${out}"
-			continue
+		if [[ -x "${bin_dir}/${name}" ]]; then
+			echo "armada ${version} ${name} already built: ${bin_dir}/${name}"
+		else
+			missing+=("${name}")
 		fi
-		if [[ -z "${src}" ]]; then
-			src=$(go mod download -json "${module}@${version}" | jq -r '.Dir // empty')
-			if [[ -z "${src}" || ! -f "${src}/go.mod" ]]; then
-				echo "cannot download ${module}@${version}" >&2
-				exit 1
-			fi
-		fi
-		echo "building armada ${version} ${name} (${i}/${total})… [$((SECONDS - start))s elapsed]"
-		# Build into a temporary name and rename, so an interrupted build
-		# never leaves a truncated binary that a later run would mistake for
-		# complete.
-		(cd "${src}" && go build -ldflags "-s -w" -o "${out}.tmp" "./cmd/${name}")
-		mv "${out}.tmp" "${out}"
 	done
-	echo "armada ${version} binaries ready in ${bin_dir} [$((SECONDS - start))s elapsed]"
+	if [[ ${#missing[@]} -eq 0 ]]; then
+		continue
+	fi
+	start=${SECONDS}
+	src=$(go mod download -json "${module}@${version}" | jq -r '.Dir // empty')
+	if [[ -z "${src}" || ! -f "${src}/go.mod" ]]; then
+		echo "cannot download ${module}@${version}" >&2
+		exit 1
+	fi
+	echo "building armada ${version}: ${missing[*]} (one go build, so packages compile once and links overlap)…"
+	# Build into a temporary directory and move each binary in, so an
+	# interrupted build never leaves a truncated binary that a later run
+	# would mistake for complete.
+	mkdir -p "${bin_dir}"
+	tmp=$(mktemp -d "${bin_dir}/.build-XXXXXX")
+	trap 'rm -rf "${tmp}"' EXIT
+	pkgs=()
+	for name in "${missing[@]}"; do
+		pkgs+=("./cmd/${name}")
+	done
+	(cd "${src}" && go build -ldflags "-s -w" -o "${tmp}/" "${pkgs[@]}")
+	for name in "${missing[@]}"; do
+		mv "${tmp}/${name}" "${bin_dir}/${name}"
+	done
+	rm -rf "${tmp}"
+	trap - EXIT
+	echo "armada ${version} binaries ready in ${bin_dir} [$((SECONDS - start))s]"
 done
