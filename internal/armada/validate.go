@@ -309,6 +309,24 @@ func validateScheduling(p *field.Path, s *v1alpha1.Scheduling) field.ErrorList {
 	return errs
 }
 
+// validateNodeTaint checks an executor's node taint, and that the release
+// can give the pool's jobs its toleration.
+func validateNodeTaint(p *field.Path, t *v1alpha1.NodeTaint, version string) field.ErrorList {
+	var errs field.ErrorList
+	if rel, ok := ReleaseOf(version); ok && !rel.PoolJobDefaults {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf(
+			"Armada %s's scheduler has no scheduling.pools[].jobDefaults, through which the pool's jobs get the taint's toleration: set spec.version to %s or newer",
+			version, firstRelease(func(r Release) bool { return r.PoolJobDefaults }))))
+	}
+	for _, msg := range validation.IsQualifiedName(t.Key) {
+		errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+	}
+	for _, msg := range validation.IsValidLabelValue(t.Value) {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
+	}
+	return errs
+}
+
 func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	var errs field.ErrorList
 	pools := map[string]bool{}
@@ -342,17 +360,7 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
 		if t := e.NodeTaint; t != nil {
-			if rel, ok := ReleaseOf(s.Version); ok && !rel.PoolJobDefaults {
-				errs = append(errs, field.Forbidden(ep.Child("nodeTaint"), fmt.Sprintf(
-					"Armada %s's scheduler has no scheduling.pools[].jobDefaults, through which the pool's jobs get the taint's toleration: set spec.version to %s or newer",
-					s.Version, firstRelease(func(r Release) bool { return r.PoolJobDefaults }))))
-			}
-			for _, msg := range validation.IsQualifiedName(t.Key) {
-				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "key"), t.Key, msg))
-			}
-			for _, msg := range validation.IsValidLabelValue(t.Value) {
-				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "value"), t.Value, msg))
-			}
+			errs = append(errs, validateNodeTaint(ep.Child("nodeTaint"), t, s.Version)...)
 		}
 	}
 	hasURL := s.ExecutorAPI != nil && s.ExecutorAPI.URL != ""

@@ -179,6 +179,8 @@ func (u *upgrade) render(t *testing.T) *render {
 }
 
 // step installs (previous empty) or upgrades to one release.
+//
+//nolint:thelper // Each step is its own subtest: failures point into it, not at t.Run.
 func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	v := rel.Version
 	e := newEnv(t, v)
