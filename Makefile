@@ -31,7 +31,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/ and prometheus-operator's CRDs.
+generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs and Armada's config keys.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
 	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
@@ -42,6 +42,7 @@ generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's
 	@rm -rf internal/providers/crds && mkdir -p $(PROM_CRDS)
 	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
+	go run ./internal/cmd/armadakeys -out internal/armada/configkeys
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -55,15 +56,19 @@ test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render
 e2e: tools cluster-bins ## Run the end-to-end suite against a local control plane.
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
+# UNIT_PKGS are the packages whose tests start no server: not
+# internal/provider (a kube-apiserver) nor internal/testenv (etcd,
+# kube-apiserver, PostgreSQL and Redis).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$')
 .PHONY: unit
-unit: ## Run only the tests that need no tool binaries.
-	go test -count=1 ./internal/... ./apis/...
+unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
+	go test -count=1 $(UNIT_PKGS)
 
 # BENCH_COUNT runs of each benchmark; medians and ratios come from all of
 # them.
 BENCH_COUNT ?= 5
 .PHONY: bench
-bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with executors and queues.
+bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with local and remote executors and queues.
 	go test -run '^$$' -bench 'BenchmarkRunFunction|BenchmarkCodecFloor' -benchmem -count $(BENCH_COUNT) ./internal/function/ | go run ./internal/cmd/benchratio
 
 .PHONY: render
@@ -99,8 +104,8 @@ reviewable: generate lint test ## Generate, lint and test: what a change needs b
 
 .PHONY: check-diff
 check-diff: generate ## Fail if generated files are not committed and current.
-	@git diff --exit-code -- apis package internal/providers/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis package internal/providers/crds)" || { git status --porcelain -- apis package internal/providers/crds; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- apis package internal/providers/crds internal/armada/configkeys || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys)" || { git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys; echo "generated files are not committed"; exit 1; }
 
 ##@ Tools
 

@@ -3,6 +3,7 @@ package armada
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
@@ -115,6 +116,10 @@ type component struct {
 	Settings func(*v1alpha1.Components) *v1alpha1.Component
 	// Config builds its generated Armada config.
 	Config func(*Install, *instance) map[string]any
+	// ConfigType is the Go type Armada decodes its config into (package
+	// path under github.com/armadaproject/armada, then the type's name):
+	// internal/cmd/armadakeys reads the config keys it has from it.
+	ConfigType string
 }
 
 // components is the table of Armada's components, in dependency order.
@@ -124,9 +129,10 @@ var components = []component{
 		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
 		Database: dbLookout, Migration: dbLookout, RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
-		Clients:  []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
-		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Server },
-		Config:   serverConfig,
+		Clients:    []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Server },
+		Config:     serverConfig,
+		ConfigType: "internal/server/configuration.ArmadaConfig",
 	},
 	{
 		Name: "scheduler", Image: "armada-scheduler", Args: []string{"run", "--config", configPath},
@@ -134,37 +140,42 @@ var components = []component{
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authInternal,
 		Database: dbScheduler, Migration: dbScheduler, Pulsar: true,
 		KubeAPI: true, LeaderElected: true,
-		Clients:  []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
-		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Scheduler },
-		Config:   schedulerConfig,
+		Clients:    []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Scheduler },
+		Config:     schedulerConfig,
+		ConfigType: "internal/scheduler/configuration.Configuration",
 	},
 	{
 		Name: "scheduler-ingester", Image: "armada-scheduler-ingester", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_event_ingester_armada_scheduler_ingester_",
 		Probe: probeTCP, Database: dbScheduler, Migration: dbScheduler, Pulsar: true, ControlPlaneTopic: true,
-		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.SchedulerIngester },
-		Config:   ingesterConfig,
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.SchedulerIngester },
+		Config:     ingesterConfig,
+		ConfigType: "internal/scheduleringester.Configuration",
 	},
 	{
 		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort},
 		HTTP:    true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
-		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
-		Config:   lookoutConfig,
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
+		Config:     lookoutConfig,
+		ConfigType: "internal/lookout/configuration.LookoutConfig",
 	},
 	{
 		Name: "lookout-ingester", Image: "armada-lookout-ingester", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_lookout_ingester_v2_",
 		Probe: probeTCP, Database: dbLookout, Migration: dbLookout, Pulsar: true,
-		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.LookoutIngester },
-		Config:   ingesterConfig,
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.LookoutIngester },
+		Config:     ingesterConfig,
+		ConfigType: "internal/lookoutingester/configuration.LookoutIngesterConfiguration",
 	},
 	{
 		Name: "event-ingester", Image: "armada-event-ingester", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort}, IngesterMetrics: "armada_event_ingester_",
 		Probe: probeTCP, RedisKey: "redis", Pulsar: true,
-		Settings: func(c *v1alpha1.Components) *v1alpha1.Component { return &c.EventIngester },
-		Config:   ingesterConfig,
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.EventIngester },
+		Config:     ingesterConfig,
+		ConfigType: "internal/eventingester/configuration.EventIngesterConfiguration",
 	},
 	{
 		Name: "binoculars", Image: "armada-binoculars", Args: []string{"--config", configPath},
@@ -173,6 +184,7 @@ var components = []component{
 		ClusterRules: binocularsRules,
 		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },
 		Config:       binocularsConfig,
+		ConfigType:   "internal/binoculars/configuration.BinocularsConfig",
 	},
 	{
 		Name: "executor", Image: "armada-executor", Args: []string{"--config", configPath},
@@ -182,6 +194,7 @@ var components = []component{
 		Clients:      []link{{Key: "executorApiConnection", Target: "scheduler", User: userExecutor}},
 		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Executor },
 		Config:       executorConfig,
+		ConfigType:   "internal/executor/configuration.ExecutorConfiguration",
 	},
 }
 
@@ -243,6 +256,19 @@ func (i *instance) userConfig() []*runtime.RawExtension {
 		out = append(out, i.Executor.Config)
 	}
 	return out
+}
+
+// userConfigPath is the spec field of an instance's j-th userConfig.
+func (in *Install) userConfigPath(i *instance, j int) *field.Path {
+	if j == 0 {
+		return field.NewPath("spec", "components", settingsField(i.component.Name), "config")
+	}
+	for n := range in.Spec.Executors {
+		if &in.Spec.Executors[n] == i.Executor || in.Spec.Executors[n].ClusterID == i.Executor.ClusterID {
+			return field.NewPath("spec", "executors").Index(n).Child("config")
+		}
+	}
+	return field.NewPath("spec", "executors").Key(i.Executor.ClusterID).Child("config")
 }
 
 // instances lists every instance to render, in table order.

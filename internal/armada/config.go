@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -175,12 +177,21 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 		}
 		cfg[l.Key] = connection(in.grpcAddress(l.Target), l.User)
 	}
-	for _, raw := range inst.userConfig() {
+	owned := ownedKeys(cfg)
+	var errs field.ErrorList
+	for j, raw := range inst.userConfig() {
 		override, err := decodeConfig(raw)
 		if err != nil {
 			return nil, err
 		}
+		errs = append(errs, checkOwnedKeys(in.userConfigPath(inst, j), owned, override)...)
 		cfg = mergeConfig(cfg, override)
+	}
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if err := checkComposedKeys(in.Spec.Version, c.Name, cfg); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

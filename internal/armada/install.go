@@ -26,6 +26,11 @@ type Install struct {
 	// established are the remote executor identities whose password has
 	// arrived in this cluster, by user; Render sets them from observations.
 	established map[string]bool
+	// isNamespaced is set for a namespaced XR, which composes into its own
+	// namespace; clusterScope is then how its cluster-scoped objects are
+	// composed (see scope.go).
+	isNamespaced bool
+	clusterScope *clusterRef
 }
 
 // Internal basic-auth users the components authenticate to each other

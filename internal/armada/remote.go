@@ -43,9 +43,12 @@ const (
 	defaultIngressGRPCPort = 443
 )
 
-// clusterRef is a worker cluster's provider-kubernetes config.
+// clusterRef is a worker cluster's provider-kubernetes config, or (local)
+// the config that composes a namespaced XR's cluster-scoped objects in
+// this cluster.
 type clusterRef struct {
 	Kind, Name string
+	local      bool
 }
 
 // String is how status names the cluster.
@@ -283,6 +286,11 @@ func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt r
 			"toFieldPath": p.ToFieldPath,
 		}}
 	}
+	if c.local {
+		// This cluster's cluster-scoped objects go with the Armada, as a
+		// claim's do: they hold no data.
+		return in.unstructuredObject(apiK8sObject, "Object", in.object(key), clusterScopeComponent, spec)
+	}
 	return in.unstructuredObject(apiK8sObject, "Object", in.object(key), "executor", in.protect(spec))
 }
 
@@ -369,12 +377,16 @@ func firstLine(s string) string {
 // each worker cluster the install's executors run in, keyed by cluster: a
 // team's job namespaces, for example, must exist wherever its jobs can
 // run. Adding a worker cluster adds its copies on the next reconcile.
-func (in *Install) InWorkerClusters(key string, o client.Object) []Object {
+// The Objects go in namespace: the Armada's for a claim's queue, the
+// team's own for a namespaced one.
+func (in *Install) InWorkerClusters(namespace, key string, o client.Object) []Object {
 	clusters := in.remoteClusters()
 	out := make([]Object, 0, len(clusters))
 	for _, c := range clusters {
 		k := c.keyPrefix() + key
-		out = append(out, Object{Key: k, Object: in.remoteObject(k, c, o, remoteOptions{})})
+		u := in.remoteObject(k, c, o, remoteOptions{})
+		u.SetNamespace(namespace)
+		out = append(out, Object{Key: k, Object: u})
 	}
 	return out
 }

@@ -227,11 +227,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	}
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
-		path := fmt.Sprintf("spec.components.%s.config", settingsField(inst.component.Name))
-		if inst.Executor != nil {
-			path = fmt.Sprintf("spec.executors[clusterId=%s].config", inst.Executor.ClusterID)
-		}
-		return errors.Wrap(err, path)
+		return errors.Wrapf(err, "cannot compose the %s config", name)
 	}
 	secret, hash, err := in.configSecret(in.object(name+"-config"), name, cfg)
 	if err != nil {
@@ -254,7 +250,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 	}
 	if len(inst.ClusterRules) > 0 {
-		r.add(name+"-clusterrolebinding", in.clusterRoleBinding(inst.component.Name, name), r.exists(name+"-clusterrolebinding"))
+		r.addClusterScoped(name+"-clusterrolebinding", in.clusterRoleBinding(inst.component.Name, name), r.exists(name+"-clusterrolebinding"))
 	}
 
 	observed, running := r.opt.Observed.Workloads[name]
@@ -311,19 +307,20 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	return nil
 }
 
-// cluster composes the cluster-scoped objects: priority classes, the
-// ClusterRoles of components with cluster rules, and the Ingresses.
+// cluster composes the cluster-scoped objects, priority classes and the
+// ClusterRoles of components with cluster rules (through provider-kubernetes
+// for a namespaced XR), and the Ingresses.
 func (r *renderer) cluster() {
 	in := r.in
 	for _, pc := range in.Spec.Scheduling.PriorityClasses {
 		key := "priorityclass-" + pc.Name
-		r.add(key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
+		r.addClusterScoped(key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
 	}
 	for i := range components {
 		c := &components[i]
 		if len(c.ClusterRules) > 0 && (!c.PerExecutor || in.hasLocalExecutor()) {
 			key := c.Name + "-clusterrole"
-			r.add(key, in.clusterRole(c.Name, c.ClusterRules), r.exists(key))
+			r.addClusterScoped(key, in.clusterRole(c.Name, c.ClusterRules), r.exists(key))
 		}
 	}
 	ing := in.Spec.Ingress

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -33,6 +34,10 @@ type XR struct {
 	// composes (its resource references and observed resources): an
 	// existing Armada keeps the default names it was created with.
 	ComposedPriorityClasses []string
+	// Namespace is a namespaced (Crossplane v2) XR's own namespace, empty
+	// for a legacy XR; ClusterScope is its spec.clusterScope.providerConfigRef.
+	Namespace    string
+	ClusterScope *v1alpha1.ProviderConfigRef
 }
 
 // maxNameLength keeps every derived object name within 63 characters.
@@ -52,17 +57,25 @@ var (
 // every rejection must name the field.
 func New(xr XR) (*Install, field.ErrorList) {
 	in := &Install{Name: xr.Name, Namespace: xr.Spec.Namespace, Spec: *xr.Spec.DeepCopy()}
-	if n := xr.Labels[labelClaimName]; n != "" {
-		in.Name = n
+	var errs field.ErrorList
+	switch {
+	case xr.Namespace != "":
+		in.isNamespaced = true
+		errs = in.namespaced(xr)
+	case xr.Labels[labelClaimName] != "":
+		in.Name = xr.Labels[labelClaimName]
 	}
 	if in.Namespace == "" {
 		in.Namespace = xr.Labels[labelClaimNamespace]
 	}
 	applyDefaults(&in.Spec, priorityClassPrefix(in.Namespace, in.Name, xr.ComposedPriorityClasses))
-	errs := validateSpec(field.NewPath("spec"), &in.Spec)
+	errs = append(errs, validateSpec(field.NewPath("spec"), &in.Spec)...)
 	in.resolveConnections()
 	if in.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
+	}
+	if in.isNamespaced {
+		errs = append(errs, in.checkClusterScope()...)
 	}
 	// The longest derived name is a migration Job's, whose name is also a
 	// pod label and so at most 63 characters.
@@ -89,7 +102,7 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	errs = append(errs, validateAuth(p.Child("auth"), &s.Auth)...)
 	errs = append(errs, validateScheduling(p.Child("scheduling"), &s.Scheduling)...)
 	errs = append(errs, validateExecutors(p.Child("executors"), s)...)
-	errs = append(errs, validateComponents(p.Child("components"), &s.Components)...)
+	errs = append(errs, validateComponents(p.Child("components"), s)...)
 	errs = append(errs, validateQueues(p.Child("queues"), s.Queues, s.Scheduling.PriorityClasses)...)
 	if ing := s.Ingress; ing != nil {
 		ip := p.Child("ingress")
@@ -353,9 +366,7 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 			errs = append(errs, field.Duplicate(ep.Child("clusterId"), e.ClusterID))
 		}
 		seen[e.ClusterID] = true
-		if _, err := decodeConfig(e.Config); err != nil {
-			errs = append(errs, field.Invalid(ep.Child("config"), "", err.Error()))
-		}
+		errs = append(errs, validateConfig(ep.Child("config"), s.Version, "executor", e.Config)...)
 		if !pools[e.Pool] {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
@@ -372,8 +383,9 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	return errs
 }
 
-func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
+func validateComponents(p *field.Path, spec *v1alpha1.ArmadaSpec) field.ErrorList {
 	var errs field.ErrorList
+	c := &spec.Components
 	for i := range components {
 		row := &components[i]
 		s := row.Settings(c)
@@ -384,11 +396,22 @@ func validateComponents(p *field.Path, c *v1alpha1.Components) field.ErrorList {
 		if s.Replicas != nil && row.MaxReplicas > 0 && *s.Replicas > row.MaxReplicas {
 			errs = append(errs, field.Invalid(cp.Child("replicas"), *s.Replicas, "an executor runs exactly one replica"))
 		}
-		if _, err := decodeConfig(s.Config); err != nil {
-			errs = append(errs, field.Invalid(cp.Child("config"), "", err.Error()))
-		}
+		errs = append(errs, validateConfig(cp.Child("config"), spec.Version, row.Name, s.Config)...)
 	}
 	return errs
+}
+
+// validateConfig checks a config override decodes, and that Armada's
+// component at the claim's version reads every key in it.
+func validateConfig(p *field.Path, version, component string, raw *runtime.RawExtension) field.ErrorList {
+	cfg, err := decodeConfig(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, "", err.Error())}
+	}
+	if cfg == nil || !slices.Contains(SupportedVersions, version) {
+		return nil
+	}
+	return checkConfigKeys(p, version, component, cfg)
 }
 
 // queueName is a queue name the function accepts: it is also part of the

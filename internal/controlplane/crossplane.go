@@ -27,7 +27,10 @@ import (
 const CrossplaneNamespace = "crossplane-system"
 
 // Files in Options.PackageDir the control plane installs.
-var packageFiles = []string{"definition.yaml", "composition.yaml", "queue-definition.yaml", "queue-composition.yaml"}
+var packageFiles = []string{
+	"definition.yaml", "composition.yaml", "queue-definition.yaml", "queue-composition.yaml",
+	"namespaced-definition.yaml", "namespaced-composition.yaml", "namespaced-queue-definition.yaml", "namespaced-queue-composition.yaml",
+}
 
 // applyCRDs creates the Crossplane namespace and applies Crossplane's,
 // (unless skipped) provider-kubernetes' and the backing services' CRDs,

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,7 +179,7 @@ func toMap(s any) (map[string]any, error) {
 // exampleRequestIfAny is exampleRequest for files that hold an ArmadaClaim.
 func exampleRequestIfAny(t *testing.T, path string) *fnv1.RunFunctionRequest {
 	t.Helper()
-	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "\nkind: ArmadaClaim\n") { //nolint:gosec // The repository's examples.
+	if b, err := os.ReadFile(path); err != nil || !isArmadaExample(b) { //nolint:gosec // The repository's examples.
 		return nil
 	}
 	return exampleRequest(t, path)

@@ -1,5 +1,6 @@
 // Package function is function-armada's composition function: it turns an
-// XArmada into every object a complete Armada needs.
+// XArmada, or a namespaced Armada, into every object a complete Armada
+// needs.
 package function
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
 
+	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
@@ -57,15 +59,16 @@ func New(log logging.Logger, opts ...Option) (*Function, error) {
 	return f, nil
 }
 
-// RunFunction composes an XArmada, or a team's XArmadaQueue, and reports
-// on the claim whether it accepted it.
+// RunFunction composes an XArmada or a namespaced Armada, or a team's
+// XArmadaQueue or namespaced ArmadaQueue, and reports on the XR (and the
+// claim, if any) whether it accepted it.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, response.DefaultTTL)
 	oxr, err := request.GetObservedCompositeResource(req)
 	switch {
 	case err != nil:
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composite resource"))
-	case oxr.Resource.GetKind() == kindTeamQueue:
+	case oxr.Resource.GetKind() == kindTeamQueue || oxr.Resource.GetKind() == kindNamespacedTeamQueue:
 		f.runTeamQueue(req, rsp, oxr)
 	default:
 		f.runArmada(req, rsp, oxr)
@@ -88,13 +91,14 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	}
 	xr.ComposedPriorityClasses = append(xr.ComposedPriorityClasses, observedPriorityClasses(observed)...)
 
+	kind := xrKind(oxr)
 	in, errs := armada.New(xr)
 	if len(errs) > 0 {
-		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmada"))
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
 	if errs := in.CheckPriorityClassOwners(oxr.Resource.GetName(), priorityClassOwners(req)); len(errs) > 0 {
-		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmada"))
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
@@ -119,6 +123,18 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	}
 	f.log.Debug("Composed Armada", "xr", xr.Name, "objects", len(out.Objects), "ready", out.Ready)
 }
+
+// xrKind is the XR's kind for messages: XArmada, or Armada for a
+// namespaced one.
+func xrKind(oxr *resource.Composite) string {
+	if oxr.Resource.GetNamespace() != "" {
+		return kindNamespacedArmada
+	}
+	return "XArmada"
+}
+
+// kindNamespacedArmada is the namespaced Armada XR's kind.
+const kindNamespacedArmada = "Armada"
 
 // priorityClassRequirement prefixes the requirement names of PriorityClasses.
 const priorityClassRequirement = "priorityclass-"
@@ -155,11 +171,25 @@ func priorityClassOwners(req *fnv1.RunFunctionRequest) map[string]string {
 	return owners
 }
 
-// decodeXR reads the fields rendering needs from an XR.
+// decodeXR reads the fields rendering needs from an XR of either shape: a
+// legacy XArmada (cluster-scoped, maybe claimed) or a namespaced Armada,
+// whose namespace and spec.clusterScope it reads too. The kind in errors is
+// the one the user wrote.
 func decodeXR(obj map[string]any) (armada.XR, error) {
 	u := &unstructured.Unstructured{Object: obj}
-	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels(), ComposedPriorityClasses: referencedPriorityClasses(obj)}
-	return xr, decodeSpec(obj, "XArmada", &xr.Spec)
+	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels(), ComposedPriorityClasses: referencedPriorityClasses(obj), Namespace: u.GetNamespace()}
+	if xr.Namespace == "" {
+		return xr, decodeSpec(obj, "XArmada", &xr.Spec)
+	}
+	var spec nsv1alpha1.ArmadaSpec
+	if err := decodeSpec(obj, u.GetKind(), &spec); err != nil {
+		return xr, err
+	}
+	xr.Spec = spec.ArmadaSpec
+	if spec.ClusterScope != nil {
+		xr.ClusterScope = &spec.ClusterScope.ProviderConfigRef
+	}
+	return xr, nil
 }
 
 // referencedPriorityClasses are the PriorityClasses an XR's resource

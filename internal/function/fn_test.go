@@ -318,20 +318,29 @@ func exampleRequest(tb testing.TB, path string) *fnv1.RunFunctionRequest {
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
 			tb.Fatal(err)
 		}
-		if m["kind"] != "ArmadaClaim" {
+		switch m["kind"] {
+		case "ArmadaClaim":
+			meta := m["metadata"].(map[string]any)
+			m["kind"] = "XArmada"
+			m["metadata"] = map[string]any{"name": meta["name"], "labels": map[string]any{
+				"crossplane.io/claim-name": meta["name"], "crossplane.io/claim-namespace": meta["namespace"],
+			}}
+		case "Armada": // a namespaced Armada is its own XR
+		default:
 			continue
 		}
-		meta := m["metadata"].(map[string]any)
-		m["kind"] = "XArmada"
-		m["metadata"] = map[string]any{"name": meta["name"], "labels": map[string]any{
-			"crossplane.io/claim-name": meta["name"], "crossplane.io/claim-namespace": meta["namespace"],
-		}}
 		s, err := structpb.NewStruct(m)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return &fnv1.RunFunctionRequest{Meta: &fnv1.RequestMeta{Tag: "bench"}, Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}}}
 	}
-	tb.Fatalf("no ArmadaClaim in %s", path)
+	tb.Fatalf("no ArmadaClaim or Armada in %s", path)
 	return nil
+}
+
+// isArmadaExample says whether an example file holds an ArmadaClaim or a
+// namespaced Armada (not only a team queue, which needs a target).
+func isArmadaExample(b []byte) bool {
+	return strings.Contains(string(b), "\nkind: ArmadaClaim\n") || strings.Contains(string(b), "\nkind: Armada\n")
 }

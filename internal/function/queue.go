@@ -7,6 +7,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
 
+	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/teamqueue"
 )
@@ -15,27 +16,22 @@ import (
 // Armada's XR.
 const targetRequirement = "target-armada"
 
-// kindTeamQueue is the XR kind of a team's queue.
-const kindTeamQueue = "XArmadaQueue"
+// The XR kinds of a team's queue: claimed, and namespaced.
+const (
+	kindTeamQueue           = "XArmadaQueue"
+	kindNamespacedTeamQueue = "ArmadaQueue"
+)
 
 // runTeamQueue composes an XArmadaQueue: it asks Crossplane for the target
 // Armada's XR, and renders the queue in it once it has it.
 func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite) {
-	xr := teamqueue.XR{Name: oxr.Resource.GetName(), Labels: oxr.Resource.GetLabels()}
-	if err := decodeSpec(oxr.Resource.Object, kindTeamQueue, &xr.Spec); err != nil {
+	xr, err := decodeTeamQueue(oxr)
+	if err != nil {
 		response.Fatal(rsp, err)
 		return
 	}
 	name, ns := xr.Target()
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
-		targetRequirement: {
-			ApiVersion: "platform.armadaproject.io/v1alpha1",
-			Kind:       "XArmada",
-			Match: &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: map[string]string{
-				"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": ns,
-			}}},
-		},
-	}}
+	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}}
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -46,8 +42,13 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		// Crossplane calls again with the target.
 		return
 	}
+	kind := oxr.Resource.GetKind()
 	if len(targets) == 0 {
-		response.Fatal(rsp, errors.Errorf("invalid XArmadaQueue: spec.armada.name: Not found: no ArmadaClaim %q in namespace %q", name, ns))
+		target := "ArmadaClaim"
+		if xr.Namespace != "" {
+			target = kindNamespacedArmada
+		}
+		response.Fatal(rsp, errors.Errorf("invalid %s: spec.armada.name: Not found: no %s %q in namespace %q", kind, target, name, ns))
 		return
 	}
 	txr, err := decodeXR(targets[0].Resource.Object)
@@ -62,7 +63,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	}
 	out, errs := teamqueue.Render(xr, target)
 	if len(errs) > 0 {
-		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid XArmadaQueue"))
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
 	observed, err := request.GetObservedComposedResources(req)
@@ -87,4 +88,43 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 			WithMessage("Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada).TargetCompositeAndClaim()
 	}
 	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
+}
+
+// decodeTeamQueue reads a team queue XR of either shape: an XArmadaQueue,
+// or a namespaced ArmadaQueue with its namespace and spec.clusterScope.
+func decodeTeamQueue(oxr *resource.Composite) (teamqueue.XR, error) {
+	u := oxr.Resource
+	xr := teamqueue.XR{Name: u.GetName(), Labels: u.GetLabels(), Namespace: u.GetNamespace()}
+	if xr.Namespace == "" {
+		return xr, decodeSpec(u.Object, kindTeamQueue, &xr.Spec)
+	}
+	var spec nsv1alpha1.ArmadaQueueSpec
+	if err := decodeSpec(u.Object, kindNamespacedTeamQueue, &spec); err != nil {
+		return xr, err
+	}
+	xr.Spec = spec.ArmadaQueueSpec
+	if spec.ClusterScope != nil {
+		xr.ClusterScope = &spec.ClusterScope.ProviderConfigRef
+	}
+	return xr, nil
+}
+
+// targetSelector finds the queue's Armada: the XArmada of an ArmadaClaim
+// for an XArmadaQueue, the namespaced Armada for an ArmadaQueue.
+func targetSelector(xr teamqueue.XR, name, ns string) *fnv1.ResourceSelector {
+	if xr.Namespace != "" {
+		return &fnv1.ResourceSelector{
+			ApiVersion: "platform.armadaproject.io/v1alpha1",
+			Kind:       kindNamespacedArmada,
+			Match:      &fnv1.ResourceSelector_MatchName{MatchName: name},
+			Namespace:  &ns,
+		}
+	}
+	return &fnv1.ResourceSelector{
+		ApiVersion: "platform.armadaproject.io/v1alpha1",
+		Kind:       "XArmada",
+		Match: &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: map[string]string{
+			"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": ns,
+		}}},
+	}
 }

@@ -17,9 +17,20 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
 
-// scaledRequest is the production example's request with n executors or n
-// queues (what is not scaled stays as the example has it), converged.
-func scaledRequest(tb testing.TB, executors, queues int) *fnv1.RunFunctionRequest {
+// scale is what scaledRequest changes in the production example.
+type scale struct {
+	// Executors replace the example's, if not zero.
+	Executors int
+	// Remote puts every executor in its own worker cluster (a
+	// ClusterProviderConfig each), dialing spec.executorApi.url.
+	Remote bool
+	// Queues replace the example's, if not zero.
+	Queues int
+}
+
+// scaledRequest is the production example's request scaled as s says
+// (what is not scaled stays as the example has it), converged.
+func scaledRequest(tb testing.TB, s scale) *fnv1.RunFunctionRequest {
 	tb.Helper()
 	req := exampleRequest(tb, productionExample)
 	xr := req.GetObserved().GetComposite().GetResource().AsMap()
@@ -27,25 +38,35 @@ func scaledRequest(tb testing.TB, executors, queues int) *fnv1.RunFunctionReques
 	if !ok {
 		tb.Fatal("the example has no spec")
 	}
-	if executors > 0 {
-		l := make([]any, executors)
+	if s.Executors > 0 {
+		l := make([]any, s.Executors)
 		for i := range l {
-			l[i] = map[string]any{"clusterId": fmt.Sprintf("cluster-%03d", i)}
+			e := map[string]any{"clusterId": fmt.Sprintf("cluster-%03d", i)}
+			if s.Remote {
+				e["cluster"] = map[string]any{"providerConfigRef": map[string]any{"kind": "ClusterProviderConfig", "name": fmt.Sprintf("worker-%03d", i)}}
+			}
+			l[i] = e
 		}
 		spec["executors"] = l
 	}
-	if queues > 0 {
+	if s.Remote {
+		spec["executorApi"] = map[string]any{
+			"url":         "armada-executor-api.example.com:443",
+			"caSecretRef": map[string]any{"name": "armada-executor-api-ca", "key": "ca.crt"},
+		}
+	}
+	if queues := s.Queues; queues > 0 {
 		l := make([]any, queues)
 		for i := range l {
 			l[i] = map[string]any{"name": fmt.Sprintf("team-%03d", i), "priorityFactor": "1", "groupOwners": []any{"platform-team"}}
 		}
 		spec["queues"] = l
 	}
-	s, err := structpb.NewStruct(xr)
+	st, err := structpb.NewStruct(xr)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req.Observed.Composite.Resource = s
+	req.Observed.Composite.Resource = st
 	return converged(tb, req)
 }
 
@@ -98,7 +119,21 @@ func converged(tb testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionReq
 func BenchmarkRunFunctionExecutors(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			benchmarkScaled(b, scaledRequest(b, n, 0), n, "ns/executor")
+			benchmarkScaled(b, scaledRequest(b, scale{Executors: n}), n, "ns/executor")
+		})
+	}
+}
+
+// BenchmarkRunFunctionRemoteExecutors is BenchmarkRunFunctionExecutors
+// with every executor in its own worker cluster: each composes a dozen
+// provider-kubernetes Objects (its workload, identity, RBAC, config, and
+// its cluster's namespace, ClusterRole, CA and PriorityClasses), all
+// observed Ready with the worker's objects healthy, as in a steady
+// reconcile.
+func BenchmarkRunFunctionRemoteExecutors(b *testing.B) {
+	for _, n := range []int{1, 10, 50} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			benchmarkScaled(b, scaledRequest(b, scale{Executors: n, Remote: true}), n, "ns/executor")
 		})
 	}
 }
@@ -108,7 +143,7 @@ func BenchmarkRunFunctionExecutors(b *testing.B) {
 func BenchmarkRunFunctionQueues(b *testing.B) {
 	for _, n := range []int{1, 100, 256} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			benchmarkScaled(b, scaledRequest(b, 0, n), n, "ns/queue")
+			benchmarkScaled(b, scaledRequest(b, scale{Queues: n}), n, "ns/queue")
 		})
 	}
 }

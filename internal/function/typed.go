@@ -58,7 +58,13 @@ func (d *structDecoder) walk(v reflect.Value, clean, top, inArray bool) (*struct
 
 // walkInfo is walk with v's typeInfo.
 func (d *structDecoder) walkInfo(v reflect.Value, info *typeInfo, clean, top, inArray bool) (*structpb.Value, error) {
+	if info.direct != nil {
+		return info.direct(d, v, clean, top, inArray)
+	}
 	if info.addrMarshaler && v.CanAddr() {
+		if info.addrDirect != nil {
+			return info.addrDirect(d, v.Addr(), clean, top, inArray)
+		}
 		return d.viaJSON(v.Addr(), clean, top, inArray)
 	}
 	if info.marshaler {
@@ -124,6 +130,9 @@ type typeInfo struct {
 	addrMarshaler bool
 	// marshaler: the type itself has MarshalJSON or MarshalText.
 	marshaler bool
+	// direct and addrDirect convert the type, or an addressable value of
+	// it, without encoding/json (see directFuncs).
+	direct, addrDirect directFunc
 	// fields of a struct, and their types' typeInfos once known; fieldsOK
 	// is false for structs with a ",string" field, which the walk leaves
 	// to encoding/json.
@@ -170,6 +179,7 @@ func cachedTypeInfo(t reflect.Type) *typeInfo {
 		addrMarshaler: t.Kind() != reflect.Pointer && implementsMarshaler(reflect.PointerTo(t)),
 		marshaler:     implementsMarshaler(t),
 	}
+	info.direct, info.addrDirect = directFuncsFor(t)
 	switch t.Kind() {
 	case reflect.Struct:
 		info.fields = typeFields(t)
@@ -290,6 +300,15 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 				set(validString(k), x)
 			}
 			return d.structValue(s), nil
+		case map[string]any:
+			for k, e := range m {
+				x, err := d.walkAny(e, clean, false)
+				if err != nil {
+					return nil, err
+				}
+				set(validString(k), x)
+			}
+			return d.structValue(s), nil
 		}
 	}
 	elem := info.elemInfo()
@@ -304,9 +323,47 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 	return d.structValue(s), nil
 }
 
+// walkAny is walk for an element of a map[string]any or []any, such as
+// an unstructured object's, with its common types switched on rather
+// than reflected.
+func (d *structDecoder) walkAny(e any, clean, inArray bool) (*structpb.Value, error) {
+	switch x := e.(type) {
+	case nil:
+		return d.nullValue(), nil
+	case string:
+		return d.stringValue(validString(x)), nil
+	case bool:
+		return d.boolValue(x), nil
+	case int64:
+		return d.numberValue(float64(x)), nil
+	case map[string]any:
+		return d.walkMap(reflect.ValueOf(x), cachedTypeInfo(mapStringAnyType), clean, false)
+	}
+	return d.walk(reflect.ValueOf(e), clean, false, inArray)
+}
+
+var mapStringAnyType = reflect.TypeFor[map[string]any]()
+
+func anySlice(v reflect.Value) ([]any, bool) {
+	if !v.CanInterface() {
+		return nil, false
+	}
+	return reflect.TypeAssert[[]any](v)
+}
+
 func (d *structDecoder) walkSlice(v reflect.Value, info *typeInfo, clean bool) (*structpb.Value, error) {
 	l := d.lists.next()
 	l.Values = make([]*structpb.Value, 0, v.Len())
+	if a, ok := anySlice(v); ok {
+		for _, e := range a {
+			x, err := d.walkAny(e, clean, true)
+			if err != nil {
+				return nil, err
+			}
+			l.Values = append(l.Values, x)
+		}
+		return d.listValue(l), nil
+	}
 	elem := info.elemInfo()
 	for i := range v.Len() {
 		x, err := d.walkInfo(v.Index(i), elem, clean, false, true)

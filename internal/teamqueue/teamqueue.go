@@ -35,18 +35,27 @@ const (
 	keyNamespacePrefix = "namespace-"
 )
 
-// XR is the part of an XArmadaQueue that rendering needs.
+// XR is the part of an XArmadaQueue, or of a namespaced ArmadaQueue, that
+// rendering needs.
 type XR struct {
 	Name   string
 	Labels map[string]string
 	Spec   v1alpha1.ArmadaQueueSpec
+	// Namespace is a namespaced ArmadaQueue's own namespace, empty for an
+	// XArmadaQueue; ClusterScope is its spec.clusterScope.providerConfigRef.
+	Namespace    string
+	ClusterScope *v1alpha1.ProviderConfigRef
 }
 
-// Target returns the ArmadaClaim the queue belongs to: spec.armada, its
-// namespace defaulting to the queue claim's.
+// Target returns the Armada the queue belongs to: spec.armada, its
+// namespace defaulting to the queue's (the claim's for an XArmadaQueue).
 func (xr XR) Target() (name, namespace string) {
 	namespace = xr.Spec.Armada.Namespace
-	if namespace == "" {
+	switch {
+	case namespace != "":
+	case xr.Namespace != "":
+		namespace = xr.Namespace
+	default:
 		namespace = xr.Labels[labelClaimNamespace]
 	}
 	return xr.Spec.Armada.Name, namespace
@@ -58,10 +67,24 @@ func (xr XR) QueueName() string {
 	switch {
 	case xr.Spec.QueueName != "":
 		return xr.Spec.QueueName
-	case xr.Labels[labelClaimName] != "":
+	case xr.Namespace == "" && xr.Labels[labelClaimName] != "":
 		return xr.Labels[labelClaimName]
 	}
 	return xr.Name
+}
+
+// scopeRef is the provider-kubernetes config a namespaced queue composes
+// outside its namespace through: its own spec.clusterScope, else the
+// target Armada's when that is a ClusterProviderConfig (a ProviderConfig
+// lives in the Armada's namespace, out of the queue's reach).
+func (xr XR) scopeRef(target *armada.Install) *v1alpha1.ProviderConfigRef {
+	if ref := armada.ClusterScopeRef(xr.ClusterScope); ref != nil {
+		return ref
+	}
+	if ref := target.ClusterScope(); ref != nil && ref.Kind == "ClusterProviderConfig" {
+		return ref
+	}
+	return nil
 }
 
 // Output is what a team queue composes.
@@ -110,6 +133,14 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 		errs = append(errs, armada.ValidateFractions(sp.Child("quota").Key(pc), xr.Spec.Quota[pc])...)
 		p.ResourceLimitsByPriorityClassName[pc] = armadav1.PriorityClassResourceLimits{MaximumResourceFraction: maps.Clone(xr.Spec.Quota[pc])}
 	}
+	ref := xr.scopeRef(target)
+	if xr.Namespace != "" && ref == nil && (len(xr.Spec.Namespaces) > 0 || target.Namespace != xr.Namespace) {
+		errs = append(errs, field.Required(sp.Child("clusterScope", "providerConfigRef"), fmt.Sprintf(
+			"a namespaced ArmadaQueue composes its job namespaces and, for an Armada in another namespace, its queue there as "+
+				"provider-kubernetes Objects in namespace %s; name the kubernetes.m.crossplane.io ClusterProviderConfig (or a "+
+				"ProviderConfig in this namespace) that reaches this cluster, or set it on Armada %s/%s",
+			xr.Namespace, target.Namespace, target.Name)))
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -120,7 +151,17 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 		Endpoint:   target.Endpoints().GRPC,
 		Namespaces: slices.Clone(xr.Spec.Namespaces),
 	}}
-	out.Objects = append(out.Objects, armada.Object{Key: KeyQueue, Object: target.Queue(name, p, "team-queue")})
+	queue := target.Queue(name, p, "team-queue")
+	if xr.Namespace != "" && xr.Namespace != target.Namespace {
+		// The Queue lives beside the Armada's provider-armada config.
+		out.Objects = append(out.Objects, target.ObjectIn(xr.Namespace, xr.Name+"-"+KeyQueue, KeyQueue, *ref, queue, true))
+	} else {
+		out.Objects = append(out.Objects, armada.Object{Key: KeyQueue, Object: queue})
+	}
+	home := target.Namespace
+	if xr.Namespace != "" {
+		home = xr.Namespace
+	}
 	for _, ns := range xr.Spec.Namespaces {
 		obj := &corev1.Namespace{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
@@ -131,10 +172,14 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 			}},
 		}
 		key := keyNamespacePrefix + ns
-		out.Objects = append(out.Objects, armada.Object{Key: key, Object: obj})
+		if xr.Namespace != "" {
+			out.Objects = append(out.Objects, target.ObjectIn(home, xr.Name+"-"+key, key, *ref, obj, false))
+		} else {
+			out.Objects = append(out.Objects, armada.Object{Key: key, Object: obj})
+		}
 		// Jobs run wherever the Armada has executors: the namespace must
 		// exist in each worker cluster too.
-		out.Objects = append(out.Objects, target.InWorkerClusters("team-"+name+"-"+key, obj)...)
+		out.Objects = append(out.Objects, target.InWorkerClusters(home, "team-"+name+"-"+key, obj)...)
 	}
 	return out, nil
 }

@@ -105,11 +105,13 @@ func SplitDocs(b []byte) ([]map[string]any, error) {
 }
 
 // ClaimToXR turns the ArmadaClaim in docs into the XArmada Crossplane would
-// create for it: same spec, the claim's name, and the claim labels.
+// create for it: same spec, the claim's name, and the claim labels. A
+// namespaced Armada or ArmadaQueue has no claim: it is its own XR.
 func ClaimToXR(docs []map[string]any) (map[string]any, error) {
 	for _, d := range docs {
-		kind, ok := claimKinds[fmt.Sprint(d["kind"])]
-		if !ok {
+		kind, claimed := claimKinds[fmt.Sprint(d["kind"])]
+		namespaced := NamespacedKinds[fmt.Sprint(d["kind"])]
+		if !claimed && !namespaced {
 			continue
 		}
 		meta, _ := d["metadata"].(map[string]any)
@@ -117,6 +119,9 @@ func ClaimToXR(docs []map[string]any) (map[string]any, error) {
 		ns, _ := meta["namespace"].(string)
 		if name == "" || ns == "" {
 			return nil, errors.Errorf("cannot convert %s: it needs metadata.name and metadata.namespace", d["kind"])
+		}
+		if namespaced {
+			return d, nil
 		}
 		return map[string]any{
 			"apiVersion": d["apiVersion"],
@@ -131,8 +136,11 @@ func ClaimToXR(docs []map[string]any) (map[string]any, error) {
 			"spec": d["spec"],
 		}, nil
 	}
-	return nil, errors.New("cannot find an ArmadaClaim or ArmadaQueueClaim document")
+	return nil, errors.New("cannot find an ArmadaClaim, ArmadaQueueClaim, Armada or ArmadaQueue document")
 }
+
+// NamespacedKinds are the namespaced (Crossplane v2) XR kinds.
+var NamespacedKinds = map[string]bool{"Armada": true, "ArmadaQueue": true}
 
 // claimKinds maps each claim kind to its composite kind.
 var claimKinds = map[string]string{"ArmadaClaim": "XArmada", "ArmadaQueueClaim": "XArmadaQueue"}

@@ -1,6 +1,9 @@
-// Command xrdgen writes the XArmada CompositeResourceDefinition and its
-// Composition from the CRD that controller-gen generates for the Go types
-// in apis/, so the Go types stay the single source of the schema.
+// Command xrdgen writes the CompositeResourceDefinitions function-armada
+// serves and their Compositions from the CRDs that controller-gen generates
+// for the Go types in apis/, so the Go types stay the single source of the
+// schema: the legacy XArmada and XArmadaQueue (apiextensions v1, scope
+// LegacyCluster, with claims) and the namespaced Armada and ArmadaQueue
+// (apiextensions v2), one Composition each, all naming the same function.
 package main
 
 import (
@@ -8,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +39,13 @@ type xrd struct {
 	Columns                 []any
 	// Versions injects the supported Armada versions into spec.version.
 	Versions bool
+	// Namespaced makes a v2 XRD of a namespaced XR, without claims.
+	Namespaced bool
+	// Drop removes spec fields the Go type inherits but this kind has not.
+	Drop []string
+	// Describe replaces the descriptions of spec fields, by dotted path,
+	// where an inherited one speaks of claims.
+	Describe map[string]string
 }
 
 func (x xrd) name() string { return x.Plural + "." + group }
@@ -57,6 +68,31 @@ var xrds = []xrd{
 		Columns: []any{
 			column("QUEUE", ".status.queue", 0),
 			column("ARMADA", ".status.armada", 0),
+		},
+	},
+	{
+		CRD: "platform.armadaproject.io_armada.yaml", Kind: "Armada", Plural: "armadas", Namespaced: true,
+		Definition: "namespaced-definition.yaml", Composition: "namespaced-composition.yaml", Step: "compose-armada", Versions: true,
+		Columns: []any{
+			column("VERSION", ".status.version.running", 0),
+			column("GRPC", ".status.endpoints.grpc", 1),
+			column("LOOKOUT", ".status.endpoints.lookout", 1),
+		},
+		// A namespaced Armada composes into its own namespace.
+		Drop: []string{"namespace"},
+	},
+	{
+		CRD: "platform.armadaproject.io_teamqueues.yaml", Kind: "ArmadaQueue", Plural: "armadaqueues", Namespaced: true,
+		Definition: "namespaced-queue-definition.yaml", Composition: "namespaced-queue-composition.yaml", Step: "compose-queue",
+		Columns: []any{
+			column("QUEUE", ".status.queue", 0),
+			column("ARMADA", ".status.armada", 0),
+		},
+		Describe: map[string]string{
+			"armada":           "Armada names the namespaced Armada that holds the queue.",
+			"armada.name":      "Name of the Armada.",
+			"armada.namespace": "Namespace of the Armada. Defaults to the queue's namespace.",
+			"queueName":        "QueueName is the queue's name in Armada. Defaults to the ArmadaQueue's name.",
 		},
 	},
 }
@@ -84,6 +120,9 @@ func run(x xrd, crdPath, out string) error {
 	}
 	schema, err := schemaOf(crd, x.Versions)
 	if err != nil {
+		return errors.Wrap(err, x.Kind)
+	}
+	if err := x.tailor(schema); err != nil {
 		return errors.Wrap(err, x.Kind)
 	}
 	if err := os.MkdirAll(out, 0o750); err != nil {
@@ -127,25 +166,61 @@ func schemaOf(crd map[string]any, versions bool) (map[string]any, error) {
 	}, nil
 }
 
+// tailor drops the spec fields this kind has not and rewrites the
+// descriptions that do not fit it.
+func (x xrd) tailor(schema map[string]any) error {
+	props, ok := dig(schema, "properties", "spec", "properties").(map[string]any)
+	if !ok {
+		return errors.New("cannot find spec properties")
+	}
+	for _, f := range x.Drop {
+		if _, ok := props[f]; !ok {
+			return errors.Errorf("cannot drop spec.%s: no such field", f)
+		}
+		delete(props, f)
+	}
+	for path, desc := range x.Describe {
+		keys := strings.Split(path, ".")
+		var f any = map[string]any{"properties": props}
+		for _, k := range keys {
+			f = dig(f, "properties", k)
+		}
+		m, ok := f.(map[string]any)
+		if !ok {
+			return errors.Errorf("cannot describe spec.%s: no such field", path)
+		}
+		m["description"] = desc
+	}
+	return nil
+}
+
 func definition(x xrd, schema map[string]any) map[string]any {
+	spec := map[string]any{
+		"group":                 group,
+		"scope":                 "LegacyCluster",
+		"names":                 map[string]any{"kind": x.Kind, "plural": x.Plural, "categories": []any{"crossplane", "composite", "armada"}},
+		"claimNames":            map[string]any{"kind": x.Claim, "plural": x.ClaimPlural, "categories": []any{"crossplane", "claim", "armada"}},
+		"defaultCompositionRef": map[string]any{"name": x.name()},
+		"versions": []any{map[string]any{
+			"name":                     version,
+			"served":                   true,
+			"referenceable":            true,
+			"schema":                   map[string]any{"openAPIV3Schema": schema},
+			"additionalPrinterColumns": x.Columns,
+		}},
+	}
+	apiVersion := "apiextensions.crossplane.io/v1"
+	if x.Namespaced {
+		// apiextensions v2 has no claims and no LegacyCluster scope.
+		apiVersion = "apiextensions.crossplane.io/v2"
+		spec["scope"] = "Namespaced"
+		delete(spec, "claimNames")
+	}
 	return map[string]any{
-		"apiVersion": "apiextensions.crossplane.io/v1",
+		"apiVersion": apiVersion,
 		"kind":       "CompositeResourceDefinition",
 		"metadata":   map[string]any{"name": x.name()},
-		"spec": map[string]any{
-			"group":                 group,
-			"scope":                 "LegacyCluster",
-			"names":                 map[string]any{"kind": x.Kind, "plural": x.Plural, "categories": []any{"crossplane", "composite", "armada"}},
-			"claimNames":            map[string]any{"kind": x.Claim, "plural": x.ClaimPlural, "categories": []any{"crossplane", "claim", "armada"}},
-			"defaultCompositionRef": map[string]any{"name": x.name()},
-			"versions": []any{map[string]any{
-				"name":                     version,
-				"served":                   true,
-				"referenceable":            true,
-				"schema":                   map[string]any{"openAPIV3Schema": schema},
-				"additionalPrinterColumns": x.Columns,
-			}},
-		},
+		"spec":       spec,
 	}
 }
 

@@ -191,6 +191,10 @@ current-context: conformance
 type services struct {
 	PG    *testenv.Postgres
 	Redis *testenv.Redis
+	// ExecutorAPICA is the private CA whose certificate the test supplies
+	// as spec.executorApi.caSecretRef, and which signs the test's executor
+	// API; nil without a caSecretRef.
+	ExecutorAPICA *privateCA
 }
 
 func runExample(t *testing.T, e *env, file string) {
@@ -205,22 +209,42 @@ func runExample(t *testing.T, e *env, file string) {
 		t.Fatal(err)
 	}
 	svc, supplied := startServices(t, r, workloads)
-	runs, skipped := newRuns(t, e, r, workloads, supplied)
+	runs, workloadOf, skipped := newRuns(t, e, r, workloads, supplied)
+	// Worker clusters start in the background while migrations run.
+	remote := startRemote(t, runs, svc.ExecutorAPICA)
 	prepareDatabases(t, r, svc, runs)
 	free := (&ports{t: t}).Free
 	migrations := runMigrations(t, e, svc, free, runs)
 	checkTables(t, svc, runs)
 	checkWiring(t, runs)
 	started, oidc := runComponents(t, e, svc, free, runs)
-	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d non-Armada containers not run; in %s",
-		filepath.Base(file), e.Version, migrations, started, oidc, skipped, time.Since(start).Round(time.Second))
+	// Remote executors run one after the other against their worker
+	// clusters and the executor API; the first also shows what each part
+	// of the wiring is needed for.
+	remotes := 0
+	for _, rn := range runs {
+		if rn.Cluster == "" || rn.Job {
+			continue
+		}
+		t.Run(rn.ID(), func(t *testing.T) {
+			kubeconfig := prepareWorker(t, r, remote, workloadOf[rn], rn.Root)
+			checkRemoteExecutor(t, e, svc, free, remote, rn, kubeconfig, remotes == 0)
+		})
+		remotes++
+	}
+	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
+		filepath.Base(file), e.Version, migrations, started, oidc, remotes, skipped, time.Since(start).Round(time.Second))
 }
 
 // newRuns reconstructs every Armada container of a render's workloads,
-// Jobs' first; skipped counts the non-Armada containers.
-func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map[secretRef]string) (runs []*run, skipped int) {
+// Jobs' first, with the workload of each; skipped counts the non-Armada
+// containers.
+func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map[secretRef]string) (runs []*run, workloadOf map[*run]workload, skipped int) {
 	t.Helper()
-	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString("default", "spec", "namespace")}
+	workloadOf = map[*run]workload{}
+	// A namespaced Armada runs in its own namespace; an XArmada in
+	// spec.namespace.
+	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
@@ -243,10 +267,12 @@ func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map
 				t.Errorf("%s: %v", w.ID(), err)
 				continue
 			}
-			runs = append(runs, &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root})
+			rn := &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root, Cluster: w.Cluster}
+			runs = append(runs, rn)
+			workloadOf[rn] = w
 		}
 	}
-	return runs, skipped
+	return runs, workloadOf, skipped
 }
 
 // runMigrations runs every Job container, each in a subtest, and returns
@@ -270,7 +296,7 @@ func runComponents(t *testing.T, e *env, svc *services, free func() int, runs []
 	t.Helper()
 	started := map[*run]*component{}
 	for _, rn := range runs {
-		if !rn.Job {
+		if !rn.Job && rn.Cluster == "" {
 			started[rn] = startComponent(t, e, svc, free, rn)
 		}
 	}
@@ -335,8 +361,8 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 		supplied[ref] = string(ca)
 	}
 	if ref, ok := r.XRSecretRef("executorApi", "caSecretRef"); ok {
-		ca, _ := testenv.SelfSignedCert(t)
-		supplied[ref] = string(ca)
+		svc.ExecutorAPICA = newPrivateCA(t)
+		supplied[ref] = string(svc.ExecutorAPICA.PEM)
 	}
 	supplyRemote(t, r, supplied)
 	return svc, supplied

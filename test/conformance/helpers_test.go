@@ -1,10 +1,15 @@
 package conformance
 
 import (
+	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -281,6 +286,51 @@ func TestWiringErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, wiringErrors(tc.runs)); diff != "" {
 				t.Errorf("wiringErrors(...): -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSchedulerAuth(t *testing.T) {
+	a := schedulerAuth{
+		Users: map[string]basicUser{
+			"executor": {Password: "pw", Groups: []string{"armada-executors"}},
+			"admin":    {Password: "adminpw", Groups: []string{"armada-admins"}},
+		},
+		ExecuteJobs: []string{"armada-executors"},
+	}
+	basic := func(s string) string { return "basic " + base64.StdEncoding.EncodeToString([]byte(s)) }
+	cases := map[string]struct {
+		header string
+		grants []string
+		want   codes.Code
+	}{
+		"Granted":         {header: basic("executor:pw"), want: codes.OK},
+		"SchemeCaseFolds": {header: "Basic " + base64.StdEncoding.EncodeToString([]byte("executor:pw")), want: codes.OK},
+		"NoHeader":        {want: codes.Unauthenticated},
+		"Bearer":          {header: "Bearer token", want: codes.Unauthenticated},
+		"NotBase64":       {header: "basic !!", want: codes.Unauthenticated},
+		"WrongPassword":   {header: basic("executor:nope"), want: codes.Unauthenticated},
+		"UnknownUser":     {header: basic("nobody:pw"), want: codes.Unauthenticated},
+		"NoGrant":         {header: basic("admin:adminpw"), want: codes.PermissionDenied},
+		"EveryoneGranted": {header: basic("admin:adminpw"), grants: []string{everyoneGroup}, want: codes.OK},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := a
+			if tc.grants != nil {
+				a.ExecuteJobs = tc.grants
+			}
+			md := metadata.MD{}
+			if tc.header != "" {
+				md.Set("authorization", tc.header)
+			}
+			p, err := a.authenticate(metadata.NewIncomingContext(context.Background(), md))
+			if err == nil {
+				err = a.authorize(p)
+			}
+			if diff := cmp.Diff(tc.want, status.Code(err)); diff != "" {
+				t.Errorf("authenticate, authorize(%q): -want, +got code:\n%s (%v)", tc.header, diff, err)
 			}
 		})
 	}

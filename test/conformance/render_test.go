@@ -58,6 +58,8 @@ type render struct {
 	Objects []*unstructured.Unstructured
 	// Wrappers are the provider-kubernetes Objects themselves.
 	Wrappers []*unstructured.Unstructured
+	// wrappedBy maps an unwrapped manifest in Objects to its Object.
+	wrappedBy map[*unstructured.Unstructured]*unstructured.Unstructured
 }
 
 // workload is a composed Deployment, StatefulSet or Job.
@@ -66,6 +68,9 @@ type workload struct {
 	Kind, Name, Namespace string
 	// Pod is its pod template's spec.
 	Pod corev1.PodSpec
+	// Cluster is the providerConfigRef name of the worker cluster an
+	// executor's Object puts it in; empty in this cluster.
+	Cluster string
 }
 
 // ID is Kind/Name.
@@ -75,7 +80,7 @@ func (w workload) ID() string { return w.Kind + "/" + w.Name }
 // render.crossplane.io documents (Results, Context) are dropped.
 func parseRender(r io.Reader) (*render, error) {
 	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	out := &render{}
+	out := &render{wrappedBy: map[*unstructured.Unstructured]*unstructured.Unstructured{}}
 	for {
 		doc, err := yr.Read()
 		if errors.Is(err, io.EOF) {
@@ -105,7 +110,9 @@ func parseRender(r io.Reader) (*render, error) {
 		// provider-kubernetes wraps a manifest in an Object.
 		if m, ok, _ := unstructured.NestedMap(obj, "spec", "forProvider", "manifest"); ok && u.GetKind() == "Object" {
 			out.Wrappers = append(out.Wrappers, u)
+			w := u
 			u = &unstructured.Unstructured{Object: m}
+			out.wrappedBy[u] = w
 		}
 		out.Objects = append(out.Objects, u)
 	}
@@ -152,7 +159,7 @@ func (r *render) Workloads() ([]workload, error) {
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot decode %s %s", u.GetKind(), u.GetName())
 		}
-		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec}
+		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Cluster: r.workerCluster(u)}
 		if w.Kind == "Job" {
 			jobs = append(jobs, w)
 		} else {
@@ -160,6 +167,39 @@ func (r *render) Workloads() ([]workload, error) {
 		}
 	}
 	return append(jobs, others...), nil
+}
+
+// workerCluster returns the providerConfigRef name of the Object wrapping
+// u if it is a worker cluster an executor of the XR names
+// (spec.executors[].cluster.providerConfigRef), else "".
+func (r *render) workerCluster(u *unstructured.Unstructured) string {
+	w, ok := r.wrappedBy[u]
+	if !ok {
+		return ""
+	}
+	kind, _, _ := unstructured.NestedString(w.Object, "spec", "providerConfigRef", "kind")
+	name, _, _ := unstructured.NestedString(w.Object, "spec", "providerConfigRef", "name")
+	executors, _, _ := unstructured.NestedSlice(r.XR.Object, "spec", "executors")
+	for _, e := range executors {
+		m, _ := e.(map[string]any)
+		ref, _, _ := unstructured.NestedStringMap(m, "cluster", "providerConfigRef")
+		if ref["kind"] == kind && ref["name"] == name && name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// RemoteManifests returns the manifests the Objects for a worker cluster
+// carry.
+func (r *render) RemoteManifests(cluster string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range r.Objects {
+		if cluster != "" && r.workerCluster(u) == cluster {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Secret returns a rendered Secret's data, decoded, merged with its

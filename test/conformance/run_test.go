@@ -20,6 +20,8 @@ type run struct {
 	Job bool
 	// Root holds the container's volumes and its HOME.
 	Root string
+	// Cluster is the worker cluster of a remote executor, else "".
+	Cluster string
 }
 
 // ID names the run in subtests and messages.
@@ -77,6 +79,11 @@ func (p *ports) Free() int {
 //     scheduler need one to build their Kubernetes clients. Other
 //     components never read it.
 //   - PATH and HOME, which every container has from its image.
+//
+// A remote executor (checkRemoteExecutor) also gets KUBECONFIG for its
+// worker cluster as its ServiceAccount, and HTTPS_PROXY naming the test's
+// CONNECT proxy, which tunnels the rendered armadaUrl, unchanged, to the
+// test's executor API.
 //
 // Viper honours ARMADA_ variables only for keys some loaded file sets, so
 // each is added only for keys present. That the overrides take effect is

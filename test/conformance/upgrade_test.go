@@ -192,7 +192,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, _ := newRuns(t, e, r, workloads, u.supplied)
+	runs, _, _ := newRuns(t, e, r, workloads, u.supplied)
 	if previous == "" {
 		prepareDatabases(t, r, u.svc, runs)
 	}
@@ -242,7 +242,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if workloads, err = r.Workloads(); err != nil {
 		t.Fatal(err)
 	}
-	runs, _ = newRuns(t, e, r, workloads, u.supplied)
+	runs, _, _ = newRuns(t, e, r, workloads, u.supplied)
 	for _, rn := range runs {
 		if rn.Inv.Tag != v {
 			t.Errorf("Armada %s: after its migrations completed, %s still runs %s", v, rn.ID(), rn.Inv.Tag)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -62,74 +61,73 @@ func TestBackingServices(t *testing.T) {
 
 // TestModeChangeAndProtection: on a live claim a backing service's mode
 // cannot change unless allowed (the XRD's CEL transition rule, enforced by
-// the API server); an allowed switch drops the old mode's resources but,
-// with deletionPolicy Orphan, the data (the CloudNativePG Cluster) stays;
-// deleting a claim with deletionPolicy Orphan leaves the Cluster, and with
-// Delete provider-kubernetes deletes it.
+// the API server). Both ways the in-cluster PostgreSQL leaves an Armada (an
+// allowed switch to External, and deleting the claim) are run with both
+// deletion policies: once the provider-kubernetes Object that wrapped the
+// CloudNativePG Cluster is gone from the API server (provider-kubernetes
+// has then done whatever its policy says to the Cluster), the Cluster is
+// still there and not terminating under Orphan, and deleted under Delete.
 func TestModeChangeAndProtection(t *testing.T) {
 	for _, tc := range []struct {
-		example, ns string
-		kept        bool
+		name, example, ns string
+		// switchMode leaves through an allowed mode switch, otherwise
+		// through claim deletion.
+		switchMode bool
+		kept       bool
 	}{
-		{"all-in-cluster", "e2e-orphan", true},
-		{"mixed", "e2e-delete-data", false},
+		{"switch-orphan", "all-in-cluster", "e2e-switch-orphan", true, true},
+		{"delete-orphan", "all-in-cluster", "e2e-delete-orphan", false, true},
+		{"switch-delete", "mixed", "e2e-switch-delete", true, false},
+		{"delete-delete", "mixed", "e2e-delete-delete", false, false},
 	} {
-		t.Run(tc.example, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			claim := install(t, tc.example, tc.ns)
 			cluster := claim.GetName() + "-postgres"
 			waitFor(t, "CloudNativePG Cluster created by provider-kubernetes", func() (bool, string) {
 				return get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) != nil, "not yet"
 			})
+			_, refs := composed(t, claim)
+			objs := byKind(refs, "Object")
+			if len(objs) != 1 {
+				t.Fatalf("want the one Object wrapping the Cluster, got %v", objs)
+			}
+			obj := objs[0]
 
 			// A mode switch without allowModeChange is refused by the API server.
+			toExternal := map[string]any{
+				"mode": "External", "host": "pg.example", "user": "armada",
+				"passwordSecretRef": map[string]any{"name": "pg", "key": "password"},
+			}
 			err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
-				_ = unstructured.SetNestedMap(c.Object, map[string]any{
-					"mode": "External", "host": "pg.example", "user": "armada",
-					"passwordSecretRef": map[string]any{"name": "pg", "key": "password"},
-				}, "spec", "postgres")
+				_ = unstructured.SetNestedMap(c.Object, toExternal, "spec", "postgres")
 			})
 			if err == nil || !strings.Contains(err.Error(), "spec.postgres.mode cannot change on a live Armada") {
 				t.Fatalf("switching spec.postgres.mode without allowModeChange: got %v, want the CEL rule's refusal", err)
 			}
-			t.Logf("refused: %v", err)
 
-			if !tc.kept {
-				if err := kube().Delete(context.Background(), claim); err != nil {
-					t.Fatal(err)
+			if tc.switchMode {
+				toExternal["allowModeChange"] = true
+				if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
+					_ = unstructured.SetNestedMap(c.Object, toExternal, "spec", "postgres")
+				}); err != nil {
+					t.Fatalf("switching with allowModeChange: %v", err)
 				}
-				waitFor(t, "CloudNativePG Cluster deleted with the claim (deletionPolicy Delete)", func() (bool, string) {
-					return get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) == nil, "still there"
-				})
-				return
-			}
-
-			// Allowed, the switch composes the external mode and drops the
-			// Object; the Cluster and its data stay.
-			if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
-				_ = unstructured.SetNestedMap(c.Object, map[string]any{
-					"mode": "External", "host": "pg.example", "user": "armada", "allowModeChange": true,
-					"passwordSecretRef": map[string]any{"name": "pg", "key": "password"},
-				}, "spec", "postgres")
-			}); err != nil {
-				t.Fatalf("switching with allowModeChange: %v", err)
-			}
-			waitFor(t, "the in-cluster Postgres Object dropped from the composition", func() (bool, string) {
-				_, refs := composed(t, claim)
-				return len(byKind(refs, "Object")) == 0, fmt.Sprintf("%d Objects", len(byKind(refs, "Object")))
-			})
-			if get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) == nil {
-				t.Fatal("the CloudNativePG Cluster was deleted by an allowed mode switch with deletionPolicy Orphan")
-			}
-
-			// Deleting the claim leaves the Cluster too.
-			if err := kube().Delete(context.Background(), claim); err != nil {
+			} else if err := kube().Delete(context.Background(), claim); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "claim deleted", func() (bool, string) {
-				return get(t, claimAPIVersion, "ArmadaClaim", tc.ns, claim.GetName()) == nil, "still there"
+			waitFor(t, "the Object that wrapped the Cluster gone from the API server", func() (bool, string) {
+				return get(t, obj.APIVersion, obj.Kind, obj.Namespace, obj.Name) == nil, "still there"
 			})
-			if get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) == nil {
-				t.Error("the CloudNativePG Cluster was deleted with the claim despite deletionPolicy Orphan")
+			c := get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster)
+			switch {
+			case tc.kept && c == nil:
+				t.Fatal("the CloudNativePG Cluster was deleted despite deletionPolicy Orphan")
+			case tc.kept && c.GetDeletionTimestamp() != nil:
+				t.Fatal("the CloudNativePG Cluster is being deleted despite deletionPolicy Orphan")
+			case !tc.kept:
+				waitFor(t, "CloudNativePG Cluster deleted (deletionPolicy Delete)", func() (bool, string) {
+					return get(t, "postgresql.cnpg.io/v1", "Cluster", tc.ns, cluster) == nil, "still there"
+				})
 			}
 			_ = kube().Delete(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",

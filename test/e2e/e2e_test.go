@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -421,6 +422,14 @@ func TestFaults(t *testing.T) {
 	ns := "e2e-faults"
 	claim := applyExample(t, "minimal", ns)
 	ctx := context.Background()
+	// The passwords the first process generated: each process derives new
+	// ones from its own random key, so they survive a restart only if the
+	// function reuses what it observes.
+	var before map[string][]byte
+	waitFor(t, "credentials Secret composed", func() (bool, string) {
+		before = credentialsData(t, ns)
+		return len(before) > 0, "not yet"
+	})
 
 	if err := cp.StopFunction(); err != nil {
 		t.Fatal(err)
@@ -455,11 +464,26 @@ func TestFaults(t *testing.T) {
 	if got, want := len(deployments.Items), len(byKind(refs, "Deployment")); got != want {
 		t.Errorf("%d Deployments in %s, want exactly the %d composed (no duplicates)", got, ns, want)
 	}
-	secrets := &corev1.SecretList{}
-	_ = kube().List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": "credentials"})
-	if len(secrets.Items) != 1 {
-		t.Errorf("%d credentials Secrets, want 1", len(secrets.Items))
+	if diff := cmp.Diff(before, credentialsData(t, ns)); diff != "" {
+		t.Errorf("generated passwords changed across the restarts: -before, +after:\n%s", diff)
 	}
+}
+
+// credentialsData is the data of the one credentials Secret in ns.
+func credentialsData(t *testing.T, ns string) map[string][]byte {
+	t.Helper()
+	secrets := &corev1.SecretList{}
+	if err := kube().List(context.Background(), secrets, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": "credentials"}); err != nil {
+		t.Fatal(err)
+	}
+	switch len(secrets.Items) {
+	case 0:
+		return nil
+	case 1:
+		return secrets.Items[0].Data
+	}
+	t.Fatalf("%d credentials Secrets in %s, want 1", len(secrets.Items), ns)
+	return nil
 }
 
 // TestSharedClusterPriorityClasses: an Armada that already composes the

@@ -56,7 +56,8 @@ type remote struct {
 // here, never into an Object; the team's job namespace exists in both
 // workers; status.executors follows the workers' health, an unreachable
 // worker marks only its executor not ready and deletes nothing; deleting
-// the claim with deletionPolicy Delete removes the worker objects.
+// the claim with deletionPolicy Delete removes the worker objects, and
+// applying it again with Orphan and deleting it keeps them.
 //
 // Simulated: no kubelet or Deployment controller runs anywhere, so the
 // test reports the worker Deployments available as simulate does for
@@ -112,6 +113,59 @@ func TestMultiCluster(t *testing.T) {
 		return len(left) == 0, fmt.Sprintf("left: %v", left)
 	})
 	t.Logf("worker objects deleted %s after the claim", d.Round(time.Millisecond))
+
+	orphaned(t, workers, claim)
+}
+
+// orphaned applies the claim again, alone, with deletionPolicy Orphan,
+// waits for its remote objects, deletes it and, once its Objects are gone
+// from the control cluster (provider-kubernetes has finished with them),
+// checks every remote object is still in its worker cluster.
+func orphaned(t *testing.T, ws []*worker, deleted *unstructured.Unstructured) {
+	t.Helper()
+	waitFor(t, "the deleted claim gone", func() (bool, string) {
+		return get(t, claimAPIVersion, "ArmadaClaim", deleted.GetNamespace(), deleted.GetName()) == nil, "still there"
+	})
+	var claim *unstructured.Unstructured
+	for _, d := range multiClusterDocs(t) {
+		if d.GetKind() == "ArmadaClaim" {
+			_ = unstructured.SetNestedField(d.Object, "Orphan", "spec", "deletionPolicy")
+			claim = d
+		}
+	}
+	apply(t, claim)
+	t.Cleanup(func() { deleteClaim(t, claim) })
+	t0 := time.Now()
+	var remotes []remote
+	waitFor(t, "every remote object in its worker cluster again (deletionPolicy Orphan)", func() (bool, string) {
+		remotes = remoteObjects(t, claim)
+		markAll(t, claim, ws)
+		missing := missingRemotes(t, ws, remotes)
+		return len(missing) == 0 && hasEveryKind(remotes) == "", fmt.Sprintf("missing %v; %s", missing, hasEveryKind(remotes))
+	})
+	t.Logf("%d remote objects in their worker clusters %s after applying the claim with Orphan", len(remotes), time.Since(t0).Round(time.Millisecond))
+
+	_ = kube().Delete(context.Background(), claim)
+	d := waitFor(t, "the claim's Objects gone from the control cluster", func() (bool, string) {
+		var left []string
+		for _, r := range remotes {
+			if get(t, apiK8sObject, "Object", multiNS, r.object) != nil {
+				left = append(left, r.object)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("left: %v", left)
+	})
+	var missing []string
+	for _, r := range remotes {
+		if o := getIn(t, workerOf(t, ws, r.cluster).kube(), r.obj); o == nil || o.GetDeletionTimestamp() != nil {
+			missing = append(missing, r.cluster+": "+r.obj.String())
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("deletionPolicy Orphan: %d of %d worker objects deleted with the claim: %v", len(missing), len(remotes), missing)
+	} else {
+		t.Logf("deletionPolicy Orphan: all %d worker objects kept after the claim and its Objects were deleted (%s)", len(remotes), d.Round(time.Millisecond))
+	}
 }
 
 // startWorkers starts Kubernetes-only control planes side by side and

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
@@ -50,11 +51,15 @@ func TestQueues(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	user, password := string(secret.Data[corev1.BasicAuthUsernameKey]), string(secret.Data[corev1.BasicAuthPasswordKey])
+	// The in-memory Armada authorizes as the composed server would: the
+	// user's groups and the queue permissions' groups come from the
+	// server's composed config.
+	groups, grants := serverAuth(t, ns, claim.GetName()+"-server-config", user)
 	ctx := t.Context()
 	armada, err := armadatest.Start(ctx, armadatest.Options{
-		Users: map[string]armadatest.User{user: {Password: password, Groups: []string{"armada-queue-admins"}}},
+		Users: map[string]armadatest.User{user: {Password: password, Groups: groups}},
 		PermissionGroups: map[armadatest.Permission][]string{
-			armadatest.CreateQueue: {"armada-queue-admins"}, armadatest.DeleteQueue: {"armada-queue-admins"},
+			armadatest.CreateQueue: grants["create_queue"], armadatest.DeleteQueue: grants["delete_queue"],
 		},
 	})
 	if err != nil {
@@ -169,4 +174,32 @@ func queueStates(t *testing.T, ns string) string {
 		out = append(out, fmt.Sprintf("%s Synced=%s %s %s", l.Items[i].GetName(), s, r, m))
 	}
 	return strings.Join(out, "; ")
+}
+
+// serverAuth reads a user's groups and the permission group mapping from
+// the server's composed config Secret.
+func serverAuth(t *testing.T, ns, secret, user string) (groups []string, grants map[string][]string) {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: secret}, s); err != nil {
+		t.Fatalf("cannot read the server's config: %v", err)
+	}
+	var cfg struct {
+		Auth struct {
+			BasicAuth struct {
+				Users map[string]struct {
+					Groups []string `json:"groups"`
+				} `json:"users"`
+			} `json:"basicAuth"`
+			PermissionGroupMapping map[string][]string `json:"permissionGroupMapping"`
+		} `json:"auth"`
+	}
+	if err := yaml.Unmarshal(s.Data["config.yaml"], &cfg); err != nil {
+		t.Fatalf("cannot parse the server's config: %v", err)
+	}
+	u, ok := cfg.Auth.BasicAuth.Users[user]
+	if !ok {
+		t.Fatalf("the server's config has no basic-auth user %s", user)
+	}
+	return u.Groups, cfg.Auth.PermissionGroupMapping
 }

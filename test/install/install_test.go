@@ -126,10 +126,19 @@ func TestInstall(t *testing.T) {
 			conditions: map[string]string{"RevisionHealthy": healthy, "RuntimeHealthy": unhealthy}, messages: map[string]string{"RuntimeHealthy": noPods},
 		})
 	}
-	want = append(want, object{
-		apiVersion: extV1, kind: "CompositeResourceDefinition", name: xrdName,
-		conditions: map[string]string{"Established": "True (WatchingCompositeResource)", "Offered": "True (WatchingCompositeResourceClaim)"},
-	}, object{apiVersion: extV1, kind: "Composition", name: xrdName, conditions: map[string]string{}})
+	// Every XRD Established, and Offered where it has claims (the v2 XRDs
+	// of the namespaced XRs have none), with its Composition.
+	for _, x := range []struct {
+		name    string
+		claimed bool
+	}{{xrdName, true}, {"xarmadaqueues.platform.armadaproject.io", true}, {"armadas.platform.armadaproject.io", false}, {"armadaqueues.platform.armadaproject.io", false}} {
+		conds := map[string]string{"Established": "True (WatchingCompositeResource)"}
+		if x.claimed {
+			conds["Offered"] = "True (WatchingCompositeResourceClaim)"
+		}
+		want = append(want, object{apiVersion: extV1, kind: "CompositeResourceDefinition", name: x.name, conditions: conds},
+			object{apiVersion: extV1, kind: "Composition", name: x.name, conditions: map[string]string{}})
+	}
 	for _, w := range want {
 		what := w.kind + " " + w.name + w.revisionOf
 		waitFor(t, what, func() (bool, string) {

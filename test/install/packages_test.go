@@ -119,7 +119,7 @@ func TestPackageContents(t *testing.T) {
 			want:   want{objects: []string{"Function/function-armada"}},
 		},
 		"Configuration": {
-			reason: "configuration-armada holds both XRDs and Compositions and the activation policy, pins our packages at its own version and " +
+			reason: "configuration-armada holds every XRD and Composition (the claims' and the namespaced XRs') and the activation policy, pins our packages at its own version and " +
 				"the providers at the versions the tests ran, and its Compositions name the function as Crossplane installs it.",
 			pkg: "configuration-armada",
 			want: want{
@@ -128,11 +128,15 @@ func TestPackageContents(t *testing.T) {
 					"ManagedResourceActivationPolicy/armada",
 					"Composition/xarmadas.platform.armadaproject.io",
 					"CompositeResourceDefinition/xarmadas.platform.armadaproject.io",
+					"Composition/armadas.platform.armadaproject.io",
+					"CompositeResourceDefinition/armadas.platform.armadaproject.io",
+					"Composition/armadaqueues.platform.armadaproject.io",
+					"CompositeResourceDefinition/armadaqueues.platform.armadaproject.io",
 					"Composition/xarmadaqueues.platform.armadaproject.io",
 					"CompositeResourceDefinition/xarmadaqueues.platform.armadaproject.io",
 				},
 				dependsOn: wantDeps,
-				functions: []any{fnName, fnName},
+				functions: []any{fnName, fnName, fnName, fnName},
 			},
 		},
 	}

@@ -29,18 +29,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	tools, addr := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	xrOf := func(example string) map[string]any {
-		docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
-		if err != nil {
-			t.Fatal(err)
-		}
-		xr, err := xprender.ClaimToXR(docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return xr
-	}
-	target, err := yaml.Marshal(xrOf("production.yaml"))
+	target, err := yaml.Marshal(exampleXR(t, "production.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +37,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if err := os.WriteFile(required, target, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opt := xprender.RenderOptions{XR: xrOf("team-queue.yaml"), Composition: queueComposition, XRD: queueXRD, FunctionAddress: addr, RequiredResources: required}
+	opt := xprender.RenderOptions{XR: exampleXR(t, "team-queue.yaml"), Composition: queueComposition, XRD: queueXRD, FunctionAddress: addr, RequiredResources: required}
 	out, err := tools.Render(ctx, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -79,4 +68,73 @@ func TestRenderTeamQueue(t *testing.T) {
 	if _, err := tools.Render(ctx, opt); err == nil || !strings.Contains(err.Error(), `spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada-prod"`) {
 		t.Errorf("rendering without the target Armada: got %v, want a Fatal naming spec.armada.name", err)
 	}
+}
+
+// TestRenderNamespacedTeamQueue renders examples/namespaced-queue.yaml, a
+// namespaced ArmadaQueue, through the real Crossplane CLI and core with
+// examples/namespaced.yaml's Armada as the required target: everything it
+// composes is in its own namespace (the Queue beside the Armada and the
+// jobs' namespace inside provider-kubernetes Objects). It compares the
+// render with a golden file and validates it, wrapped manifests included.
+func TestRenderNamespacedTeamQueue(t *testing.T) {
+	tools, addr := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	target := exampleXR(t, "namespaced.yaml")
+	b, err := yaml.Marshal(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := filepath.Join(t.TempDir(), "required.yaml")
+	if err := os.WriteFile(required, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	xrd := root + "/package/xarmada/namespaced-queue-definition.yaml"
+	queue := exampleXR(t, "namespaced-queue.yaml")
+	opt := xprender.RenderOptions{
+		XR: queue, Composition: root + "/package/xarmada/namespaced-queue-composition.yaml", XRD: xrd,
+		FunctionAddress: addr, RequiredResources: required,
+	}
+	out, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "team-queue", "namespaced-queue.yaml"), out)
+	again, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, out) {
+		t.Error("rendering the same namespaced team queue twice differs")
+	}
+	queue["spec"].(map[string]any)["clusterScope"] = target["spec"].(map[string]any)["clusterScope"]
+	checkScope(t, out, queue)
+	crds, err := providers.CRDDirs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := withManifests(withoutResults(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := tools.Validate(ctx, append([]string{xrd, providerCRDs}, crds...), "-", resources); err != nil {
+		t.Errorf("namespaced team queue render does not validate: %v", err)
+	} else {
+		t.Logf("validate: %s", lastLine(v))
+	}
+}
+
+// exampleXR is the XR of an example: its claim's, or the namespaced XR
+// itself.
+func exampleXR(t *testing.T, example string) map[string]any {
+	t.Helper()
+	docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xr, err := xprender.ClaimToXR(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xr
 }

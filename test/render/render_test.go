@@ -5,6 +5,7 @@ package render
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ const (
 	root        = "../.."
 	composition = root + "/package/xarmada/composition.yaml"
 	xrd         = root + "/package/xarmada/definition.yaml"
+	// The namespaced Armada's.
+	nsComposition = root + "/package/xarmada/namespaced-composition.yaml"
+	nsXRD         = root + "/package/xarmada/namespaced-definition.yaml"
 	// provider-armada's CRDs, for the Queues and ProviderConfig composed.
 	providerCRDs = root + "/package/provider/crds"
 	// maxSteps bounds how many reconciles an example may take to converge.
@@ -66,16 +70,17 @@ func examples(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if xr, err := xprender.ClaimToXR(docs); err == nil && xr["kind"] == "XArmada" {
+		if xr, err := xprender.ClaimToXR(docs); err == nil && (xr["kind"] == "XArmada" || xr["kind"] == "Armada") {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// TestRender converges every example claim through real renders and
-// compares the first reconcile and the converged state with golden files,
-// then validates the converged output against the generated XRD offline.
+// TestRender converges every example claim, and every namespaced Armada,
+// through real renders and compares the first reconcile and the converged
+// state with golden files, then validates the converged output against the
+// generated XRD offline.
 func TestRender(t *testing.T) {
 	tools, addr := setup(t)
 	crds, err := providers.CRDDirs(t.Context())
@@ -86,9 +91,12 @@ func TestRender(t *testing.T) {
 	for _, path := range examples(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			xr := exampleXR(t, path)
-			converge(t, tools, crds, xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr},
-				filepath.Join("testdata", "first-reconcile", name+".yaml"), filepath.Join("testdata", name+".yaml"))
+			xr := exampleXR(t, filepath.Base(path))
+			opt := xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr}
+			if xr["kind"] == "Armada" {
+				opt.Composition, opt.XRD = nsComposition, nsXRD
+			}
+			converge(t, tools, crds, opt, filepath.Join("testdata", "first-reconcile", name+".yaml"), filepath.Join("testdata", name+".yaml"))
 		})
 	}
 	// Every other supported release on the minimal example, for the
@@ -98,27 +106,13 @@ func TestRender(t *testing.T) {
 			continue
 		}
 		t.Run("minimal-"+v, func(t *testing.T) {
-			xr := exampleXR(t, filepath.Join(root, "examples", "minimal.yaml"))
+			xr := exampleXR(t, "minimal.yaml")
 			spec, _ := xr["spec"].(map[string]any)
 			spec["version"] = v
 			converge(t, tools, crds, xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr},
 				"", filepath.Join("testdata", "versions", "minimal-"+v+".yaml"))
 		})
 	}
-}
-
-// exampleXR is the XR of an example's claim.
-func exampleXR(t *testing.T, path string) map[string]any {
-	t.Helper()
-	docs, err := xprender.ReadDocs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	xr, err := xprender.ClaimToXR(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return xr
 }
 
 // converge renders an XR until it converges and compares the first
@@ -148,11 +142,15 @@ func converge(t *testing.T, tools xprender.Tools, crds []string, opt xprender.Re
 		t.Errorf("rendering the same request twice differs (-first +second):\n%s", diff)
 	}
 
+	if opt.XR["kind"] == "Armada" {
+		checkScope(t, out, opt.XR)
+	}
+
 	resources, err := withManifests(withoutResults(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := tools.Validate(ctx, append([]string{xrd}, crds...), "-", resources); err != nil {
+	if out, err := tools.Validate(ctx, append([]string{opt.XRD}, crds...), "-", resources); err != nil {
 		t.Errorf("converged output does not validate: %v", err)
 	} else {
 		t.Logf("validate: %s", lastLine(out))
@@ -222,4 +220,46 @@ func withManifests(out []byte) ([]byte, error) {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
+}
+
+// clusterScoped are the kinds function-armada composes that have no
+// namespace.
+var clusterScoped = map[string]bool{"PriorityClass": true, "ClusterRole": true, "ClusterRoleBinding": true, "Namespace": true}
+
+// checkScope asserts the scope rules of a namespaced XR's render: every
+// composed resource is in the XR's namespace and none is cluster-scoped;
+// cluster-scoped objects appear only inside provider-kubernetes Objects,
+// for the config spec.clusterScope names.
+func checkScope(t *testing.T, out []byte, xr map[string]any) {
+	t.Helper()
+	docs, err := xprender.SplitDocs(withoutResults(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := xr["metadata"].(map[string]any)["namespace"]
+	want, _ := xr["spec"].(map[string]any)["clusterScope"].(map[string]any)["providerConfigRef"].(map[string]any)
+	wrapped := 0
+	for _, d := range xprender.Composed(docs) {
+		meta, _ := d["metadata"].(map[string]any)
+		if clusterScoped[fmt.Sprint(d["kind"])] || meta["namespace"] != ns {
+			t.Errorf("%s %v is composed directly (namespace %v): a namespaced XR composes only namespaced kinds, in its namespace %v",
+				d["kind"], meta["name"], meta["namespace"], ns)
+		}
+		if d["kind"] != "Object" {
+			continue
+		}
+		spec, _ := d["spec"].(map[string]any)
+		m, _ := spec["forProvider"].(map[string]any)["manifest"].(map[string]any)
+		if !clusterScoped[fmt.Sprint(m["kind"])] {
+			continue
+		}
+		wrapped++
+		if got := spec["providerConfigRef"]; !cmp.Equal(got, any(want)) {
+			t.Errorf("Object %v carries a %v for %v, want spec.clusterScope's %v", meta["name"], m["kind"], got, want)
+		}
+	}
+	if wrapped == 0 {
+		t.Error("no cluster-scoped object composed through a provider-kubernetes Object")
+	}
+	t.Logf("%d cluster-scoped objects composed through provider-kubernetes Objects in %v", wrapped, ns)
 }

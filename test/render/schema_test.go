@@ -132,29 +132,34 @@ func TestSchema(t *testing.T) {
 	}
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			f := filepath.Join(t.TempDir(), "claim.yaml")
-			if err := os.WriteFile(f, []byte(tc.claim), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := tools.Validate(ctx, []string{xrd}, f, nil)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Errorf("%s\nvalidate rejected a valid claim: %v", tc.reason, err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("%s\nvalidate accepted the claim:\n%s", tc.reason, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("%s\nvalidate output does not contain %q:\n%s", tc.reason, w, out)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { validateOne(t, tools, xrd, tc.reason, tc.claim, tc.want) })
+	}
+}
+
+// validateOne validates one document against an XRD offline: with want
+// empty it must pass, else fail with output containing every want.
+func validateOne(t *testing.T, tools xprender.Tools, xrd, reason, doc string, want []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := filepath.Join(t.TempDir(), "doc.yaml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := tools.Validate(ctx, []string{xrd}, f, nil)
+	if len(want) == 0 {
+		if err != nil {
+			t.Errorf("%s\nvalidate rejected a valid document: %v", reason, err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("%s\nvalidate accepted the document:\n%s", reason, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("%s\nvalidate output does not contain %q:\n%s", reason, w, out)
+		}
 	}
 }
 
@@ -174,7 +179,12 @@ func TestExamplesValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exts := append([]string{xrd, filepath.Join(root, "package", "xarmada", "queue-definition.yaml"), filepath.Join(root, "package", "provider", "crds")}, crds...)
+	exts := append([]string{
+		xrd, filepath.Join(root, "package", "xarmada", "queue-definition.yaml"),
+		filepath.Join(root, "package", "xarmada", "namespaced-definition.yaml"),
+		filepath.Join(root, "package", "xarmada", "namespaced-queue-definition.yaml"),
+		filepath.Join(root, "package", "provider", "crds"),
+	}, crds...)
 	if out, err := tools.Validate(ctx, exts, filepath.Join(root, "examples"), nil); err != nil {
 		t.Errorf("examples do not validate: %v", err)
 	} else {
@@ -198,6 +208,12 @@ func TestPackageManifestsValidate(t *testing.T) {
 	}
 	for _, f := range []string{
 		filepath.Join(root, "package", "xarmada", "activation.yaml"),
+		// The v2 XRDs against Crossplane's own schema and CEL rules for
+		// apiextensions.crossplane.io/v2 (no claims, no LegacyCluster).
+		filepath.Join(root, "package", "xarmada", "namespaced-definition.yaml"),
+		filepath.Join(root, "package", "xarmada", "namespaced-composition.yaml"),
+		filepath.Join(root, "package", "xarmada", "namespaced-queue-definition.yaml"),
+		filepath.Join(root, "package", "xarmada", "namespaced-queue-composition.yaml"),
 		filepath.Join(root, "cluster", "rbac", "crossplane-armada.yaml"),
 	} {
 		if out, err := tools.Validate(ctx, []string{filepath.Join(dir, "cluster", "crds")}, f, nil); err != nil {
@@ -205,5 +221,57 @@ func TestPackageManifestsValidate(t *testing.T) {
 		} else {
 			t.Logf("%s: %s", filepath.Base(f), lastLine(out))
 		}
+	}
+}
+
+// namespacedValid is a minimal valid namespaced Armada; cases replace parts
+// of it.
+const namespacedValid = `apiVersion: platform.armadaproject.io/v1alpha1
+kind: Armada
+metadata: {name: armada, namespace: team-a}
+spec:
+  clusterScope: {providerConfigRef: {name: in-cluster}}
+  postgres: {host: pg, user: armada, passwordSecretRef: {name: pg, key: password}}
+  redis: {addrs: ["redis:6379"]}
+  pulsar: {url: "pulsar://pulsar:6650", adminURL: "http://pulsar:8080"}
+  auth: {basicUsers: [{name: admin}]}
+`
+
+// TestSchemaNamespaced proves the namespaced Armada's v2 XRD carries the
+// same rules as the XArmada's and its own: spec.namespace does not exist,
+// spec.clusterScope names a provider-kubernetes config kind.
+func TestSchemaNamespaced(t *testing.T) {
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		xr     string
+		want   []string
+	}{
+		"Valid": {
+			reason: "The minimal namespaced Armada is accepted.",
+			xr:     namespacedValid,
+		},
+		"NoAuthMethod": {
+			reason: "The XArmada's CEL rules hold for the namespaced kind too.",
+			xr:     strings.Replace(namespacedValid, "auth: {basicUsers: [{name: admin}]}", "auth: {}", 1),
+			want:   []string{"spec: Invalid value: spec.auth needs at least one user-facing method"},
+		},
+		"SpecNamespace": {
+			reason: "spec.namespace does not exist on the namespaced kind.",
+			xr:     namespacedValid + "  namespace: elsewhere\n",
+			want:   []string{`spec.namespace: Invalid value: "namespace": unknown field`},
+		},
+		"ClusterScopeKind": {
+			reason: "spec.clusterScope names a ClusterProviderConfig or ProviderConfig.",
+			xr:     strings.Replace(namespacedValid, "{name: in-cluster}", "{kind: Secret, name: in-cluster}", 1),
+			want:   []string{`spec.clusterScope.providerConfigRef.kind: Unsupported value: "Secret"`},
+		},
+	}
+	xrd := filepath.Join(root, "package", "xarmada", "namespaced-definition.yaml")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) { validateOne(t, tools, xrd, tc.reason, tc.xr, tc.want) })
 	}
 }

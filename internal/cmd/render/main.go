@@ -65,16 +65,24 @@ func run(path, outFile string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	steps, err := tools.Converge(ctx, xprender.RenderOptions{
+	opt := xprender.RenderOptions{
 		XR: xr, Composition: "package/xarmada/composition.yaml", XRD: "package/xarmada/definition.yaml", FunctionAddress: addr,
-	}, 6)
+	}
+	if xr["kind"] == "Armada" {
+		opt.Composition, opt.XRD = "package/xarmada/namespaced-composition.yaml", "package/xarmada/namespaced-definition.yaml"
+	}
+	steps, err := tools.Converge(ctx, opt, 6)
 	if err != nil {
 		return err
 	}
 	meta, _ := xr["metadata"].(map[string]any)
 	labels, _ := meta["labels"].(map[string]any)
-	fmt.Printf("ArmadaClaim %s/%s (%s) through function-armada and Crossplane %s (core %s)\n",
-		labels["crossplane.io/claim-namespace"], labels["crossplane.io/claim-name"], path, xprender.CLIVersion, xprender.CoreVersion)
+	kind, ns, name := "ArmadaClaim", labels["crossplane.io/claim-namespace"], labels["crossplane.io/claim-name"]
+	if xr["kind"] == "Armada" {
+		kind, ns, name = "Armada", meta["namespace"], meta["name"]
+	}
+	fmt.Printf("%s %s/%s (%s) through function-armada and Crossplane %s (core %s)\n",
+		kind, ns, name, path, xprender.CLIVersion, xprender.CoreVersion)
 	fmt.Printf("First reconcile composes %d objects; converged after %d reconciles in %s, treating Jobs as complete and workloads as available.\n\n",
 		len(steps[0].Composed), len(steps), time.Since(start).Round(time.Millisecond))
 
