@@ -1,7 +1,6 @@
 package armada
 
 import (
-	"fmt"
 	"maps"
 	"net"
 	"regexp"
@@ -322,15 +321,11 @@ func validateScheduling(p *field.Path, s *v1alpha1.Scheduling) field.ErrorList {
 	return errs
 }
 
-// validateNodeTaint checks an executor's node taint, and that the release
-// can give the pool's jobs its toleration.
-func validateNodeTaint(p *field.Path, t *v1alpha1.NodeTaint, version string) field.ErrorList {
+// validateNodeTaint checks an executor's node taint. Whether the release
+// can give the pool's jobs its toleration (scheduling.pools[].jobDefaults,
+// from 0.22.7) is checked against its config keys (configkeys.go).
+func validateNodeTaint(p *field.Path, t *v1alpha1.NodeTaint) field.ErrorList {
 	var errs field.ErrorList
-	if rel, ok := ReleaseOf(version); ok && !rel.PoolJobDefaults {
-		errs = append(errs, field.Forbidden(p, fmt.Sprintf(
-			"Armada %s's scheduler has no scheduling.pools[].jobDefaults, through which the pool's jobs get the taint's toleration: set spec.version to %s or newer",
-			version, firstRelease(func(r Release) bool { return r.PoolJobDefaults }))))
-	}
 	for _, msg := range validation.IsQualifiedName(t.Key) {
 		errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
 	}
@@ -371,7 +366,7 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
 		if t := e.NodeTaint; t != nil {
-			errs = append(errs, validateNodeTaint(ep.Child("nodeTaint"), t, s.Version)...)
+			errs = append(errs, validateNodeTaint(ep.Child("nodeTaint"), t)...)
 		}
 	}
 	hasURL := s.ExecutorAPI != nil && s.ExecutorAPI.URL != ""

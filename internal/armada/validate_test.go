@@ -65,24 +65,6 @@ func TestNew(t *testing.T) {
 			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.21.0" })),
 			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.NotSupported[string](field.NewPath("spec", "version"), "0.21.0", nil)}},
 		},
-		"NodeTaintNeedsPoolJobDefaults": {
-			reason: "0.22.6's scheduler has no pools[].jobDefaults, so a node taint's toleration cannot reach the pool's jobs.",
-			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
-				s.Version = "0.22.6"
-				s.Executors = []v1alpha1.Executor{{ClusterID: "a", NodeTaint: &v1alpha1.NodeTaint{Key: "example.com/team"}}}
-			})),
-			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{
-				field.Forbidden(field.NewPath("spec", "executors").Index(0).Child("nodeTaint"), ""),
-			}},
-		},
-		"NodeTaintFrom0227": {
-			reason: "From 0.22.7 on a node taint is rendered into the pool's jobDefaults.",
-			xr: claimed(spec(func(s *v1alpha1.ArmadaSpec) {
-				s.Version = "0.22.7"
-				s.Executors = []v1alpha1.Executor{{ClusterID: "a", NodeTaint: &v1alpha1.NodeTaint{Key: "example.com/team"}}}
-			})),
-			want: want{name: "armada", namespace: "armada"},
-		},
 		"NoAuthMethod": {
 			reason: "Anonymous access is never a default.",
 			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Auth = v1alpha1.Auth{} })),

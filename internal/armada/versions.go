@@ -4,8 +4,10 @@ import "slices"
 
 // A Release is one supported Armada release: a row of the version table.
 // Everything the function renders differently per release, and every fact
-// about a release the tests check, is a field here, so supporting a new
-// release is adding its row (see the README, "Adding an Armada release").
+// about a release the tests check, is a field here or generated from the
+// row (the config keys each component reads, configkeys/v<version>.json,
+// make generate), so supporting a new release is adding its row (see the
+// README, "Armada releases").
 //
 // Every release's images are gresearch/armada-<component>:<Version>, and
 // every release's migrations run the same way (components.go): a new
@@ -19,10 +21,6 @@ type Release struct {
 	// sequence). TestReleaseFacts checks it against Armada's source and
 	// test/conformance's upgrade test against a migrated database.
 	Schema map[string]int
-	// PoolJobDefaults is whether the scheduler's pools take jobDefaults
-	// (scheduling.pools[].jobDefaults.tolerations), through which
-	// spec.executors[].nodeTaint gives a pool's jobs their toleration.
-	PoolJobDefaults bool
 }
 
 // Releases is the version table, oldest first. The newest is the default
@@ -34,19 +32,18 @@ var Releases = []Release{
 		Schema:  map[string]int{dbScheduler: 40, dbLookout: 35},
 	},
 	{
-		// Adds scheduling.pools[].jobDefaults.
-		Version:         "0.22.7",
-		Schema:          map[string]int{dbScheduler: 40, dbLookout: 35},
-		PoolJobDefaults: true,
+		// Adds scheduling.pools[].jobDefaults (its config keys,
+		// configkeys/v0.22.7.json, have them; 0.22.6's do not).
+		Version: "0.22.7",
+		Schema:  map[string]int{dbScheduler: 40, dbLookout: 35},
 	},
 	{
 		// Adds scheduler migration 041_add_requestor.sql (jobs.reprioritise_user,
 		// runs.preempt_user). Lookout's built-in config changes only its
 		// default uiConfig.commandSpecs (the Exec template gains "--"), a
 		// key the function does not render; no rendered key changes.
-		Version:         "0.22.8",
-		Schema:          map[string]int{dbScheduler: 41, dbLookout: 35},
-		PoolJobDefaults: true,
+		Version: "0.22.8",
+		Schema:  map[string]int{dbScheduler: 41, dbLookout: 35},
 	},
 }
 
@@ -69,14 +66,4 @@ func ReleaseOf(version string) (Release, bool) {
 		return Release{}, false
 	}
 	return Releases[i], true
-}
-
-// firstRelease is the oldest supported version that has a feature.
-func firstRelease(has func(Release) bool) string {
-	for _, r := range Releases {
-		if has(r) {
-			return r.Version
-		}
-	}
-	return ""
 }
