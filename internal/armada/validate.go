@@ -325,11 +325,12 @@ func validateScheduling(p *field.Path, s *v1alpha1.Scheduling) field.ErrorList {
 // can give the pool's jobs its toleration (scheduling.pools[].jobDefaults,
 // from 0.22.7) is checked against its config keys (configkeys.go).
 func validateNodeTaint(p *field.Path, t *v1alpha1.NodeTaint) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(t.Key) {
+	keyMsgs, valueMsgs := validation.IsQualifiedName(t.Key), validation.IsValidLabelValue(t.Value)
+	errs := make(field.ErrorList, 0, len(keyMsgs)+len(valueMsgs))
+	for _, msg := range keyMsgs {
 		errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
 	}
-	for _, msg := range validation.IsValidLabelValue(t.Value) {
+	for _, msg := range valueMsgs {
 		errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
 	}
 	return errs
