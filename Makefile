@@ -9,10 +9,13 @@ CACHE_DIR        ?= $(HOME)/.cache/armada-crossplane
 BIN_DIR          := $(CACHE_DIR)/bin
 CROSSPLANE_CLI   := $(BIN_DIR)/crossplane-cli-v2.5.0
 CROSSPLANE_CORE  := $(BIN_DIR)/crossplane-core-v2.4.0
-ARMADA_VERSION   := v0.22.7
-ARMADA_BIN_DIR   := $(BIN_DIR)/armada-$(ARMADA_VERSION)
 GOLANGCI_LINT    := $(BIN_DIR)/golangci-lint-v2.15.0
-export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_DIR
+# Armada's binaries live in $(ARMADA_BIN_ROOT)/armada-vX.Y.Z, one directory
+# per release of the function's version table (internal/armada/versions.go),
+# which ARMADA_VERSIONS reads; it is evaluated only where used.
+ARMADA_BIN_ROOT  := $(BIN_DIR)
+ARMADA_VERSIONS   = $(shell go run ./internal/cmd/armadaversions)
+export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 GEN_DIR := $(CACHE_DIR)/gen
 
@@ -136,8 +139,8 @@ cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provide
 	tools/provider-kubernetes/build.sh
 
 .PHONY: armada-bins
-armada-bins: ## Build Armada's eight binaries at $(ARMADA_VERSION) (cached).
-	ARMADA_BIN_DIR=$(ARMADA_BIN_DIR) tools/armada/build.sh
+armada-bins: ## Build Armada's eight binaries for every supported release (cached per release).
+	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_VERSIONS)
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(BIN_DIR)

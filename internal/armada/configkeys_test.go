@@ -52,7 +52,7 @@ func TestConfigOverrideKeys(t *testing.T) {
 			cfg:  map[string]any{"submission": map[string]any{"maxPodSpecSizeByte": 1024}},
 			errs: 1,
 			want: []string{`spec.components.server.config.submission.maxPodSpecSizeByte: Invalid value: "maxPodSpecSizeByte": ` +
-				`Armada 0.22.7's server has no config key "submission.maxPodSpecSizeByte" (did you mean "maxPodSpecSizeBytes"?)`},
+				`Armada ` + DefaultVersion + `'s server has no config key "submission.maxPodSpecSizeByte" (did you mean "maxPodSpecSizeBytes"?)`},
 		},
 		"AnotherComponentsKey": {
 			set:  func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Server.Config = r },

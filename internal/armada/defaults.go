@@ -15,13 +15,6 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
-// SupportedVersions are the Armada releases this function renders, oldest
-// first. The XRD's enum on spec.version must list the same values.
-var SupportedVersions = []string{"0.22.6", "0.22.7"}
-
-// DefaultVersion is the newest supported Armada release.
-const DefaultVersion = "0.22.7"
-
 // Defaults that are not per component. Each concern keeps its defaults here,
 // in one place, so the override order (user's explicit setting, then our
 // field, then these) is visible at a glance.

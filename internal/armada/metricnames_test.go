@@ -1,7 +1,6 @@
 package armada
 
 import (
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,11 +11,18 @@ import (
 )
 
 // TestMetricNames is the "no invented metrics" check: every metric name an
-// alert or dashboard panel uses must be registered in the source of
-// Armada v0.22.7's binaries (or be Prometheus's own `up`). It lists each
-// name and how it was found, and fails on any unknown one.
+// alert or dashboard panel uses must be registered in the source of every
+// supported Armada release's binaries (or be Prometheus's own `up`). It
+// lists each name and how it was found, and fails on any unknown one.
 func TestMetricNames(t *testing.T) {
-	dirs, err := metricnames.SourceDirs(t.Context(), filepath.Join("..", "..", "tools", "armada", "go.mod"))
+	for _, r := range Releases {
+		t.Run(r.Version, func(t *testing.T) { checkMetricNames(t, r.Version) })
+	}
+}
+
+func checkMetricNames(t *testing.T, version string) {
+	t.Helper()
+	dirs, err := metricnames.SourceDirs(t.Context(), "v"+version)
 	if err != nil {
 		t.Fatal(err)
 	}

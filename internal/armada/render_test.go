@@ -74,7 +74,7 @@ func TestMigrationsGateComponents(t *testing.T) {
 		"FreshInstall": {
 			reason:   "Before any migration completes, database users are not created; the rest is.",
 			observed: Observed{Jobs: migrated(t, spec(), "none")},
-			present:  []string{"migrate-lookout-0-22-7-", "migrate-scheduler-0-22-7-", "event-ingester-workload", "binoculars-workload", "executor-local-workload", "server-config"},
+			present:  []string{"migrate-lookout-" + versionSuffix(DefaultVersion) + "-", "migrate-scheduler-" + versionSuffix(DefaultVersion) + "-", "event-ingester-workload", "binoculars-workload", "executor-local-workload", "server-config"},
 			absent:   []string{"server-workload", "scheduler-workload", "scheduler-ingester-workload", "lookout-workload", "lookout-ingester-workload"},
 			cond:     Condition{Type: ConditionComponents, Reason: ReasonWaitingForMigration},
 		},
@@ -117,37 +117,47 @@ func TestMigrationsGateComponents(t *testing.T) {
 	}
 }
 
+// TestUpgradeHoldsImagesUntilMigrated moves through every pair of
+// consecutive releases in the version table.
 func TestUpgradeHoldsImagesUntilMigrated(t *testing.T) {
-	oldSpec := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.22.6" })
-	old := Observed{
-		Jobs:      migrated(t, oldSpec),
-		Workloads: map[string]Workload{"server": {Version: "0.22.6", Ready: true}},
-	}
-	s := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.22.7" })
+	for i := 1; i < len(Releases); i++ {
+		from, to := Releases[i-1].Version, Releases[i].Version
+		t.Run(from+"To"+to, func(t *testing.T) {
+			oldSpec := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = from })
+			old := Observed{
+				Jobs:      migrated(t, oldSpec),
+				Workloads: map[string]Workload{"server": {Version: from, Ready: true}},
+			}
+			s := spec(func(s *v1alpha1.ArmadaSpec) { s.Version = to })
 
-	out := render(t, s, old)
-	if find(out, "migrate-lookout-0-22-7-") == nil {
-		t.Fatalf("upgrade did not compose the 0.22.7 lookout migration Job")
-	}
-	server := find(out, "server-workload").Object.(*appsv1.Deployment)
-	if got := server.Spec.Template.Spec.Containers[0].Image; got != "gresearch/armada-server:0.22.6" {
-		t.Errorf("server image during pending migration = %s, want the running 0.22.6", got)
-	}
-	if st := out.Status.Components["server"]; st.Ready || st.Version != "0.22.6" {
-		t.Errorf("server status = %+v, want not ready at 0.22.6", st)
-	}
+			out := render(t, s, old)
+			for _, db := range []string{dbLookout, dbScheduler} {
+				if find(out, "migrate-"+db+"-"+versionSuffix(to)+"-") == nil {
+					t.Fatalf("upgrade did not compose the %s %s migration Job", to, db)
+				}
+			}
+			server := find(out, "server-workload").Object.(*appsv1.Deployment)
+			if got, want := server.Spec.Template.Spec.Containers[0].Image, "gresearch/armada-server:"+from; got != want {
+				t.Errorf("server image during pending migration = %s, want the running %s", got, want)
+			}
+			if st := out.Status.Components["server"]; st.Ready || st.Version != from {
+				t.Errorf("server status = %+v, want not ready at %s", st, from)
+			}
 
-	old.Jobs = migrated(t, s)
-	out = render(t, s, old)
-	server = find(out, "server-workload").Object.(*appsv1.Deployment)
-	if got := server.Spec.Template.Spec.Containers[0].Image; got != "gresearch/armada-server:0.22.7" {
-		t.Errorf("server image after migration = %s, want 0.22.7", got)
+			old.Jobs = migrated(t, s)
+			out = render(t, s, old)
+			server = find(out, "server-workload").Object.(*appsv1.Deployment)
+			if got, want := server.Spec.Template.Spec.Containers[0].Image, "gresearch/armada-server:"+to; got != want {
+				t.Errorf("server image after migration = %s, want %s", got, want)
+			}
+		})
 	}
 }
 
 func TestMigrationRerunsForAnotherDatabase(t *testing.T) {
-	a := find(render(t, spec(), Observed{}), "migrate-lookout-0-22-7-")
-	b := find(render(t, spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.Host = "pg2" }), Observed{}), "migrate-lookout-0-22-7-")
+	prefix := "migrate-lookout-" + versionSuffix(DefaultVersion) + "-"
+	a := find(render(t, spec(), Observed{}), prefix)
+	b := find(render(t, spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.Host = "pg2" }), Observed{}), prefix)
 	if a.Key == b.Key || a.Object.GetName() == b.Object.GetName() {
 		t.Errorf("moving to another Postgres host kept migration Job %s; Jobs are immutable, so it must be a new Job", a.Object.GetName())
 	}
@@ -157,13 +167,23 @@ func TestMigrationRerunsForAnotherDatabase(t *testing.T) {
 }
 
 func TestDowngradeRefused(t *testing.T) {
-	in, _ := New(claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.22.6" })))
-	_, err := Render(in, Options{
-		Observed: Observed{Workloads: map[string]Workload{"server": {Version: "0.22.7"}}},
-		Rand:     KeyedRand([]byte("test"), "xr"),
-	})
-	if err == nil || !strings.HasPrefix(err.Error(), "spec.version: Forbidden: cannot downgrade Armada from 0.22.7 to 0.22.6") {
-		t.Errorf("Render(downgrade) error = %v, want a spec.version downgrade refusal", err)
+	cases := map[string]struct{ running, desired string }{
+		"Previous": {running: "0.22.8", desired: "0.22.7"},
+		"Oldest":   {running: "0.22.8", desired: "0.22.6"},
+		"Older":    {running: "0.22.7", desired: "0.22.6"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in, _ := New(claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Version = tc.desired })))
+			_, err := Render(in, Options{
+				Observed: Observed{Workloads: map[string]Workload{"server": {Version: tc.running}}},
+				Rand:     KeyedRand([]byte("test"), "xr"),
+			})
+			want := "spec.version: Forbidden: cannot downgrade Armada from " + tc.running + " to " + tc.desired
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Render(downgrade) error = %v, want prefix %q", err, want)
+			}
+		})
 	}
 }
 

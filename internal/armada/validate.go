@@ -321,6 +321,21 @@ func validateScheduling(p *field.Path, s *v1alpha1.Scheduling) field.ErrorList {
 	return errs
 }
 
+// validateNodeTaint checks an executor's node taint. Whether the release
+// can give the pool's jobs its toleration (scheduling.pools[].jobDefaults,
+// from 0.22.7) is checked against its config keys (configkeys.go).
+func validateNodeTaint(p *field.Path, t *v1alpha1.NodeTaint) field.ErrorList {
+	keyMsgs, valueMsgs := validation.IsQualifiedName(t.Key), validation.IsValidLabelValue(t.Value)
+	errs := make(field.ErrorList, 0, len(keyMsgs)+len(valueMsgs))
+	for _, msg := range keyMsgs {
+		errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+	}
+	for _, msg := range valueMsgs {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
+	}
+	return errs
+}
+
 func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	var errs field.ErrorList
 	pools := map[string]bool{}
@@ -352,12 +367,7 @@ func validateExecutors(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(ep.Child("pool"), e.Pool, "must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor"))
 		}
 		if t := e.NodeTaint; t != nil {
-			for _, msg := range validation.IsQualifiedName(t.Key) {
-				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "key"), t.Key, msg))
-			}
-			for _, msg := range validation.IsValidLabelValue(t.Value) {
-				errs = append(errs, field.Invalid(ep.Child("nodeTaint", "value"), t.Value, msg))
-			}
+			errs = append(errs, validateNodeTaint(ep.Child("nodeTaint"), t)...)
 		}
 	}
 	hasURL := s.ExecutorAPI != nil && s.ExecutorAPI.URL != ""

@@ -67,7 +67,7 @@ func TestRunFunctionRejects(t *testing.T) {
 		"SeveralErrors": {
 			reason: "Every bad field is named, not only the first.",
 			xr:     strings.Replace(validXR, `"auth"`, `"executors": [{"clusterId": "c1", "pool": "gpu"}], "version": "0.1.0", "auth"`, 1),
-			want:   `invalid XArmada: [spec.version: Unsupported value: "0.1.0": supported values: "0.22.6", "0.22.7", spec.executors[0].pool: Invalid value: "gpu": must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor]`,
+			want:   `invalid XArmada: [spec.version: Unsupported value: "0.1.0": supported values: "0.22.6", "0.22.7", "0.22.8", spec.executors[0].pool: Invalid value: "gpu": must name one of spec.scheduling.pools, or the scheduler never schedules onto this executor]`,
 		},
 	}
 	for name, tc := range cases {
@@ -269,7 +269,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		"event-ingester-config", "event-ingester-pdb", "event-ingester-service", "event-ingester-serviceaccount",
 		"executor-clusterrole", "executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-service", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
-		"migrate-lookout-0-22-7-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-7-450f1f", "migrate-scheduler-config",
+		"migrate-lookout-0-22-8-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-8-450f1f", "migrate-scheduler-config",
 		"netpol-binoculars", "netpol-default-deny", "netpol-event-ingester", "netpol-executor-local", "netpol-lookout",
 		"netpol-lookout-ingester", "netpol-migrate-lookout", "netpol-migrate-scheduler", "netpol-pulsar-topics",
 		"netpol-scheduler", "netpol-scheduler-ingester", "netpol-server",
@@ -288,7 +288,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		t.Errorf("desired XR readiness = %v, want READY_FALSE while components wait", got)
 	}
 	status := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
-	wantStatus := map[string]any{"version": map[string]any{"desired": "0.22.7"}, "credentialsSecret": "armada-credentials"}
+	wantStatus := map[string]any{"version": map[string]any{"desired": "0.22.8"}, "credentialsSecret": "armada-credentials"}
 	if diff := cmp.Diff(wantStatus["version"], status["version"]); diff != "" {
 		t.Errorf("status.version: -want, +got:\n%s", diff)
 	}

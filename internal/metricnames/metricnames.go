@@ -23,8 +23,8 @@ import (
 )
 
 // Sources are the modules whose registered metrics Armada's
-// binaries export, at the versions tools/armada/go.mod builds them from:
-// Armada itself, the gRPC middleware that instruments its clients and
+// binaries export, at the versions Armada's go.mod builds them from:
+// Armada itself (first), the gRPC middleware that instruments its clients and
 // servers, and go-redis' collector of the server's Redis pool.
 var Sources = []string{
 	"github.com/armadaproject/armada",
@@ -366,11 +366,18 @@ func (x *Index) Counts() (full, templates, values int) {
 	return len(x.full), len(x.templates), len(x.values)
 }
 
-// SourceDirs are the module cache directories of Sources at the versions
-// the go.mod at goMod (tools/armada's, which Armada's binaries are built
-// from) requires, downloaded if needed.
-func SourceDirs(ctx context.Context, goMod string) ([]string, error) {
-	b, err := os.ReadFile(goMod) //nolint:gosec // The caller's go.mod.
+// SourceDirs are the module cache directories of Sources for one Armada
+// release: Armada at that version, and the other Sources at the versions
+// Armada's own go.mod requires, which is what its binaries are built from
+// (tools/armada/build.sh builds inside Armada's module). Each is downloaded
+// if needed.
+func SourceDirs(ctx context.Context, armadaVersion string) ([]string, error) {
+	armada, err := providers.ModuleDir(ctx, Sources[0], armadaVersion)
+	if err != nil {
+		return nil, err
+	}
+	goMod := filepath.Join(armada, "go.mod")
+	b, err := os.ReadFile(goMod) //nolint:gosec // Armada's go.mod in the module cache.
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read go.mod")
 	}
@@ -378,8 +385,8 @@ func SourceDirs(ctx context.Context, goMod string) ([]string, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot parse go.mod")
 	}
-	dirs := make([]string, 0, len(Sources))
-	for _, m := range Sources {
+	dirs := []string{armada}
+	for _, m := range Sources[1:] {
 		version := ""
 		for _, r := range mf.Require {
 			if r.Mod.Path == m {

@@ -53,7 +53,7 @@ func (t Tools) Converge(ctx context.Context, opt RenderOptions, maxSteps int) ([
 			return steps, nil
 		}
 		steps = append(steps, s)
-		if err := writeObserved(dir, s.Composed); err != nil {
+		if err := WriteObserved(dir, s.Composed); err != nil {
 			return steps, err
 		}
 	}
@@ -73,9 +73,9 @@ func Composed(docs []map[string]any) []map[string]any {
 	return out
 }
 
-// writeObserved replaces dir's content with the composed resources as a
+// WriteObserved replaces dir's content with the composed resources as a
 // cluster would report them once their pods run.
-func writeObserved(dir string, composed []map[string]any) error {
+func WriteObserved(dir string, composed []map[string]any) error {
 	old, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return errors.Wrap(err, "cannot list observed resources")

@@ -23,8 +23,16 @@ import (
 // Every other key of the file (most of what Armada reads) the tree
 // accepts.
 func TestConfigKeysMatchArmada(t *testing.T) {
-	bin, src := armadaBinDir(t), armadaSourceDir(t)
-	version := strings.TrimPrefix(armadaVersion, "v")
+	for _, version := range armada.SupportedVersions {
+		t.Run(version, func(t *testing.T) { checkConfigKeys(t, version) })
+	}
+}
+
+// checkConfigKeys is TestConfigKeysMatchArmada for one release.
+//
+//nolint:thelper // Each release is its own subtest: failures point into it.
+func checkConfigKeys(t *testing.T, version string) {
+	bin, src := armadaBinDir(t, version), armadaSourceDir(t, version)
 	checked, stale := 0, 0
 	for _, component := range slices.Sorted(maps.Keys(armada.ConfigTypes())) {
 		binary := strings.ReplaceAll(component, "-", "")

@@ -13,13 +13,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/metricnames"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
-
-// armadaVersion is the Armada release whose binaries and source tree the
-// test runs; tools/armada/go.mod pins the same release.
-const armadaVersion = "v0.22.7"
 
 const (
 	// startTimeout bounds how long a component may take to reach its
@@ -41,79 +38,127 @@ const rendersEnv = "ARMADA_CONFORMANCE_RENDERS"
 // binaries are the Armada binaries the test needs.
 var binaries = []string{"server", "scheduler", "scheduleringester", "lookout", "lookoutingester", "eventingester", "executor", "binoculars"}
 
-// env is what every example shares.
+// env is what every render of one Armada release shares.
 type env struct {
-	// BinDir holds the Armada binaries.
+	// Version is the release, x.y.z.
+	Version string
+	// BinDir holds the release's Armada binaries.
 	BinDir string
-	// SourceDir is Armada's module source tree: the binaries' working
+	// SourceDir is the release's module source tree: the binaries' working
 	// directory, whose config/<component>/config.yaml they load first.
 	SourceDir string
 	// Kubeconfig is a kubeconfig for an API server on KubeconfigPort,
 	// where nothing listens.
 	Kubeconfig     string
 	KubeconfigPort int
-	// Metrics indexes the metric names registered in Armada's source,
+	// Metrics indexes the metric names registered in the release's source,
 	// which the scraped ones are checked against.
 	Metrics *metricnames.Index
 }
 
-func TestArmadaConformance(t *testing.T) {
-	e := &env{BinDir: armadaBinDir(t), SourceDir: armadaSourceDir(t), KubeconfigPort: testenv.FreePort(t)}
+// newEnv finds a release's binaries and source, failing the test if they
+// are missing.
+func newEnv(t *testing.T, version string) *env {
+	t.Helper()
+	e := &env{Version: version, BinDir: armadaBinDir(t, version), SourceDir: armadaSourceDir(t, version), KubeconfigPort: testenv.FreePort(t)}
 	e.Kubeconfig = writeKubeconfig(t, e.KubeconfigPort)
-	dirs, err := metricnames.SourceDirs(t.Context(), filepath.Join("..", "..", "tools", "armada", "go.mod"))
+	dirs, err := metricnames.SourceDirs(t.Context(), "v"+version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Metrics, err = metricnames.Scan(dirs...); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
 
+// TestArmadaConformance runs every render golden file with the binaries of
+// the Armada release it renders (the XR's status.version.desired): the
+// default release on every example, and each other supported release on
+// the examples rendered at it (test/render/testdata/versions). Every
+// supported release must be covered.
+func TestArmadaConformance(t *testing.T) {
 	pattern := os.Getenv(rendersEnv)
+	var files []string
 	if pattern == "" {
-		pattern = filepath.Join("..", "render", "testdata", "*.yaml")
+		for _, p := range []string{"*.yaml", filepath.Join("versions", "*.yaml")} {
+			m, _ := filepath.Glob(filepath.Join("..", "render", "testdata", p))
+			files = append(files, m...)
+		}
+		pattern = "the render golden files (test/render/testdata and its versions directory)"
+	} else {
+		files, _ = filepath.Glob(pattern)
 	}
-	files, err := filepath.Glob(pattern)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no render outputs match %s (err: %v); generate the render golden files first", pattern, err)
+	if len(files) == 0 {
+		t.Fatalf("no render outputs in %s; generate the render golden files first", pattern)
 	}
+	// Every render's release first, so a release no render covers fails
+	// before anything runs.
+	versions := map[string]string{}
+	examples := map[string][]string{}
 	for _, f := range files {
+		r, err := loadRender(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := r.XRString("", "status", "version", "desired")
+		if _, ok := armada.ReleaseOf(v); !ok {
+			t.Fatalf("%s renders Armada %q, which is not in the version table %v", f, v, armada.SupportedVersions)
+		}
+		versions[f] = v
+		examples[v] = append(examples[v], strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)))
+	}
+	for _, v := range armada.SupportedVersions {
+		t.Logf("Armada %s: %d renders to check: %s", v, len(examples[v]), strings.Join(examples[v], ", "))
+		if len(examples[v]) == 0 && os.Getenv(rendersEnv) == "" {
+			t.Errorf("no render golden file runs Armada %s: render at least examples/minimal.yaml at it (test/render writes testdata/versions)", v)
+		}
+	}
+	envs := map[string]*env{}
+	for _, f := range files {
+		v := versions[f]
+		if envs[v] == nil {
+			envs[v] = newEnv(t, v)
+		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
-			runExample(t, e, f)
+			runExample(t, envs[v], f)
 		})
 	}
 }
 
-// armadaBinDir returns the directory holding every Armada binary, failing
-// the test if one is missing.
-func armadaBinDir(t *testing.T) string {
+// armadaBinDir returns the directory holding every Armada binary of a
+// release, failing the test if one is missing.
+func armadaBinDir(t *testing.T, version string) string {
 	t.Helper()
-	dir := os.Getenv("ARMADA_BIN_DIR")
-	if dir == "" {
+	root := os.Getenv("ARMADA_BIN_ROOT")
+	if root == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			t.Fatalf("cannot find the home directory: %v", err)
 		}
-		dir = filepath.Join(home, ".cache", "armada-crossplane", "bin", "armada-"+armadaVersion)
+		root = filepath.Join(home, ".cache", "armada-crossplane", "bin")
 	}
+	dir := filepath.Join(root, "armada-v"+version)
 	for _, b := range binaries {
-		fi, err := os.Stat(filepath.Join(dir, b)) //nolint:gosec // ARMADA_BIN_DIR is the developer's own.
+		fi, err := os.Stat(filepath.Join(dir, b)) //nolint:gosec // ARMADA_BIN_ROOT is the developer's own.
 		if err != nil || fi.Mode()&0o111 == 0 {
-			t.Fatalf("Armada binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh)", b, dir)
+			t.Fatalf("Armada %s binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh v%s)", version, b, dir, version)
 		}
 	}
 	return dir
 }
 
-// armadaSourceDir returns Armada's module source tree in the module cache.
-func armadaSourceDir(t *testing.T) string {
+// armadaSourceDir returns a release's module source tree in the module
+// cache.
+func armadaSourceDir(t *testing.T, version string) string {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatalf("cannot run `go env GOMODCACHE`: %v", err)
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "github.com", "armadaproject", "armada@"+armadaVersion)
+	dir := filepath.Join(strings.TrimSpace(string(out)), "github.com", "armadaproject", "armada@v"+version)
 	if _, err := os.Stat(filepath.Join(dir, "config", "server", "config.yaml")); err != nil {
-		t.Fatalf("Armada %s source is not in the module cache (%v): run `make armada-bins`, which downloads it", armadaVersion, err)
+		t.Fatalf("Armada %s source is not in the module cache (%v): run `make armada-bins`, which downloads it", version, err)
 	}
 	return dir
 }
@@ -163,77 +208,16 @@ func runExample(t *testing.T, e *env, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	svc, supplied := startServices(t, r, workloads)
-	// A namespaced Armada runs in its own namespace; an XArmada in
-	// spec.namespace.
-	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
-
-	var runs []*run
-	workloadOf := map[*run]workload{}
-	skipped := 0
-	for _, w := range workloads {
-		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
-		for i, c := range containers {
-			if _, _, ok := componentForImage(c.Image); !ok {
-				t.Logf("%s: container %s runs %s, not an Armada image; not run", w.ID(), c.Name, c.Image)
-				skipped++
-				continue
-			}
-			root := t.TempDir()
-			inv, err := rs.Invocation(w, c, root)
-			if err != nil {
-				t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
-				continue
-			}
-			if inv.Tag != strings.TrimPrefix(armadaVersion, "v") {
-				t.Logf("%s: image tag %s differs from the Armada %s binaries under test", w.ID(), inv.Tag, armadaVersion)
-			}
-			cfg, err := loadArmadaConfig(e.SourceDir, inv.Component, inv.ConfigFiles)
-			if err != nil {
-				t.Errorf("%s: %v", w.ID(), err)
-				continue
-			}
-			rn := &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root, Cluster: w.Cluster}
-			runs = append(runs, rn)
-			workloadOf[rn] = w
-		}
-	}
-
+	runs, workloadOf, skipped := newRuns(t, e, r, workloads, supplied)
 	// Worker clusters start in the background while migrations run.
 	remote := startRemote(t, runs, svc.ExecutorAPICA)
 	prepareDatabases(t, r, svc, runs)
 	free := (&ports{t: t}).Free
-
-	migrations := 0
-	for _, rn := range runs {
-		if rn.Job {
-			t.Run(rn.ID(), func(t *testing.T) { runMigration(t, e, svc, free, rn) })
-			migrations++
-		}
-	}
+	migrations := runMigrations(t, e, svc, free, runs)
 	checkTables(t, svc, runs)
 	checkWiring(t, runs)
-
-	// Long-running components start together and are checked one by one.
-	started := map[*run]*component{}
-	for _, rn := range runs {
-		if !rn.Job && rn.Cluster == "" {
-			started[rn] = startComponent(t, e, svc, free, rn)
-		}
-	}
-	for _, rn := range runs {
-		if c, ok := started[rn]; ok {
-			t.Run(rn.ID(), func(t *testing.T) { checkComponent(t, svc, rn, c) })
-		}
-	}
-	oidc := 0
-	for _, c := range started {
-		if c.Outcome.ViaOIDC {
-			oidc++
-		}
-	}
-	checkScrapedNames(t, e, started)
+	started, oidc := runComponents(t, e, svc, free, runs)
 	// Remote executors run one after the other against their worker
 	// clusters and the executor API; the first also shows what each part
 	// of the wiring is needed for.
@@ -248,8 +232,86 @@ func runExample(t *testing.T, e *env, file string) {
 		})
 		remotes++
 	}
-	t.Logf("%s: %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
-		filepath.Base(file), migrations, len(started), oidc, remotes, skipped, time.Since(start).Round(time.Second))
+	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked (%d of them only up to the OIDC provider); %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
+		filepath.Base(file), e.Version, migrations, started, oidc, remotes, skipped, time.Since(start).Round(time.Second))
+}
+
+// newRuns reconstructs every Armada container of a render's workloads,
+// Jobs' first, with the workload of each; skipped counts the non-Armada
+// containers.
+func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map[secretRef]string) (runs []*run, workloadOf map[*run]workload, skipped int) {
+	t.Helper()
+	workloadOf = map[*run]workload{}
+	// A namespaced Armada runs in its own namespace; an XArmada in
+	// spec.namespace.
+	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
+	for _, w := range workloads {
+		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
+		for i, c := range containers {
+			if _, _, ok := componentForImage(c.Image); !ok {
+				t.Logf("%s: container %s runs %s, not an Armada image; not run", w.ID(), c.Name, c.Image)
+				skipped++
+				continue
+			}
+			root := t.TempDir()
+			inv, err := rs.Invocation(w, c, root)
+			if err != nil {
+				t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
+				continue
+			}
+			if inv.Tag != e.Version {
+				t.Logf("%s: image tag %s differs from the Armada %s binaries under test", w.ID(), inv.Tag, e.Version)
+			}
+			cfg, err := loadArmadaConfig(e.SourceDir, inv.Component, inv.ConfigFiles)
+			if err != nil {
+				t.Errorf("%s: %v", w.ID(), err)
+				continue
+			}
+			rn := &run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root, Cluster: w.Cluster}
+			runs = append(runs, rn)
+			workloadOf[rn] = w
+		}
+	}
+	return runs, workloadOf, skipped
+}
+
+// runMigrations runs every Job container, each in a subtest, and returns
+// how many it ran.
+func runMigrations(t *testing.T, e *env, svc *services, free func() int, runs []*run) int {
+	t.Helper()
+	n := 0
+	for _, rn := range runs {
+		if rn.Job {
+			t.Run(rn.ID(), func(t *testing.T) { runMigration(t, e, svc, free, rn) })
+			n++
+		}
+	}
+	return n
+}
+
+// runComponents starts every long-running container together, checks
+// them one by one and checks the metric names they served. It returns how
+// many it started and how many of those stopped at the OIDC provider.
+func runComponents(t *testing.T, e *env, svc *services, free func() int, runs []*run) (n, oidc int) {
+	t.Helper()
+	started := map[*run]*component{}
+	for _, rn := range runs {
+		if !rn.Job && rn.Cluster == "" {
+			started[rn] = startComponent(t, e, svc, free, rn)
+		}
+	}
+	for _, rn := range runs {
+		if c, ok := started[rn]; ok {
+			t.Run(rn.ID(), func(t *testing.T) { checkComponent(t, svc, rn, c) })
+		}
+	}
+	for _, c := range started {
+		if c.Outcome.ViaOIDC {
+			oidc++
+		}
+	}
+	checkScrapedNames(t, e, started)
+	return len(started), oidc
 }
 
 // startServices starts PostgreSQL and Redis and returns the values of the

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 )
 
@@ -116,7 +117,7 @@ func converge(t *testing.T, claim *unstructured.Unstructured) {
 		// its XR's by a reconcile, so also wait for the running version.
 		want, found, _ := unstructured.NestedString(c.Object, "spec", "version")
 		if !found {
-			want = "0.22.7"
+			want = armada.DefaultVersion
 		}
 		running, _, _ := unstructured.NestedString(c.Object, "status", "version", "running")
 		return s == "True" && running == want, fmt.Sprintf("Ready=%s %s %s; running %q, want %q", s, r, m, running, want)
@@ -158,8 +159,14 @@ func TestExamples(t *testing.T) {
 					t.Errorf("claim status.components.%s = %v, want ready", name, s)
 				}
 			}
-			if v, _, _ := unstructured.NestedString(c.Object, "status", "version", "running"); v != "0.22.7" {
-				t.Errorf("claim status.version.running = %q, want 0.22.7", v)
+			// The XRD defaults spec.version to the newest release; an
+			// example may pin another (production runs 0.22.7).
+			want, _, _ := unstructured.NestedString(c.Object, "spec", "version")
+			if example == "minimal" && want != armada.DefaultVersion {
+				t.Errorf("claim spec.version = %q, want the XRD's default %s", want, armada.DefaultVersion)
+			}
+			if v, _, _ := unstructured.NestedString(c.Object, "status", "version", "running"); v != want {
+				t.Errorf("claim status.version.running = %q, want %s", v, want)
 			}
 			if e, _, _ := unstructured.NestedString(c.Object, "status", "endpoints", "grpc"); e == "" {
 				t.Errorf("claim status.endpoints.grpc is empty")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 )
 
@@ -103,7 +104,11 @@ func nsConverge(t *testing.T, ns, name string) {
 		markHealthy(t, refs)
 		s, r, m := condition(xr, "Ready")
 		running, _, _ := unstructured.NestedString(xr.Object, "status", "version", "running")
-		return s == "True" && running == "0.22.7", fmt.Sprintf("Ready=%s %s %s; running %q", s, r, m, running)
+		want, found, _ := unstructured.NestedString(xr.Object, "spec", "version")
+		if !found {
+			want = armada.DefaultVersion
+		}
+		return s == "True" && running == want, fmt.Sprintf("Ready=%s %s %s; running %q, want %q", s, r, m, running, want)
 	})
 	t.Logf("Armada %s/%s Ready %s after the first health report", ns, name, time.Since(start).Round(time.Millisecond))
 }

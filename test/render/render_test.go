@@ -17,6 +17,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/logging"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	fn "github.com/armadaproject/armada-crossplane/internal/function"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
@@ -90,51 +91,69 @@ func TestRender(t *testing.T) {
 	for _, path := range examples(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			docs, err := xprender.ReadDocs(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			xr, err := xprender.ClaimToXR(docs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			xr := exampleXR(t, filepath.Base(path))
 			opt := xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr}
 			if xr["kind"] == "Armada" {
 				opt.Composition, opt.XRD = nsComposition, nsXRD
 			}
-			steps, err := tools.Converge(ctx, opt, maxSteps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s converged in %d reconciles", name, len(steps))
-			golden(t, filepath.Join("testdata", "first-reconcile", name+".yaml"), steps[0].Output)
-			final := steps[len(steps)-1].Output
-			golden(t, filepath.Join("testdata", name+".yaml"), final)
-
-			again, err := tools.Render(ctx, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(steps[0].Output), string(again)); diff != "" {
-				t.Errorf("rendering the same request twice differs (-first +second):\n%s", diff)
-			}
-
-			if xr["kind"] == "Armada" {
-				checkScope(t, final, xr)
-			}
-
-			resources, err := withManifests(withoutResults(final))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out, err := tools.Validate(ctx, append([]string{opt.XRD}, crds...), "-", resources); err != nil {
-				t.Errorf("converged output does not validate: %v", err)
-			} else {
-				t.Logf("validate: %s", lastLine(out))
-			}
+			converge(t, tools, crds, opt, filepath.Join("testdata", "first-reconcile", name+".yaml"), filepath.Join("testdata", name+".yaml"))
 		})
+	}
+	// Every other supported release on the minimal example, for the
+	// conformance test to run with that release's binaries.
+	for _, v := range armada.SupportedVersions {
+		if v == armada.DefaultVersion {
+			continue
+		}
+		t.Run("minimal-"+v, func(t *testing.T) {
+			xr := exampleXR(t, "minimal.yaml")
+			spec, _ := xr["spec"].(map[string]any)
+			spec["version"] = v
+			converge(t, tools, crds, xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr},
+				"", filepath.Join("testdata", "versions", "minimal-"+v+".yaml"))
+		})
+	}
+}
+
+// converge renders an XR until it converges and compares the first
+// reconcile (unless first is empty) and the converged state with golden
+// files, checks a repeated render is identical, then validates the
+// converged output against the generated XRD offline.
+func converge(t *testing.T, tools xprender.Tools, crds []string, opt xprender.RenderOptions, first, final string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	steps, err := tools.Converge(ctx, opt, maxSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("converged in %d reconciles", len(steps))
+	if first != "" {
+		golden(t, first, steps[0].Output)
+	}
+	out := steps[len(steps)-1].Output
+	golden(t, final, out)
+
+	again, err := tools.Render(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(steps[0].Output), string(again)); diff != "" {
+		t.Errorf("rendering the same request twice differs (-first +second):\n%s", diff)
+	}
+
+	if opt.XR["kind"] == "Armada" {
+		checkScope(t, out, opt.XR)
+	}
+
+	resources, err := withManifests(withoutResults(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tools.Validate(ctx, append([]string{opt.XRD}, crds...), "-", resources); err != nil {
+		t.Errorf("converged output does not validate: %v", err)
+	} else {
+		t.Logf("validate: %s", lastLine(out))
 	}
 }
 

@@ -54,7 +54,7 @@ func TestSchema(t *testing.T) {
 		"UnsupportedVersion": {
 			reason: "Only supported Armada versions are accepted.",
 			claim:  valid + "  version: \"0.21.0\"\n",
-			want:   []string{`spec.version: Unsupported value: "0.21.0": supported values: "0.22.6", "0.22.7"`},
+			want:   []string{`spec.version: Unsupported value: "0.21.0": supported values: "0.22.6", "0.22.7", "0.22.8"`},
 		},
 		"NoAuthMethod": {
 			reason: "Anonymous access must be asked for explicitly.",

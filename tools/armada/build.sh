@@ -1,34 +1,74 @@
 #!/usr/bin/env bash
-# Builds the Armada binaries the conformance tests run (test/conformance) from
-# the wrapper module in this directory, whose go.mod pins the Armada release
-# and repeats Armada's replace lines. Binaries that already exist are kept, so
-# re-running is cheap; delete the directory to force a rebuild.
+# Builds the Armada binaries the conformance and upgrade tests run
+# (test/conformance), one directory per Armada release:
+# $ARMADA_BIN_ROOT/armada-vX.Y.Z/{server,scheduler,...}.
 #
-# Usage: tools/armada/build.sh
-# Env:   ARMADA_BIN_DIR  where to put the binaries
-#                        (default $HOME/.cache/armada-crossplane/bin/armada-v0.22.7)
+# Each release is built from its own module in the Go module cache, as the
+# main module: `go mod download` fetches and verifies it (go.sum database),
+# and building inside it keeps Armada's own go.mod, go.sum and replace lines
+# in effect, exactly as Armada's release builds them. That is why there is
+# no wrapper module per version to keep in step: adding a release to the
+# function's version table (internal/armada/versions.go) is all it takes,
+# and `make armada-bins` asks the table which releases to build.
+#
+# Binaries that already exist are kept, so re-running is cheap; delete a
+# version's directory to force its rebuild. The Go build cache is shared, so
+# a second release costs mostly Armada's own packages, not its dependencies.
+#
+# Usage: tools/armada/build.sh v0.22.8 [v0.22.7 ...]
+# Env:   ARMADA_BIN_ROOT  where the per-version directories go
+#                         (default $HOME/.cache/armada-crossplane/bin)
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")"
+if [[ $# -eq 0 ]]; then
+	echo "usage: $0 VERSION... (e.g. v0.22.8); make armada-bins passes every supported version" >&2
+	exit 2
+fi
 
-bin_dir="${ARMADA_BIN_DIR:-$HOME/.cache/armada-crossplane/bin/armada-v0.22.7}"
+bin_root="${ARMADA_BIN_ROOT:-$HOME/.cache/armada-crossplane/bin}"
 binaries=(lookout server scheduler scheduleringester lookoutingester eventingester executor binoculars)
+module=github.com/armadaproject/armada
 
-mkdir -p "${bin_dir}"
-start=${SECONDS}
-total=${#binaries[@]}
-i=0
-for name in "${binaries[@]}"; do
-	i=$((i + 1))
-	out="${bin_dir}/${name}"
-	if [[ -x "${out}" ]]; then
-		echo "armada ${name} (${i}/${total}) already built: ${out}"
+# Armada's go.mod is complete, so the build must not edit it (the module
+# cache is read-only anyway); the local toolchain builds every release.
+export GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off GOTOOLCHAIN=local
+
+for version in "$@"; do
+	[[ "${version}" == v* ]] || version="v${version}"
+	bin_dir="${bin_root}/armada-${version}"
+	missing=()
+	for name in "${binaries[@]}"; do
+		if [[ -x "${bin_dir}/${name}" ]]; then
+			echo "armada ${version} ${name} already built: ${bin_dir}/${name}"
+		else
+			missing+=("${name}")
+		fi
+	done
+	if [[ ${#missing[@]} -eq 0 ]]; then
 		continue
 	fi
-	echo "building armada ${name} (${i}/${total})… [$((SECONDS - start))s elapsed]"
-	# Build into a temporary name and rename, so an interrupted build never
-	# leaves a truncated binary that a later run would mistake for complete.
-	GOFLAGS=-mod=mod go build -ldflags "-s -w" -o "${out}.tmp" "github.com/armadaproject/armada/cmd/${name}"
-	mv "${out}.tmp" "${out}"
+	start=${SECONDS}
+	src=$(go mod download -json "${module}@${version}" | jq -r '.Dir // empty')
+	if [[ -z "${src}" || ! -f "${src}/go.mod" ]]; then
+		echo "cannot download ${module}@${version}" >&2
+		exit 1
+	fi
+	echo "building armada ${version}: ${missing[*]} (one go build, so packages compile once and links overlap)…"
+	# Build into a temporary directory and move each binary in, so an
+	# interrupted build never leaves a truncated binary that a later run
+	# would mistake for complete.
+	mkdir -p "${bin_dir}"
+	tmp=$(mktemp -d "${bin_dir}/.build-XXXXXX")
+	trap 'rm -rf "${tmp}"' EXIT
+	pkgs=()
+	for name in "${missing[@]}"; do
+		pkgs+=("./cmd/${name}")
+	done
+	(cd "${src}" && go build -ldflags "-s -w" -o "${tmp}/" "${pkgs[@]}")
+	for name in "${missing[@]}"; do
+		mv "${tmp}/${name}" "${bin_dir}/${name}"
+	done
+	rm -rf "${tmp}"
+	trap - EXIT
+	echo "armada ${version} binaries ready in ${bin_dir} [$((SECONDS - start))s]"
 done
-echo "armada binaries ready in ${bin_dir} [$((SECONDS - start))s elapsed]"

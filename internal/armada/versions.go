@@ -1,0 +1,69 @@
+package armada
+
+import "slices"
+
+// A Release is one supported Armada release: a row of the version table.
+// Everything the function renders differently per release, and every fact
+// about a release the tests check, is a field here or generated from the
+// row (the config keys each component reads, configkeys/v<version>.json,
+// make generate), so supporting a new release is adding its row (see the
+// README, "Armada releases").
+//
+// Every release's images are gresearch/armada-<component>:<Version>, and
+// every release's migrations run the same way (components.go): a new
+// release gets new migration Jobs because their names carry the version.
+type Release struct {
+	// Version is the release, x.y.z, and every Armada image's tag.
+	Version string
+	// Schema is the schema version each of Armada's databases is at once
+	// this release's migration Job has run: the id of the newest migration
+	// file its binary embeds (Armada records it in the database_version
+	// sequence). TestReleaseFacts checks it against Armada's source and
+	// test/conformance's upgrade test against a migrated database.
+	Schema map[string]int
+}
+
+// Releases is the version table, oldest first. The newest is the default
+// for new claims. The XRD's enum on spec.version is generated from it
+// (make generate), and `make armada-bins` builds each release's binaries.
+var Releases = []Release{
+	{
+		Version: "0.22.6",
+		Schema:  map[string]int{dbScheduler: 40, dbLookout: 35},
+	},
+	{
+		// Adds scheduling.pools[].jobDefaults (its config keys,
+		// configkeys/v0.22.7.json, have them; 0.22.6's do not).
+		Version: "0.22.7",
+		Schema:  map[string]int{dbScheduler: 40, dbLookout: 35},
+	},
+	{
+		// Adds scheduler migration 041_add_requestor.sql (jobs.reprioritise_user,
+		// runs.preempt_user). Lookout's built-in config changes only its
+		// default uiConfig.commandSpecs (the Exec template gains "--"), a
+		// key the function does not render; no rendered key changes.
+		Version: "0.22.8",
+		Schema:  map[string]int{dbScheduler: 41, dbLookout: 35},
+	},
+}
+
+// SupportedVersions are the versions of Releases, oldest first.
+var SupportedVersions = func() []string {
+	out := make([]string, 0, len(Releases))
+	for _, r := range Releases {
+		out = append(out, r.Version)
+	}
+	return out
+}()
+
+// DefaultVersion is the newest supported Armada release.
+var DefaultVersion = Releases[len(Releases)-1].Version
+
+// ReleaseOf returns the row of a supported version.
+func ReleaseOf(version string) (Release, bool) {
+	i := slices.IndexFunc(Releases, func(r Release) bool { return r.Version == version })
+	if i < 0 {
+		return Release{}, false
+	}
+	return Releases[i], true
+}

@@ -1,0 +1,324 @@
+package conformance
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/function-sdk-go/logging"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+	fn "github.com/armadaproject/armada-crossplane/internal/function"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
+)
+
+const (
+	repoRoot       = "../.."
+	upgradeExample = repoRoot + "/examples/minimal.yaml"
+)
+
+// addedColumns are the columns a scheduler migration adds, by the schema
+// version it brings the database to: 041_add_requestor.sql (Armada 0.22.8)
+// adds who reprioritised a job and who asked to preempt a run. Each must be
+// absent below that version and present from it on.
+var addedColumns = map[int][]string{
+	41: {"jobs.reprioritise_user", "runs.preempt_user"},
+}
+
+// TestArmadaUpgrade upgrades one Armada through every release of the
+// version table, oldest first (0.22.6 → 0.22.7 → 0.22.8), on one private
+// PostgreSQL and Redis. At each release it
+//
+//  1. renders the claim (examples/minimal.yaml at that spec.version) through
+//     the real Crossplane CLI and function, from the composed resources the
+//     previous release left, as the cluster would report them;
+//  2. checks that the components using a database are held on the previous
+//     release's images while the new migration Jobs are pending;
+//  3. runs the rendered migration Jobs (their image's binary, args and
+//     config) with that release's binaries against the previous release's
+//     databases, and checks the schema: each database's recorded version
+//     is the table's, and the columns a migration adds appear exactly when
+//     it has run;
+//  4. reports the Jobs complete, renders again and checks every component
+//     now runs the new release;
+//  5. starts every component with that release's binaries on the migrated
+//     databases and checks it as TestArmadaConformance does (lookout and
+//     binoculars healthy, the others past Postgres to Pulsar or the
+//     Kubernetes API).
+//
+// Finally a render back to the previous release must be refused.
+//
+// What stands in for the cluster: the observed state fed back to each
+// render marks every composed Job complete and every workload available
+// (internal/simulate), which the test does only after the Jobs it ran
+// exited 0 and the components it started passed their checks.
+func TestArmadaUpgrade(t *testing.T) {
+	if len(armada.Releases) < 2 {
+		t.Fatalf("the version table has %d release; an upgrade needs two", len(armada.Releases))
+	}
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fn.New(logging.NewNopLogger(), fn.WithPasswordKey([]byte("upgrade-test-key")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := xprender.Serve(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	docs, err := xprender.ReadDocs(upgradeExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xr, err := xprender.ClaimToXR(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upgrade{
+		tools:    tools,
+		opt:      xprender.RenderOptions{XR: xr, Composition: repoRoot + "/package/xarmada/composition.yaml", XRD: repoRoot + "/package/xarmada/definition.yaml", FunctionAddress: addr},
+		observed: t.TempDir(),
+		free:     (&ports{t: t}).Free,
+	}
+
+	// The private PostgreSQL and Redis outlive every release's subtest.
+	u.setVersion(armada.Releases[0].Version)
+	first, err := u.tools.Render(t.Context(), u.opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := parseRender(strings.NewReader(string(first)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloads, err := r.Workloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.svc, u.supplied = startServices(t, r, workloads)
+
+	var previous string
+	for _, rel := range armada.Releases {
+		start := time.Now()
+		if !t.Run(rel.Version, func(t *testing.T) { u.step(t, rel, previous) }) {
+			t.Fatalf("upgrade to Armada %s failed; later releases not tried", rel.Version)
+		}
+		t.Logf("Armada %s: step done in %s", rel.Version, time.Since(start).Round(time.Second))
+		previous = rel.Version
+	}
+
+	// A downgrade is refused, naming the field.
+	older := armada.Releases[len(armada.Releases)-2].Version
+	u.setVersion(older)
+	_, err = u.tools.Render(t.Context(), u.withObserved())
+	if err == nil || !strings.Contains(err.Error(), "spec.version: Forbidden: cannot downgrade Armada from "+previous+" to "+older) {
+		t.Errorf("rendering a downgrade to %s: error %v, want the spec.version downgrade refusal", older, err)
+	}
+}
+
+// upgrade is the state the releases' steps share.
+type upgrade struct {
+	tools xprender.Tools
+	opt   xprender.RenderOptions
+	// observed is the directory of composed resources fed back to renders.
+	observed string
+	// rendered says whether observed holds anything yet.
+	rendered bool
+	free     func() int
+	// svc and supplied are the private services and the Secret values the
+	// render does not hold.
+	svc      *services
+	supplied map[secretRef]string
+}
+
+func (u *upgrade) setVersion(v string) {
+	spec, _ := u.opt.XR["spec"].(map[string]any)
+	spec["version"] = v
+}
+
+func (u *upgrade) withObserved() xprender.RenderOptions {
+	opt := u.opt
+	if u.rendered {
+		opt.Observed = u.observed
+	}
+	return opt
+}
+
+// render renders the claim from the observed state and records its
+// composed resources, healthy, as the next render's observed state.
+func (u *upgrade) render(t *testing.T) *render {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := u.tools.Render(ctx, u.withObserved())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := parseRender(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := xprender.SplitDocs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xprender.WriteObserved(u.observed, xprender.Composed(docs)); err != nil {
+		t.Fatal(err)
+	}
+	u.rendered = true
+	return r
+}
+
+// step installs (previous empty) or upgrades to one release.
+//
+//nolint:thelper // Each step is its own subtest: failures point into it, not at t.Run.
+func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
+	v := rel.Version
+	e := newEnv(t, v)
+	u.setVersion(v)
+
+	// 1. Render from what the previous release left.
+	r := u.render(t)
+	workloads, err := r.Workloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _, _ := newRuns(t, e, r, workloads, u.supplied)
+	if previous == "" {
+		prepareDatabases(t, r, u.svc, runs)
+	}
+
+	// 2. Components with a database are held until the migrations run.
+	jobs := 0
+	var held []string
+	for _, rn := range runs {
+		switch {
+		case rn.Job:
+			jobs++
+			if rn.Inv.Tag != v {
+				t.Errorf("Armada %s: migration %s runs image tag %s", v, rn.ID(), rn.Inv.Tag)
+			}
+		case previous == "" || !rn.Cfg.Has("postgres.connection.host"):
+		case rn.Inv.Tag != previous:
+			t.Errorf("Armada %s: %s runs %s before the new migrations completed; want it held on %s", v, rn.ID(), rn.Inv.Tag, previous)
+		default:
+			held = append(held, rn.Inv.Component)
+		}
+	}
+	if previous != "" {
+		if len(held) == 0 {
+			t.Errorf("Armada %s: no component using a database was held on %s", v, previous)
+		}
+		t.Logf("Armada %s: held on %s while its migrations are pending: %s", v, previous, strings.Join(held, ", "))
+	}
+	if jobs != len(rel.Schema) {
+		t.Fatalf("Armada %s: the render has %d migration Jobs, want one per database (%d)", v, jobs, len(rel.Schema))
+	}
+	if c := xrCondition(r, armada.ConditionMigrations); c["status"] != "False" {
+		t.Errorf("Armada %s: before its migrations ran, %s = %v, want False", v, armada.ConditionMigrations, c)
+	}
+
+	// 3. Run the new migrations on the previous release's databases.
+	start := time.Now()
+	runMigrations(t, e, u.svc, u.free, runs)
+	if t.Failed() {
+		t.Fatalf("Armada %s: stopping here; see the failures above", v)
+	}
+	t.Logf("Armada %s: %d migration Jobs ran (twice each) in %s", v, jobs, time.Since(start).Round(10*time.Millisecond))
+	checkTables(t, u.svc, runs)
+	u.checkSchema(t, rel, runs)
+
+	// 4. With the Jobs complete, every component moves to the release.
+	r = u.render(t)
+	if workloads, err = r.Workloads(); err != nil {
+		t.Fatal(err)
+	}
+	runs, _, _ = newRuns(t, e, r, workloads, u.supplied)
+	for _, rn := range runs {
+		if rn.Inv.Tag != v {
+			t.Errorf("Armada %s: after its migrations completed, %s still runs %s", v, rn.ID(), rn.Inv.Tag)
+		}
+	}
+	if c := xrCondition(r, armada.ConditionMigrations); c["status"] != "True" {
+		t.Errorf("Armada %s: after its migrations ran, %s = %v, want True", v, armada.ConditionMigrations, c)
+	}
+
+	// 5. Every component starts on the migrated databases.
+	start = time.Now()
+	checkWiring(t, runs)
+	started, _ := runComponents(t, e, u.svc, u.free, runs)
+	t.Logf("Armada %s: %d components started and checked in %s", v, started, time.Since(start).Round(time.Second))
+}
+
+// checkSchema checks each migrated database is at the schema version the
+// release's row gives, and that the columns migrations add are there
+// exactly from the version that adds them.
+func (u *upgrade) checkSchema(t *testing.T, rel armada.Release, runs []*run) {
+	t.Helper()
+	dbs := map[string]string{}
+	for _, rn := range runs {
+		if rn.Job {
+			db, _ := rn.Effective("postgres.connection.dbname")
+			dbs[rn.Inv.Component] = db
+		}
+	}
+	// The migration Jobs run the lookout and scheduler binaries, named as
+	// the databases they migrate.
+	for component, db := range dbs {
+		want, ok := rel.Schema[component]
+		if !ok {
+			t.Errorf("Armada %s: migration Job runs %s, which migrates no database of the table", rel.Version, component)
+			continue
+		}
+		got, err := u.svc.PG.Exec(db, "SELECT last_value FROM database_version")
+		if err != nil {
+			t.Errorf("Armada %s: cannot read the schema version of database %s: %v", rel.Version, db, err)
+			continue
+		}
+		if got != strconv.Itoa(want) {
+			t.Errorf("Armada %s: database %s is at schema version %s after its migration, want %d", rel.Version, db, got, want)
+		} else {
+			t.Logf("Armada %s: database %s at schema version %s", rel.Version, db, got)
+		}
+	}
+	db, ok := dbs["scheduler"]
+	if !ok {
+		t.Errorf("Armada %s: no migration Job migrates the scheduler database", rel.Version)
+		return
+	}
+	out, err := u.svc.PG.Exec(db, "SELECT string_agg(table_name || '.' || column_name, ',' ORDER BY table_name, column_name) "+
+		"FROM information_schema.columns WHERE table_schema = 'public'")
+	if err != nil {
+		t.Fatalf("cannot list the columns of database %s: %v", db, err)
+	}
+	have := strings.Split(out, ",")
+	for _, version := range slices.Sorted(maps.Keys(addedColumns)) {
+		for _, col := range addedColumns[version] {
+			want := rel.Schema["scheduler"] >= version
+			if got := slices.Contains(have, col); got != want {
+				t.Errorf("Armada %s (scheduler schema %d): column %s present = %t, want %t (migration %03d adds it)",
+					rel.Version, rel.Schema["scheduler"], col, got, want, version)
+			}
+		}
+	}
+}
+
+// xrCondition is one of the rendered XR's status conditions.
+func xrCondition(r *render, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(r.XR.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return map[string]any{"type": typ, "status": "absent"}
+}
