@@ -11,10 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/crossplane/function-sdk-go/logging"
-
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	fn "github.com/armadaproject/armada-crossplane/internal/function"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -62,19 +59,7 @@ func TestArmadaUpgrade(t *testing.T) {
 	if len(armada.Releases) < 2 {
 		t.Fatalf("the version table has %d release; an upgrade needs two", len(armada.Releases))
 	}
-	tools, err := xprender.FindTools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fn.New(logging.NewNopLogger(), fn.WithPasswordKey([]byte("upgrade-test-key")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, stop, err := xprender.Serve(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	tools, addr := xprender.ServeForTest(t, "upgrade-test-key")
 	docs, err := xprender.ReadDocs(upgradeExample)
 	if err != nil {
 		t.Fatal(err)

@@ -15,10 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crossplane/function-sdk-go/logging"
-
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	fn "github.com/armadaproject/armada-crossplane/internal/function"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
@@ -42,20 +39,7 @@ const (
 // reproducible, and finds the Crossplane binaries.
 func setup(t *testing.T) (xprender.Tools, string) {
 	t.Helper()
-	tools, err := xprender.FindTools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fn.New(logging.NewNopLogger(), fn.WithPasswordKey([]byte("render-test-key")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, stop, err := xprender.Serve(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return tools, addr
+	return xprender.ServeForTest(t, "render-test-key")
 }
 
 func examples(t *testing.T) []string {
