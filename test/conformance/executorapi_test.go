@@ -345,8 +345,9 @@ func (c *recordingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.A
 	return out, info, err
 }
 
-// connectProxy is an HTTP CONNECT proxy that tunnels every connection to
-// one address and records the authority each CONNECT asked for. Armada's
+// connectProxy is an HTTP CONNECT proxy that tunnels connections to one
+// address and records the authority each CONNECT asked for. With allow
+// set, it tunnels only CONNECTs for that authority and refuses the rest. Armada's
 // gRPC client honours HTTPS_PROXY, so an executor told to use it dials the
 // rendered armadaUrl unchanged, by name, while the bytes reach the test's
 // executor API: the TLS handshake is verified against the rendered host.
@@ -357,7 +358,7 @@ type connectProxy struct {
 	requested []string
 }
 
-func startConnectProxy(t *testing.T, target string) *connectProxy {
+func startConnectProxy(t *testing.T, target, allow string) *connectProxy {
 	t.Helper()
 	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -370,14 +371,14 @@ func startConnectProxy(t *testing.T, target string) *connectProxy {
 			if err != nil {
 				return
 			}
-			go p.tunnel(conn, target)
+			go p.tunnel(conn, target, allow)
 		}
 	}()
 	t.Cleanup(func() { _ = lis.Close() })
 	return p
 }
 
-func (p *connectProxy) tunnel(conn net.Conn, target string) {
+func (p *connectProxy) tunnel(conn net.Conn, target, allow string) {
 	defer func() { _ = conn.Close() }()
 	br := bufio.NewReader(conn)
 	req, err := http.ReadRequest(br)
@@ -389,6 +390,10 @@ func (p *connectProxy) tunnel(conn net.Conn, target string) {
 	p.mu.Unlock()
 	if req.Method != http.MethodConnect {
 		_, _ = io.WriteString(conn, "HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+		return
+	}
+	if allow != "" && req.Host != allow {
+		_, _ = io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\n\r\n")
 		return
 	}
 	up, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", target)

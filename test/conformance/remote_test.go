@@ -147,7 +147,7 @@ func startRemote(t *testing.T, runs []*run, ca *privateCA) *remoteEnv {
 		t.Fatal("the render has remote executors but no spec.executorApi.caSecretRef; this test serves the executor API with a private CA")
 	}
 	re.api = startExecutorAPI(t, ca.ServerCert(t, host), auth)
-	re.proxy = startConnectProxy(t, re.api.Addr)
+	re.proxy = startConnectProxy(t, re.api.Addr, "")
 	return re
 }
 
@@ -310,10 +310,10 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 					outcome = m[1]
 					return true
 				}
-				return configErrorLine(l, nil) != ""
+				return configErrorLine(l) != ""
 			})
 			log := p.Log()
-			if l := configErrorLine(log, nil); l != "" {
+			if l := configErrorLine(log); l != "" {
 				t.Fatalf("%s failed on its configuration: %s", rn.ID(), l)
 			}
 			if l := forbidden.FindString(log); l != "" {

@@ -240,7 +240,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	// 5. Every component starts on the migrated databases.
 	start = time.Now()
 	checkWiring(t, runs)
-	started, _ := runComponents(t, e, u.svc, u.free, runs)
+	started := runComponents(t, e, u.svc, u.free, runs)
 	t.Logf("Armada %s: %d components started and checked in %s", v, started, time.Since(start).Round(time.Second))
 }
 
