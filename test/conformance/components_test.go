@@ -176,7 +176,7 @@ type component struct {
 	// OIDCProxy is the component's proxy to the OIDC provider, if it has
 	// one.
 	OIDCProxy *connectProxy
-	Err   error
+	Err       error
 	// Done is closed once Outcome is set.
 	Done    chan struct{}
 	Outcome outcome

@@ -121,8 +121,13 @@ func (p *oidcProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"id_token_signing_alg_values_supported": []string{"ES256"},
 		})
 	case keys.Path:
-		pub := p.key.PublicKey
-		x, y := pub.X.FillBytes(make([]byte, 32)), pub.Y.FillBytes(make([]byte, 32))
+		// PublicKey.Bytes is the uncompressed point 0x04 || X || Y.
+		pub, err := p.key.PublicKey.Bytes()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		x, y := pub[1:33], pub[33:]
 		writeJSON(w, map[string]any{"keys": []map[string]string{{
 			"kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": "conformance",
 			"x": base64.RawURLEncoding.EncodeToString(x), "y": base64.RawURLEncoding.EncodeToString(y),
@@ -133,8 +138,13 @@ func (p *oidcProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
 
 // Served reports whether the provider served its discovery document.
