@@ -54,12 +54,13 @@ var checks = map[string]check{
 		Listen:  []string{"httpPort", "metricsPort"},
 	},
 	// internal/scheduler/schedulerapp.go opens and pings its Postgres pool
-	// after "Setting up database connections", then waits up to a
-	// hard-coded 30 s to fetch queues from the server before "Setting up
-	// Pulsar connectivity", hence the longer timeout. Its metrics and gRPC
-	// ports open only once Pulsar is up.
+	// after "Setting up database connections", then loads its queue cache
+	// from the server ("Refreshed Queues in", from the test's stand-in for
+	// the server's API, see armadaAPI; on failure it only logs and waits
+	// up to a hard-coded 30 s) before "Setting up Pulsar connectivity".
+	// Its metrics and gRPC ports open only once Pulsar is up.
 	"scheduler": {
-		Markers:  []string{`Setting up database connections`, `Setting up Pulsar connectivity`, `{pulsar}`},
+		Markers:  []string{`Setting up database connections`, `Refreshed Queues in`, `Setting up Pulsar connectivity`, `{pulsar}`},
 		Listen:   []string{"http.port"},
 		Timeout:  45 * time.Second,
 		NoScrape: "the scheduler opens its metrics port only once Pulsar is up, and no Pulsar runs here",
@@ -173,10 +174,9 @@ func configErrorLine(log string) string {
 type component struct {
 	Proc  *process
 	Moved map[string]int
-	// OIDCProxy is the component's proxy to the OIDC provider, if it has
-	// one.
-	OIDCProxy *connectProxy
-	Err       error
+	// Proxy is the component's CONNECT proxy, if it has one (routedEnv).
+	Proxy *connectProxy
+	Err   error
 	// Done is closed once Outcome is set.
 	Done    chan struct{}
 	Outcome outcome
@@ -202,11 +202,11 @@ func (o *outcome) errorf(format string, args ...any) {
 func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *run) *component {
 	t.Helper()
 	extra, moved := overrides(t, e, svc, free, rn)
-	oidcEnv, proxy := svc.OIDC.Env(t, rn)
-	extra = append(extra, oidcEnv...)
+	routed, proxy := routedEnv(t, svc, rn)
+	extra = append(extra, routed...)
 	logPath := filepath.Join(t.TempDir(), rn.Inv.Component+"-"+strconv.Itoa(free())+".log")
 	p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, environ(rn, extra), logPath)
-	c := &component{Proc: p, Moved: moved, OIDCProxy: proxy, Err: err, Done: make(chan struct{})}
+	c := &component{Proc: p, Moved: moved, Proxy: proxy, Err: err, Done: make(chan struct{})}
 	if err != nil {
 		close(c.Done)
 		return c
@@ -266,11 +266,12 @@ func watch(e *env, svc *services, rn *run, c *component) outcome {
 			o.errorf("nothing listens on %s %d, moved there through %s", k, port, envName(k))
 		}
 	}
-	if chk.NoOIDC != "" && c.OIDCProxy != nil {
+	if chk.NoOIDC != "" && svc.OIDC.uses(rn) {
 		o.Notes = append(o.Notes, "OIDC provider not checked: "+chk.NoOIDC)
 	} else {
-		checkOIDC(&o, svc.OIDC, c.OIDCProxy, timeout)
+		checkOIDC(&o, svc.OIDC, rn, c.Proxy, timeout)
 	}
+	checkArmadaAPI(&o, svc.ArmadaAPI, rn)
 	scrapeMetrics(&o, rn, c, chk)
 	return o
 }

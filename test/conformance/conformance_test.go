@@ -198,6 +198,9 @@ type services struct {
 	// OIDC is the stand-in for the rendered OIDC provider; nil without
 	// one.
 	OIDC *oidcProvider
+	// ArmadaAPI is the stand-in for the server's API the scheduler
+	// calls; nil without a server.
+	ArmadaAPI *armadaAPI
 }
 
 func runExample(t *testing.T, e *env, file string) {
@@ -213,7 +216,7 @@ func runExample(t *testing.T, e *env, file string) {
 	}
 	svc, supplied := startServices(t, r, workloads)
 	runs, workloadOf, skipped := newRuns(t, e, r, workloads, supplied)
-	svc.OIDC = startOIDC(t, runs)
+	startStandIns(t, svc, r, runs, workloadOf)
 	// Worker clusters start in the background while migrations run.
 	remote := startRemote(t, runs, svc.ExecutorAPICA)
 	prepareDatabases(t, r, svc, runs)
@@ -238,6 +241,14 @@ func runExample(t *testing.T, e *env, file string) {
 	}
 	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked; %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
 		filepath.Base(file), e.Version, migrations, started, remotes, skipped, time.Since(start).Round(time.Second))
+}
+
+// startStandIns serves the far ends of the links the test serves by name
+// (routedEnv): the OIDC provider and the server's API.
+func startStandIns(t *testing.T, svc *services, r *render, runs []*run, workloadOf map[*run]workload) {
+	t.Helper()
+	svc.OIDC = startOIDC(t, runs)
+	svc.ArmadaAPI = startArmadaAPI(t, r, runs, workloadOf)
 }
 
 // newRuns reconstructs every Armada container of a render's workloads,

@@ -27,9 +27,8 @@ import (
 // document (go-oidc requires its issuer to equal that URL byte for byte)
 // before they go on to serve, so a component that becomes healthy has
 // proven its OIDC wiring. The name is not resolved by DNS: each component
-// gets HTTPS_PROXY naming its own CONNECT proxy, which tunnels only the
-// provider's authority to this server and refuses every other host, as
-// an unresolvable name would. The private CA stands in for the public
+// gets HTTPS_PROXY naming its own CONNECT proxy (see routedEnv), which
+// tunnels the provider's authority to this server. The private CA stands in for the public
 // roots a real provider's certificate chains to: it reaches the process
 // through SSL_CERT_FILE, which the rendered container does not set for
 // OIDC.
@@ -154,19 +153,25 @@ func (p *oidcProvider) Served() []string {
 	return slices.Clone(p.served)
 }
 
-// Env is what a run that configures the provider gets: its own CONNECT
-// proxy, which tunnels only the provider's authority, and the private CA.
-// It returns no proxy for a run without OIDC.
-func (p *oidcProvider) Env(t *testing.T, rn *run) ([]envVar, *connectProxy) {
-	t.Helper()
-	if p == nil {
-		return nil, nil
+// uses reports whether a run configures the provider.
+func (p *oidcProvider) uses(rn *run) bool {
+	u, _ := rn.Effective("auth.openIdAuth.providerUrl")
+	return p != nil && u != ""
+}
+
+// Route is the proxy route to the provider for a run that configures it.
+func (p *oidcProvider) Route(rn *run, routes map[string]string) {
+	if p.uses(rn) {
+		routes[p.Authority] = p.addr
 	}
-	if u, _ := rn.Effective("auth.openIdAuth.providerUrl"); u == "" {
-		return nil, nil
+}
+
+// Env is the private CA, for a run that configures the provider.
+func (p *oidcProvider) Env(rn *run) []envVar {
+	if !p.uses(rn) {
+		return nil
 	}
-	proxy := startConnectProxy(t, p.addr, p.Authority)
-	return []envVar{{Name: "HTTPS_PROXY", Value: proxy.URL}, {Name: "SSL_CERT_FILE", Value: p.CAFile}}, proxy
+	return []envVar{{Name: "SSL_CERT_FILE", Value: p.CAFile}}
 }
 
 // checkOIDC fails unless a component that started with the provider asked
@@ -174,8 +179,8 @@ func (p *oidcProvider) Env(t *testing.T, rn *run) ([]envVar, *connectProxy) {
 // discovery document at the rendered issuer's path within timeout. A
 // component that got past auth setup without either never used the
 // rendered provider.
-func checkOIDC(o *outcome, p *oidcProvider, proxy *connectProxy, timeout time.Duration) {
-	if proxy == nil {
+func checkOIDC(o *outcome, p *oidcProvider, rn *run, proxy *connectProxy, timeout time.Duration) {
+	if !p.uses(rn) {
 		return
 	}
 	connect, get := "CONNECT "+p.Authority, "GET "+p.discoveryPath()

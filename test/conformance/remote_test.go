@@ -147,7 +147,7 @@ func startRemote(t *testing.T, runs []*run, ca *privateCA) *remoteEnv {
 		t.Fatal("the render has remote executors but no spec.executorApi.caSecretRef; this test serves the executor API with a private CA")
 	}
 	re.api = startExecutorAPI(t, ca.ServerCert(t, host), auth)
-	re.proxy = startConnectProxy(t, re.api.Addr, "")
+	re.proxy = startConnectProxy(t, map[string]string{anyAuthority: re.api.Addr})
 	return re
 }
 
