@@ -7,14 +7,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/armadaproject/armada/pkg/api"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/armadaproject/armada/pkg/api"
 )
 
 // armadaAPI stands in for the Armada server's gRPC API, which the
