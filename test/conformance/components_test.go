@@ -205,7 +205,11 @@ func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *ru
 	routed, proxy := routedEnv(t, svc, rn)
 	extra = append(extra, routed...)
 	logPath := filepath.Join(t.TempDir(), rn.Inv.Component+"-"+strconv.Itoa(free())+".log")
-	p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, environ(rn, extra), logPath)
+	bin, args, err := rn.Command(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProcess(t, bin, e.SourceDir, args, environ(rn, extra), logPath)
 	c := &component{Proc: p, Moved: moved, Proxy: proxy, Err: err, Done: make(chan struct{})}
 	if err != nil {
 		close(c.Done)
@@ -272,6 +276,7 @@ func watch(e *env, svc *services, rn *run, c *component) outcome {
 		checkOIDC(&o, svc.OIDC, rn, c.Proxy, timeout)
 	}
 	checkArmadaAPI(&o, svc.ArmadaAPI, rn)
+	checkPulsar(&o, rn.Pulsar, svc.PulsarToken, timeout)
 	scrapeMetrics(&o, rn, c, chk)
 	return o
 }

@@ -26,8 +26,8 @@ const (
 	migrationTimeout = 60 * time.Second
 	// tailLines of a process's log are printed when its check fails.
 	tailLines = 40
-	// fakePulsarToken stands in for a user's Pulsar JWT. Nothing verifies
-	// it: no Pulsar runs.
+	// fakePulsarToken stands in for a user's Pulsar JWT. No Pulsar runs:
+	// the test's broker listener checks each component sends exactly it.
 	fakePulsarToken = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjb25mb3JtYW5jZSJ9.Y29uZm9ybWFuY2U"
 )
 
@@ -201,6 +201,13 @@ type services struct {
 	// ArmadaAPI is the stand-in for the server's API the scheduler
 	// calls; nil without a server.
 	ArmadaAPI *armadaAPI
+	// Names resolves the rendered host names (see names).
+	Names *names
+	// PulsarAt is the example's Pulsar far end, host:port.
+	PulsarAt string
+	// PulsarToken is the token the test puts in the user's
+	// spec.pulsar.tokenSecretRef Secret; empty without one.
+	PulsarToken string
 }
 
 func runExample(t *testing.T, e *env, file string) {
@@ -333,7 +340,7 @@ func runComponents(t *testing.T, e *env, svc *services, free func() int, runs []
 func startServices(t *testing.T, r *render, workloads []workload) (*services, map[secretRef]string) {
 	t.Helper()
 	supplied := map[secretRef]string{}
-	svc := &services{PG: testenv.StartPostgres(t)}
+	svc := &services{PG: testenv.StartPostgres(t), Names: newNames(t)}
 
 	ref, ok := envSecretRef(workloads, "ARMADA_POSTGRES_CONNECTION_PASSWORD")
 	if !ok {
@@ -365,6 +372,7 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 	}
 	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
 		supplied[ref] = fakePulsarToken
+		svc.PulsarToken = fakePulsarToken
 	}
 	if ref, ok := r.XRSecretRef("pulsar", "caSecretRef"); ok {
 		ca, _ := testenv.SelfSignedCert(t)
@@ -375,6 +383,11 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 		supplied[ref] = string(svc.ExecutorAPICA.PEM)
 	}
 	supplyRemote(t, r, supplied)
+	far, err := r.FarEnds(workloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveFarEnds(t, svc, far)
 	return svc, supplied
 }
 

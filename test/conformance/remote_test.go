@@ -294,7 +294,11 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 				{Name: "HTTPS_PROXY", Value: re.proxy.URL},
 			}, c.env...))
 			logPath := filepath.Join(t.TempDir(), "executor-"+strconv.Itoa(free())+".log")
-			p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, env, logPath)
+			bin, args, err := rn.Command(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := startProcess(t, bin, e.SourceDir, args, env, logPath)
 			if err != nil {
 				t.Fatal(err)
 			}
