@@ -276,7 +276,7 @@ func watch(e *env, svc *services, rn *run, c *component) outcome {
 		checkOIDC(&o, svc.OIDC, rn, c.Proxy, timeout)
 	}
 	checkArmadaAPI(&o, svc.ArmadaAPI, rn)
-	checkPulsar(&o, rn.Pulsar, svc.PulsarToken, timeout)
+	checkPulsar(&o, rn.Pulsar, svc.PulsarAt, svc.PulsarToken, timeout)
 	scrapeMetrics(&o, rn, c, chk)
 	return o
 }

@@ -172,14 +172,14 @@ func eachField(msg []byte, f func(num int, v uint64, b []byte)) error {
 // within timeout that authenticates exactly as the user's Secret says: the
 // token from spec.pulsar.tokenSecretRef with method "token", or no
 // authentication without one.
-func checkPulsar(o *outcome, b *pulsarBroker, token string, timeout time.Duration) {
+func checkPulsar(o *outcome, b *pulsarBroker, at, token string, timeout time.Duration) {
 	if b == nil {
 		return
 	}
 	deadline := time.Now().Add(timeout)
 	for len(b.Connects()) == 0 {
 		if time.Now().After(deadline) {
-			o.errorf("never connected to the Pulsar broker at its rendered pulsar.URL (resolved to %s)", b.Addr)
+			o.errorf("never connected to the example's Pulsar broker at %s (the test's listener for it: %s); see its pulsar.URL", at, b.Addr)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
