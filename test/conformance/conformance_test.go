@@ -223,6 +223,7 @@ func runExample(t *testing.T, e *env, file string) {
 	}
 	svc, supplied := startServices(t, r, workloads)
 	runs, workloadOf, skipped := newRuns(t, e, r, workloads, supplied)
+	checkAccounting(t, r, runs, e.Version)
 	startStandIns(t, svc, r, runs, workloadOf)
 	// Worker clusters start in the background while migrations run.
 	remote := startRemote(t, runs, svc.ExecutorAPICA)
@@ -271,7 +272,12 @@ func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
 			if _, _, ok := componentForImage(c.Image); !ok {
-				t.Logf("%s: container %s runs %s, not an Armada image; not run", w.ID(), c.Name, c.Image)
+				why, known := notRunReason(c.Image)
+				if known {
+					t.Logf("%s: container %s runs %s, not an Armada image; not run: %s", w.ID(), c.Name, c.Image, why)
+				} else {
+					t.Errorf("%s: container %s runs %s, which the test neither runs nor accounts for (see notRun)", w.ID(), c.Name, c.Image)
+				}
 				skipped++
 				continue
 			}
