@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,10 +18,8 @@ import (
 
 // names resolves the in-cluster (or external) host names rendered configs
 // dial to loopback addresses, below the config: each Armada process runs
-// in its own mount namespace (unshare(1); the test runs as root) with a
-// private /etc/hosts bind-mounted over the machine's, mapping those names
-// to addresses in 127.0.0.0/8, where the test listens on the rendered
-// ports. The configs keep their hosts and ports byte for byte; what
+// in its own root (see podRoot) whose /etc/hosts maps those names to
+// addresses in 127.0.0.0/8, where the test listens on the rendered ports. The configs keep their hosts and ports byte for byte; what
 // stands in is the Service's virtual IP (kube-proxy): a relay that
 // forwards a Postgres or Redis address to the private server, or the
 // test's Pulsar broker listener.
@@ -142,19 +139,6 @@ func relay(conn net.Conn, target string) {
 	defer func() { _ = up.Close() }()
 	go func() { _, _ = io.Copy(up, conn) }()
 	_, _ = io.Copy(conn, up)
-}
-
-// withHosts returns the command that runs bin with args in a private mount
-// namespace whose /etc/hosts is hostsFile. unshare(1) execs the shell in
-// the new namespace and the shell execs bin, so the process keeps the PID
-// the test started.
-func withHosts(hostsFile, bin string, args []string) (string, []string, error) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		return "", nil, fmt.Errorf("cannot find unshare(1) (util-linux), which gives each process its own /etc/hosts: %w", err)
-	}
-	script := `mount --bind "$0" /etc/hosts && exec "$@"`
-	return unshare, append([]string{"--mount", "--propagation", "private", "/bin/sh", "-c", script, hostsFile, bin}, args...), nil
 }
 
 // serveFarEnds makes the example's Postgres and Redis far ends reach the

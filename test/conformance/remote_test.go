@@ -379,7 +379,7 @@ func withEnv(env []string, changes []envVar) []string {
 	for _, c := range changes {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, c.Name+"=") })
 		if c.Value != "" {
-			env = append(env, c.Name+"="+c.Value)
+			env = append(env, c.Name+"="+podPath(c.Value))
 		}
 	}
 	return env

@@ -2,9 +2,9 @@ package conformance
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,14 +30,14 @@ type run struct {
 	Pulsar *pulsarBroker
 }
 
-// Command is how the test starts the run's binary: in a mount namespace
-// with the run's hosts file.
+// Command is how the test starts the run's binary: in a root of its own
+// with the run's hosts file and volumes (podCommand).
 func (r *run) Command(e *env) (string, []string, error) {
-	bin := filepath.Join(e.BinDir, r.Inv.Component)
-	if r.HostsFile == "" {
-		return bin, r.Inv.Args, nil
+	root, err := os.MkdirTemp(r.Root, "pod-")
+	if err != nil {
+		return "", nil, err
 	}
-	return withHosts(r.HostsFile, bin, r.Inv.Args)
+	return podCommand(root, r.HostsFile, e.SourceDir, r.Inv.Mounts, filepath.Join(e.BinDir, r.Inv.Component), r.Inv.Args)
 }
 
 // ID names the run in subtests and messages.
@@ -123,11 +123,15 @@ func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (e
 }
 
 // environ is a run's complete process environment: the rendered variables
-// followed by the test's overrides, which win.
+// followed by the test's overrides, which win. Files the overrides name
+// are shown where the process's root has them (podPath).
 func environ(rn *run, extra []envVar) []string {
 	out := make([]string, 0, len(rn.Inv.Env)+len(extra))
-	for _, v := range append(slices.Clone(rn.Inv.Env), extra...) {
+	for _, v := range rn.Inv.Env {
 		out = append(out, v.Name+"="+v.Value)
+	}
+	for _, v := range extra {
+		out = append(out, v.Name+"="+podPath(v.Value))
 	}
 	return out
 }
