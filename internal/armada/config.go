@@ -177,9 +177,12 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 		}
 		cfg[l.Key] = connection(in.grpcAddress(l.Target), l.User)
 	}
-	owned := ownedKeys(cfg)
+	var owned map[string]bool
 	var errs field.ErrorList
 	for j, raw := range inst.userConfig() {
+		if owned == nil {
+			owned = ownedKeys(cfg)
+		}
 		override, err := decodeConfig(raw)
 		if err != nil {
 			return nil, err
