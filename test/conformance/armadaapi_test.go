@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"crypto/tls"
 	"net"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/armadaproject/armada/pkg/api"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +29,10 @@ import (
 // dials its rendered armadaApi.armadaUrl by name through a CONNECT proxy
 // that tunnels only those Service addresses, so a wrong host or port in
 // the scheduler's config is refused as an unresolvable name would be, and
-// a wrong user or password is Unauthenticated.
+// a wrong user or password is Unauthenticated. When the server's config
+// serves TLS, the stand-in serves the server's rendered certificate, so
+// the scheduler must verify it for the name it dials with the CA its
+// rendered SSL_CERT_FILE names.
 type armadaAPI struct {
 	api.UnimplementedSubmitServer
 
@@ -35,6 +40,9 @@ type armadaAPI struct {
 	Addr string
 	// Authorities are the server's in-cluster addresses, host:port.
 	Authorities []string
+	// TLS is set when the server's rendered config serves TLS: the
+	// stand-in then serves the server's rendered certificate and key.
+	TLS bool
 
 	auth schedulerAuth
 
@@ -73,11 +81,34 @@ func startArmadaAPI(t *testing.T, r *render, runs []*run, workloadOf map[*run]wo
 		t.Fatal(err)
 	}
 	a := &armadaAPI{Addr: lis.Addr().String(), Authorities: authorities, auth: auth}
-	srv := grpc.NewServer()
+	var opts []grpc.ServerOption
+	if cert, ok := serverCert(t, server); ok {
+		a.TLS = true
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	}
+	srv := grpc.NewServer(opts...)
 	api.RegisterSubmitServer(srv, a)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return a
+}
+
+// serverCert loads the certificate and key the server's rendered config
+// serves gRPC with (grpc.tls), from the files of its rendered volumes; ok
+// is false if it serves plaintext.
+func serverCert(t *testing.T, server *run) (tls.Certificate, bool) {
+	t.Helper()
+	if on, _ := server.Effective("grpc.tls.enabled"); on != "true" {
+		return tls.Certificate{}, false
+	}
+	certPath, _ := server.Effective("grpc.tls.certPath")
+	keyPath, _ := server.Effective("grpc.tls.keyPath")
+	rw := newRewriter(server.Inv.Mounts)
+	cert, err := tls.LoadX509KeyPair(rw.Rewrite(certPath), rw.Rewrite(keyPath))
+	if err != nil {
+		t.Fatalf("%s: cannot load the rendered grpc.tls certificate %s and key %s from its volumes: %v", server.ID(), certPath, keyPath, err)
+	}
+	return cert, true
 }
 
 // GetQueues authenticates the caller as the server would and streams one
@@ -133,7 +164,11 @@ func checkArmadaAPI(o *outcome, a *armadaAPI, rn *run) {
 		o.errorf("did not load its queues from the server at %q as %q (the server's API answered %+v)", a.Authorities, user, calls)
 		return
 	}
-	o.Notes = append(o.Notes, "loaded its queue cache from the server's API at "+a.Authorities[0]+" as "+user)
+	how := "plaintext"
+	if a.TLS {
+		how = "TLS with the server's rendered certificate"
+	}
+	o.Notes = append(o.Notes, "loaded its queue cache from the server's API at "+a.Authorities[0]+" ("+how+") as "+user)
 }
 
 // routedEnv gives a component its own CONNECT proxy, through HTTPS_PROXY,
