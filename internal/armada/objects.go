@@ -106,7 +106,8 @@ func (in *Install) priorityClass(name string, value int32, preemptible bool) *sc
 	}
 }
 
-// clusterRole grants a component's cluster-wide rules.
+// clusterRole grants a component's cluster-wide rules in a worker cluster,
+// where provider-kubernetes creates it for this install (see remote.go).
 func (in *Install) clusterRole(component string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
@@ -115,13 +116,13 @@ func (in *Install) clusterRole(component string, rules []rbacv1.PolicyRule) *rba
 	}
 }
 
-// clusterRoleBinding binds a component's ClusterRole to an instance's
+// clusterRoleBinding binds the ClusterRole role to an instance's
 // ServiceAccount.
-func (in *Install) clusterRoleBinding(component, instance string) *rbacv1.ClusterRoleBinding {
+func (in *Install) clusterRoleBinding(role, instance string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(instance), Labels: in.labels(instance)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: in.clusterObject(component)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(instance), Namespace: in.Namespace}},
 	}
 }

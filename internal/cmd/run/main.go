@@ -133,7 +133,7 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 		return nil, errors.Wrap(err, "cannot find Function function-armada: install Crossplane v2 and the function-armada package first (see README)")
 	}
 	for _, f := range []string{
-		"cluster/rbac/crossplane-armada.yaml",
+		"cluster/rbac/crossplane-armada.yaml", "cluster/rbac/armada-crossplane-roles.yaml",
 		"package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml",
 		"package/xarmada/queue-definition.yaml", "package/xarmada/queue-composition.yaml",
 	} {
