@@ -107,6 +107,13 @@ type Options struct {
 	// ten minutes.
 	ProviderPollInterval time.Duration
 
+	// LeastPrivilege runs Crossplane core under its chart's ServiceAccount
+	// with exactly its chart's ClusterRole and the rules aggregated into it
+	// (cluster/rbac's, the RBAC manager's for each XRD, and the providers'
+	// edit roles), through a TokenRequest token instead of the admin
+	// kubeconfig, and runs Crossplane's RBAC manager. See identity.go.
+	LeastPrivilege bool
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -141,9 +148,10 @@ type ControlPlane struct {
 	ca        *certAuthority
 	token     string
 
-	kubeconfig string
-	restConfig *rest.Config
-	client     client.Client
+	kubeconfig           string
+	crossplaneKubeconfig string
+	restConfig           *rest.Config
+	client               client.Client
 
 	procs      map[string]*process
 	order      []string
@@ -211,6 +219,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
+		{name: "crossplane identity ready", fn: c.applyCrossplaneIdentity, skip: c.opts.KubernetesOnly || !c.opts.LeastPrivilege},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
 		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly || c.opts.SkipFunction},
 		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes || c.opts.KubernetesOnly},
