@@ -70,6 +70,9 @@ func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
 			Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) },
 			// Worker clusters' objects are observed through provider-kubernetes.
 			ProviderPollInterval: 5 * time.Second,
+			// As on a real cluster: Crossplane under its chart's RBAC and
+			// cluster/rbac, not admin.
+			LeastPrivilege: true,
 		})
 		if err != nil {
 			return err
