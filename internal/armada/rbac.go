@@ -21,8 +21,14 @@ import (
 // install so that deleting one Armada never removes a role another binds).
 // Crossplane's identity only creates the Object in this cluster.
 
-// fixedRolePrefix prefixes the names of the fixed ClusterRoles.
-const fixedRolePrefix = "armada-crossplane:"
+const (
+	// fixedRolePrefix prefixes the names of the fixed ClusterRoles.
+	fixedRolePrefix = "armada-crossplane:"
+	// fixedRolePartOf is the fixed ClusterRoles' part-of label.
+	fixedRolePartOf = "armada"
+	// apiVersionRBAC is the RBAC objects' apiVersion.
+	apiVersionRBAC = "rbac.authorization.k8s.io/v1"
+)
 
 // FixedClusterRoleName names the fixed ClusterRole of a component with
 // cluster rules.
@@ -39,10 +45,10 @@ func FixedClusterRoles() []rbacv1.ClusterRole {
 			continue
 		}
 		out = append(out, rbacv1.ClusterRole{
-			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			TypeMeta: metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   FixedClusterRoleName(c.Name),
-				Labels: map[string]string{labelPartOf: "armada", labelComponent: c.Name},
+				Labels: map[string]string{labelPartOf: fixedRolePartOf, labelComponent: c.Name},
 			},
 			Rules: c.ClusterRules,
 		})

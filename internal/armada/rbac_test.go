@@ -24,7 +24,8 @@ func rbacObjects(t *testing.T, out *Output, clusterScope string) []rbacObject {
 	var objs []rbacObject
 	for i := range out.Objects {
 		o := &out.Objects[i]
-		m, cluster := map[string]any(nil), ""
+		var m map[string]any
+		cluster := ""
 		if u, ok := o.Object.(*unstructured.Unstructured); ok && u.GetKind() == "Object" {
 			var w *unstructured.Unstructured
 			w, m = manifest(t, o)

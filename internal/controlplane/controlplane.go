@@ -1,7 +1,9 @@
 // Package controlplane runs a complete, private Crossplane control plane as
 // local processes, without Docker or a kubelet: etcd, kube-apiserver,
 // kube-controller-manager (garbage collector and namespace controllers),
-// Crossplane core, function-armada served over mTLS and provider-kubernetes.
+// Crossplane core, function-armada served over mTLS and provider-kubernetes,
+// and with Options.LeastPrivilege Crossplane's RBAC manager, Crossplane then
+// running as its chart's ServiceAccount rather than as admin.
 // It then installs the project's XRD and Composition (package/xarmada), so
 // an ArmadaClaim applied to it is composed by the real function.
 //

@@ -48,8 +48,6 @@ const (
 	// tokenSeconds is the lifetime of Crossplane's token: longer than any
 	// control plane lives.
 	tokenSeconds = 7 * 24 * 3600
-	// ProcRBACManager is Crossplane's RBAC manager.
-	ProcRBACManager = "crossplane-rbac-manager"
 )
 
 // CrossplaneUser is the Kubernetes user Crossplane authenticates as with
@@ -70,7 +68,7 @@ func (c *ControlPlane) chartClusterRoles(crossplaneDir string) ([]*unstructured.
 		return nil, errors.Wrap(err, "cannot read Crossplane's chart ClusterRole")
 	}
 	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
+	for l := range strings.SplitSeq(string(b), "\n") {
 		l = strings.ReplaceAll(l, chartNameTemplate, crossplaneClusterRole)
 		if !strings.Contains(l, "{{") {
 			out = append(out, l)
