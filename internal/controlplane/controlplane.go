@@ -1,9 +1,9 @@
 // Package controlplane runs a complete, private Crossplane control plane as
 // local processes, without Docker or a kubelet: etcd, kube-apiserver,
 // kube-controller-manager (garbage collector and namespace controllers),
-// Crossplane core, function-armada served over mTLS and provider-kubernetes,
-// and with Options.LeastPrivilege Crossplane's RBAC manager, Crossplane then
-// running as its chart's ServiceAccount rather than as admin.
+// Crossplane core, function-armada served over mTLS and provider-kubernetes;
+// with Options.LeastPrivilege Crossplane runs as its chart's ServiceAccount
+// rather than as admin.
 // It then installs the project's XRD and Composition (package/xarmada), so
 // an ArmadaClaim applied to it is composed by the real function.
 //
@@ -111,9 +111,9 @@ type Options struct {
 
 	// LeastPrivilege runs Crossplane core under its chart's ServiceAccount
 	// with exactly its chart's ClusterRole and the rules aggregated into it
-	// (cluster/rbac's, the RBAC manager's for each XRD, and the providers'
-	// edit roles), through a TokenRequest token instead of the admin
-	// kubeconfig, and runs Crossplane's RBAC manager. See identity.go.
+	// (cluster/rbac's, and the RBAC manager's for PackageDir's XRDs and the
+	// providers' CRDs), through a TokenRequest token instead of the admin
+	// kubeconfig. See identity.go.
 	LeastPrivilege bool
 
 	// Debug runs Crossplane, the function and provider-kubernetes with

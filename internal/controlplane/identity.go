@@ -29,12 +29,12 @@ import (
 // Crossplane's identity with Options.LeastPrivilege: the ServiceAccount and
 // ClusterRole Crossplane's Helm chart creates, with the chart's own rules
 // (read from the chart at CrossplaneVersion in the module cache), plus
-// every ClusterRole that aggregates into it: cluster/rbac's, the ones the
-// real RBAC manager (`crossplane rbac start`, the same binary) creates for
-// each XRD, and, for the providers whose CRDs the control plane applies
-// directly rather than as packages, the "edit" role the RBAC manager would
-// create for their ProviderRevision. Crossplane reaches the API server with
-// a TokenRequest token for that ServiceAccount, not the admin token.
+// every ClusterRole that aggregates into it: cluster/rbac's and what
+// Crossplane's RBAC manager would grant, rendered as it renders them: the
+// system role of each XRD of PackageDir and, for the providers whose CRDs
+// the control plane applies directly rather than as packages, the "edit"
+// role of their ProviderRevision. Crossplane reaches the API server with a
+// TokenRequest token for that ServiceAccount, not the admin token.
 
 const (
 	// CrossplaneServiceAccount is the ServiceAccount Crossplane runs as
@@ -48,7 +48,20 @@ const (
 	// tokenSeconds is the lifetime of Crossplane's token: longer than any
 	// control plane lives.
 	tokenSeconds = 7 * 24 * 3600
+	// labelAggregateToCrossplane selects the ClusterRoles that aggregate
+	// into Crossplane's.
+	labelAggregateToCrossplane = "rbac.crossplane.io/aggregate-to-crossplane"
 )
+
+// aggregated labels a ClusterRole to aggregate into Crossplane's, and into
+// the roles named by extra (such as "rbac.crossplane.io/aggregate-to-edit").
+func aggregated(extra ...string) map[string]string {
+	l := map[string]string{labelAggregateToCrossplane: "true"}
+	for _, k := range extra {
+		l[k] = l[labelAggregateToCrossplane]
+	}
+	return l
+}
 
 // CrossplaneUser is the Kubernetes user Crossplane authenticates as with
 // Options.LeastPrivilege.
@@ -154,12 +167,8 @@ func editRole(provider string, crds []*unstructured.Unstructured) (*unstructured
 	role := &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "crossplane:provider:" + provider + ":aggregate-to-edit",
-			Labels: map[string]string{
-				"rbac.crossplane.io/aggregate-to-crossplane": "true",
-				"rbac.crossplane.io/aggregate-to-admin":      "true",
-				"rbac.crossplane.io/aggregate-to-edit":       "true",
-			},
+			Name:   "crossplane:provider:" + provider + ":aggregate-to-edit",
+			Labels: aggregated("rbac.crossplane.io/aggregate-to-admin", "rbac.crossplane.io/aggregate-to-edit"),
 		},
 	}
 	for _, g := range slices.Sorted(maps.Keys(resources)) {
@@ -182,10 +191,10 @@ func toUnstructured(o runtime.Object) (*unstructured.Unstructured, error) {
 }
 
 // applyCrossplaneIdentity creates Crossplane's ServiceAccount, its chart
-// ClusterRole and binding, cluster/rbac's ClusterRoles and the providers'
-// edit roles, starts the RBAC manager, waits until aggregation has given
-// the ServiceAccount its rights and writes a kubeconfig with a token for
-// it, which Crossplane then runs with.
+// ClusterRole and binding, cluster/rbac's ClusterRoles, the providers' edit
+// roles and the XRDs' system roles, waits until aggregation has given the
+// ServiceAccount its rights and writes a kubeconfig with a token for it,
+// which Crossplane then runs with.
 func (c *ControlPlane) applyCrossplaneIdentity(ctx context.Context) error {
 	dir, err := moduleDir(ctx, c.dir, crossplaneModule, CrossplaneVersion)
 	if err != nil {
@@ -205,6 +214,11 @@ func (c *ControlPlane) applyCrossplaneIdentity(ctx context.Context) error {
 		return err
 	}
 	objs = append(objs, edit...)
+	xrds, err := c.xrdSystemRoles()
+	if err != nil {
+		return err
+	}
+	objs = append(objs, xrds...)
 	sa, err := toUnstructured(&corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{Name: CrossplaneServiceAccount, Namespace: CrossplaneNamespace},
@@ -225,22 +239,16 @@ func (c *ControlPlane) applyCrossplaneIdentity(ctx context.Context) error {
 	if err := c.apply(ctx, append(objs, sa, binding)...); err != nil {
 		return err
 	}
-	// The RBAC manager runs with the admin kubeconfig: in a real install
-	// it is the one component allowed to escalate and bind, to grant
-	// Crossplane its XR kinds.
-	p := c.newProcess(ProcRBACManager, c.opts.Crossplane, []string{"rbac", "start"}, []string{"KUBECONFIG=" + c.kubeconfig})
-	if err := p.start(); err != nil {
-		return err
-	}
 	// Aggregation is asynchronous (kube-controller-manager's
 	// clusterrole-aggregation controller): wait until the ServiceAccount
 	// holds one right from each source.
-	if err := p.waitReady(ctx, stepTimeout, "Crossplane's ClusterRole aggregated", func(ctx context.Context) error {
+	if err := c.procs[ProcKubeControllerManager].waitReady(ctx, stepTimeout, "Crossplane's ClusterRole aggregated", func(ctx context.Context) error {
 		for _, ra := range []authzv1.ResourceAttributes{
 			{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: "create"},
 			{Group: "apps", Resource: "deployments", Verb: "create", Namespace: "default"},
 			{Group: "postgresql.cnpg.io", Resource: "clusters", Verb: "create", Namespace: "default"},
 			{Group: "armada.m.armadaproject.io", Resource: "queues", Verb: "create", Namespace: "default"},
+			{Group: "platform.armadaproject.io", Resource: "xarmadas", Verb: "update"},
 		} {
 			ok, err := c.CanI(ctx, CrossplaneUser, ra)
 			if err != nil {
@@ -300,4 +308,50 @@ func (c *ControlPlane) CrossplaneKubeconfig() string {
 		return c.crossplaneKubeconfig
 	}
 	return c.kubeconfig
+}
+
+// xrdSystemRoles are the ClusterRoles the RBAC manager creates for each XRD
+// of PackageDir (crossplane:composite:NAME:aggregate-to-crossplane in
+// Crossplane's internal/controller/rbac/definition): every verb on the XR
+// and claim kinds and their status, and updating their finalizers. The
+// real RBAC manager (`crossplane rbac start`) is not run: its metrics
+// listener is fixed at :8080 (no flag in this version), which collides
+// between control planes running side by side.
+func (c *ControlPlane) xrdSystemRoles() ([]*unstructured.Unstructured, error) {
+	var roles []*unstructured.Unstructured
+	for _, f := range packageFiles {
+		objs, err := manifest.ReadFile(filepath.Join(c.opts.PackageDir, f))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if o.GetKind() != "CompositeResourceDefinition" {
+				continue
+			}
+			g, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			role := &rbacv1.ClusterRole{
+				TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name:   "crossplane:composite:" + o.GetName() + ":aggregate-to-crossplane",
+					Labels: aggregated(),
+				},
+			}
+			for _, names := range []string{"names", "claimNames"} {
+				p, found, _ := unstructured.NestedString(o.Object, "spec", names, "plural")
+				if !found {
+					continue
+				}
+				role.Rules = append(role.Rules,
+					rbacv1.PolicyRule{APIGroups: []string{g}, Resources: []string{p, p + "/status"}, Verbs: []string{rbacv1.VerbAll}},
+					rbacv1.PolicyRule{APIGroups: []string{g}, Resources: []string{p + "/finalizers"}, Verbs: []string{"update"}},
+				)
+			}
+			u, err := toUnstructured(role)
+			if err != nil {
+				return nil, err
+			}
+			roles = append(roles, u)
+		}
+	}
+	return roles, nil
 }

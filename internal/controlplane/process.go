@@ -22,7 +22,6 @@ const (
 	ProcKubeAPIServer         = "kube-apiserver"
 	ProcKubeControllerManager = "kube-controller-manager"
 	ProcCrossplane            = "crossplane"
-	ProcRBACManager           = "crossplane-rbac-manager"
 	ProcFunction              = "function-armada"
 	ProcProviderKubernetes    = "provider-kubernetes"
 )
