@@ -72,8 +72,7 @@ const CrossplaneUser = "system:serviceaccount:" + CrossplaneNamespace + ":" + Cr
 // "crossplane:system:aggregate-to-crossplane" with the chart's rules. The
 // template's only directives are the name, labels and the rbacManager
 // conditional, so substituting the name and dropping the other directive
-// lines renders it.
-// The rendered file is kept in the data directory.
+// lines renders it. The rendered file is kept in the data directory.
 func (c *ControlPlane) chartClusterRoles(crossplaneDir string) ([]*unstructured.Unstructured, error) {
 	path := filepath.Join(crossplaneDir, "cluster", "charts", "crossplane", "templates", "clusterrole.yaml")
 	b, err := os.ReadFile(path) //nolint:gosec // A file of the pinned Crossplane module.
