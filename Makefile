@@ -31,7 +31,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs and Armada's config keys.
+generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys and the fixed RBAC in cluster/rbac.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
 	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
@@ -43,6 +43,7 @@ generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's
 	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
 	go run ./internal/cmd/armadakeys -out internal/armada/configkeys
+	go run ./internal/cmd/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -104,8 +105,8 @@ reviewable: generate lint test ## Generate, lint and test: what a change needs b
 
 .PHONY: check-diff
 check-diff: generate ## Fail if generated files are not committed and current.
-	@git diff --exit-code -- apis package internal/providers/crds internal/armada/configkeys || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys)" || { git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac)" || { git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac; echo "generated files are not committed"; exit 1; }
 
 ##@ Tools
 

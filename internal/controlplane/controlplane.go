@@ -1,7 +1,9 @@
 // Package controlplane runs a complete, private Crossplane control plane as
 // local processes, without Docker or a kubelet: etcd, kube-apiserver,
 // kube-controller-manager (garbage collector and namespace controllers),
-// Crossplane core, function-armada served over mTLS and provider-kubernetes.
+// Crossplane core, function-armada served over mTLS and provider-kubernetes;
+// with Options.LeastPrivilege Crossplane runs as its chart's ServiceAccount
+// rather than as admin.
 // It then installs the project's XRD and Composition (package/xarmada), so
 // an ArmadaClaim applied to it is composed by the real function.
 //
@@ -107,6 +109,13 @@ type Options struct {
 	// ten minutes.
 	ProviderPollInterval time.Duration
 
+	// LeastPrivilege runs Crossplane core under its chart's ServiceAccount
+	// with exactly its chart's ClusterRole and the rules aggregated into it
+	// (cluster/rbac's, and the RBAC manager's for PackageDir's XRDs and the
+	// providers' CRDs), through a TokenRequest token instead of the admin
+	// kubeconfig. See identity.go.
+	LeastPrivilege bool
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -141,9 +150,10 @@ type ControlPlane struct {
 	ca        *certAuthority
 	token     string
 
-	kubeconfig string
-	restConfig *rest.Config
-	client     client.Client
+	kubeconfig           string
+	crossplaneKubeconfig string
+	restConfig           *rest.Config
+	client               client.Client
 
 	procs      map[string]*process
 	order      []string
@@ -211,6 +221,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
+		{name: "crossplane identity ready", fn: c.applyCrossplaneIdentity, skip: c.opts.KubernetesOnly || !c.opts.LeastPrivilege},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
 		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly || c.opts.SkipFunction},
 		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes || c.opts.KubernetesOnly},

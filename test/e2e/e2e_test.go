@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	var err error
 	start := time.Now()
 	logf := func(f string, a ...any) { _, _ = fmt.Fprintf(os.Stdout, "controlplane: "+f+"\n", a...) }
-	cp, err = controlplane.Start(ctx, controlplane.Options{Debug: true, Logf: logf, ProviderPollInterval: 5 * time.Second})
+	cp, err = controlplane.Start(ctx, controlplane.Options{Debug: true, LeastPrivilege: true, Logf: logf, ProviderPollInterval: 5 * time.Second})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the control plane:", err)
