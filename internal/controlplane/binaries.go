@@ -68,6 +68,9 @@ func (o *Options) defaultBinaries() error {
 			target: "cluster-bins", script: "tools/provider-kubernetes/build.sh",
 		})
 	}
+	if o.RunProviderSQL && !o.KubernetesOnly {
+		bins = append(bins, o.providerSQLBinary())
+	}
 	for _, b := range bins {
 		if *b.path == "" {
 			*b.path = filepath.Join(o.BinDir, b.file)
