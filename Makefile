@@ -54,7 +54,7 @@ test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render
 	go test -count=1 -timeout 50m ./...
 
 .PHONY: e2e
-e2e: tools cluster-bins ## Run the end-to-end suite against a local control plane.
+e2e: system-deps tools cluster-bins ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
 # UNIT_PKGS are the packages whose tests start no server: not
@@ -134,10 +134,11 @@ $(CROSSPLANE_CLI):
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
-cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached).
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, provider-kubernetes and provider-sql (cached).
 	tools/etcd/build.sh
 	tools/kubernetes/build.sh
 	tools/provider-kubernetes/build.sh
+	tools/provider-sql/build.sh
 
 .PHONY: armada-bins
 armada-bins: ## Build Armada's eight binaries for every supported release (cached per release).

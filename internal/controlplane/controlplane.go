@@ -1,8 +1,9 @@
 // Package controlplane runs a complete, private Crossplane control plane as
 // local processes, without Docker or a kubelet: etcd, kube-apiserver,
 // kube-controller-manager (garbage collector and namespace controllers),
-// Crossplane core, function-armada served over mTLS and provider-kubernetes;
-// with Options.LeastPrivilege Crossplane runs as its chart's ServiceAccount
+// Crossplane core, function-armada served over mTLS, provider-kubernetes and,
+// if asked (Options.RunProviderSQL), provider-sql; with
+// Options.LeastPrivilege Crossplane runs as its chart's ServiceAccount
 // rather than as admin.
 // It then installs the project's XRD and Composition (package/xarmada), so
 // an ArmadaClaim applied to it is composed by the real function.
@@ -79,6 +80,14 @@ type Options struct {
 	// SkipProviderKubernetes leaves provider-kubernetes, its CRDs and its
 	// ProviderConfigs out.
 	SkipProviderKubernetes bool
+
+	// RunProviderSQL starts provider-sql (from ProviderSQL, which defaults
+	// to BinDir/provider-sql-VERSION) beside provider-kubernetes, so the
+	// Databases function-armada composes for an External PostgreSQL with
+	// an admin Secret are created, and dropped under deletionPolicy Delete,
+	// on the server that Secret names. It needs the backing services' CRDs.
+	RunProviderSQL bool
+	ProviderSQL    string
 
 	// SkipBackingServiceCRDs leaves out the CRDs of provider-helm,
 	// provider-sql and CloudNativePG at the pinned versions
@@ -225,6 +234,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
 		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly || c.opts.SkipFunction},
 		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes || c.opts.KubernetesOnly},
+		{name: "provider-sql ready", fn: c.startProviderSQL, skip: !c.opts.RunProviderSQL || c.opts.KubernetesOnly},
 		{name: "XRD established and offered", fn: c.installPackage, skip: c.opts.KubernetesOnly || c.opts.SkipPackage},
 	}
 	for _, s := range steps {
