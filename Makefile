@@ -50,11 +50,11 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render, Armada conformance, control plane and e2e.
+test: system-deps tools armada-bins cluster-bins provider-sql ## Run every test: unit, render, Armada conformance, control plane and e2e.
 	go test -count=1 -timeout 50m ./...
 
 .PHONY: e2e
-e2e: system-deps tools cluster-bins ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
+e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
 # UNIT_PKGS are the packages whose tests start no server: not
@@ -134,10 +134,13 @@ $(CROSSPLANE_CLI):
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
-cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, provider-kubernetes and provider-sql (cached).
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached): what make run runs.
 	tools/etcd/build.sh
 	tools/kubernetes/build.sh
 	tools/provider-kubernetes/build.sh
+
+.PHONY: provider-sql
+provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
 	tools/provider-sql/build.sh
 
 .PHONY: armada-bins

@@ -25,7 +25,7 @@ const providerSQLController = "managed/database.postgresql.sql.m.crossplane.io"
 func (o *Options) providerSQLBinary() binary {
 	return binary{
 		name: "provider-sql " + ProviderSQLVersion, path: &o.ProviderSQL, file: "provider-sql-" + ProviderSQLVersion,
-		target: clusterBins, script: "tools/provider-sql/build.sh",
+		target: "provider-sql", script: "tools/provider-sql/build.sh",
 	}
 }
 
