@@ -164,8 +164,24 @@ func (r *renderer) postgres() bool {
 			waiting = append(waiting, waitingIf(!o.Ready[keyPostgresSQLDB+db], "database "+db)...)
 		}
 	}
+	if pg.Mode == modeInCluster || pg.AdminSecretRef == nil {
+		r.keepSQLProviderConfig()
+	}
 	r.out.Status.BackingServices[servicePostgres] = serviceStatus(pg.Mode, waiting)
 	return len(waiting) == 0
+}
+
+// keepSQLProviderConfig keeps provider-sql's ProviderConfig, as observed,
+// while any of its Databases is observed after an allowed mode switch took
+// them out of desired state: provider-sql drops (deletionPolicy Delete) or
+// releases them through it, so without it they would hang on their
+// finalizers and a Delete would never drop the data.
+func (r *renderer) keepSQLProviderConfig() {
+	o := r.opt.Observed
+	if o.SQLProviderConfig == nil || !o.observedPrefix(keyPostgresSQLDB) {
+		return
+	}
+	r.add(keyPostgresSQLPC, r.in.unstructuredObject(apiProviderSQL, "ProviderConfig", r.in.object("postgres-admin"), "postgres", o.SQLProviderConfig), true)
 }
 
 // redis composes the in-cluster Redis and reports whether Redis is up.

@@ -31,6 +31,21 @@ type Observed struct {
 	// condition is False, by composition resource name: for a
 	// provider-kubernetes Object, why it cannot reach its cluster.
 	Unsynced map[string]string
+	// SQLProviderConfig is the spec of the observed provider-sql
+	// ProviderConfig, kept while its Databases are observed (see
+	// renderer.postgres); nil if none is observed.
+	SQLProviderConfig map[string]any
+}
+
+// observedPrefix reports whether a composition resource name with prefix
+// is observed.
+func (o Observed) observedPrefix(prefix string) bool {
+	for k := range o.Keys {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // WithModes returns o with the modes the XR's status reported.
@@ -84,6 +99,10 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			u = &unstructured.Unstructured{Object: m}
 		}
 		switch {
+		case key == keyPostgresSQLPC:
+			if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
+				o.SQLProviderConfig = spec
+			}
 		case key == keyCredentials:
 			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 			for user, v := range data {
