@@ -57,9 +57,9 @@ const (
 // render of a manifest), so validity never depends on the clock.
 var tlsEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// tlsOn says whether spec.tls is enabled.
+// tlsOn says whether spec.tls is enabled; it is by default.
 func (in *Install) tlsOn() bool {
-	return in.Spec.TLS != nil && in.Spec.TLS.Enabled != nil && *in.Spec.TLS.Enabled
+	return in.Spec.TLS == nil || in.Spec.TLS.Enabled == nil || *in.Spec.TLS.Enabled
 }
 
 // tlsSecret names the Secret holding the CA and the certificates.

@@ -291,8 +291,8 @@ func TestTLSWiring(t *testing.T) {
 		protocols map[string]string
 	}{
 		"ServerOn": {
-			reason:   "The server serves gRPC and HTTPS with its certificate and dials the scheduler verifying the CA.",
-			spec:     spec(withTLS, ing),
+			reason:   "On by default, the server serves gRPC and HTTPS with its certificate and dials the scheduler verifying the CA.",
+			spec:     spec(ing),
 			instance: "server", tlsPath: []string{"grpc", "tls"}, client: []string{"schedulerApiConnection", "forceNoTls"},
 			want: want{TLSBlock: serverTLS, NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Probe: corev1.URISchemeHTTPS,
 				Items: map[string]string{"ca.crt": "ca.crt", "server.crt": "tls.crt", "server.key": "tls.key"}},
@@ -317,8 +317,8 @@ func TestTLSWiring(t *testing.T) {
 			instance: "lookout",
 		},
 		"ServerOff": {
-			reason:   "Off by default: plaintext, nothing mounted.",
-			spec:     spec(ing),
+			reason:   "Explicitly off: plaintext, nothing mounted.",
+			spec:     spec(ing, func(s *v1alpha1.ArmadaSpec) { s.TLS = &v1alpha1.TLS{Enabled: ptr.To(false)} }),
 			instance: "server", tlsPath: []string{"grpc", "tls"}, client: []string{"schedulerApiConnection", "forceNoTls"},
 			want:      want{NoTLS: true},
 			protocols: map[string]string{"ingress-grpc": "GRPC", "ingress-rest": "", "ingress-lookout": "", "ingress-executor-api": "GRPC"},
