@@ -74,6 +74,12 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 		t.Logf("%s: grpc.tls.enabled is %q: TLS is off in this render, not checked", server.ID(), on)
 		return
 	}
+	if _, doc := oidcRequest(server); doc != "" {
+		// Both set up auth, which fetches the OIDC discovery document and
+		// exits without it, before they would serve or call anything here.
+		t.Logf("%s: TLS not run: with OIDC configured the server and scheduler stop at the unreachable provider (%s); the renders without OIDC prove it", server.ID(), doc)
+		return
+	}
 	t.Run("tls", func(t *testing.T) {
 		serverHost := mustHost(t, scheduler, "armadaApi.armadaUrl")
 		schedulerHost := mustHost(t, server, "schedulerApiConnection.armadaUrl")
