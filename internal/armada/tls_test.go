@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -386,5 +387,38 @@ func TestTLSKeysOnlyInTheTLSSecret(t *testing.T) {
 	}
 	if a, b := podTemplateOf(t, out, "lookout").Annotations[annotationConfigHash], podTemplateOf(t, other, "lookout").Annotations[annotationConfigHash]; a != b {
 		t.Errorf("lookout, which uses no TLS file, rolls on another CA: %s != %s", a, b)
+	}
+}
+
+// TestTLSProviderConfig proves provider-armada dials the server the way
+// the components do: trusting the private CA when TLS is on, in plaintext
+// only when it is explicitly off.
+func TestTLSProviderConfig(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		spec   v1alpha1.ArmadaSpec
+		want   armadav1.TLS
+	}{
+		"Default": {
+			reason: "TLS is on by default: the CA from the TLS Secret, the server's Service name checked.",
+			spec:   spec(),
+			want:   armadav1.TLS{CASecretRef: &armadav1.SecretKeySelector{Name: "armada-tls", Key: "ca.crt"}},
+		},
+		"Off": {
+			reason: "With TLS off the link is plaintext, explicitly.",
+			spec:   spec(func(s *v1alpha1.ArmadaSpec) { s.TLS = &v1alpha1.TLS{Enabled: ptr.To(false)} }),
+			want:   armadav1.TLS{Insecure: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in, errs := New(claimed(tc.spec))
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if diff := cmp.Diff(tc.want, in.providerConfig().Spec.TLS); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
