@@ -278,13 +278,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 		version = observed.Version
 	}
-	env, vols, mounts := in.remoteExtras(id)
-	tlsEnv, tlsVols, tlsMounts, tlsHash := in.tlsExtras(inst, r.tlsData)
-	env, vols, mounts = append(env, tlsEnv...), append(vols, tlsVols...), append(mounts, tlsMounts...)
-	if tlsHash != "" {
-		// A changed CA or certificate rolls the pods, like a changed config.
-		hash += "-" + tlsHash
-	}
+	env, vols, mounts, hash := r.podExtras(inst, id, hash)
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
 		Name:         name,

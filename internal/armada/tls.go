@@ -118,6 +118,19 @@ func (in *Install) tlsExtras(inst *instance, data map[string][]byte) (env []core
 	return env, vols, mounts, hex.EncodeToString(h.Sum(nil)[:8])
 }
 
+// podExtras are the pod settings an instance has beyond its table row's:
+// a remote executor's CA, and TLS. A changed CA or certificate rolls the
+// pods that mount it, as a changed config does: its hash joins the
+// config's.
+func (r *renderer) podExtras(inst *instance, id *remoteIdentity, configHash string) ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount, string) {
+	env, vols, mounts := r.in.remoteExtras(id)
+	tlsEnv, tlsVols, tlsMounts, tlsHash := r.in.tlsExtras(inst, r.tlsData)
+	if tlsHash != "" {
+		configHash += "-" + tlsHash
+	}
+	return append(env, tlsEnv...), append(vols, tlsVols...), append(mounts, tlsMounts...), configHash
+}
+
 // tls composes the TLS Secret: the CA and a certificate per serving
 // component, each reused from the observed Secret while it is valid for
 // what is wanted, else generated.

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,13 +135,7 @@ func TestTLSCertificates(t *testing.T) {
 	}
 }
 
-func keysOf(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
+func keysOf(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }
 
 // TestTLSGeneratedOnce proves generation is deterministic and that
 // observed certificates are reused, whatever the random source, while what
@@ -295,22 +291,26 @@ func TestTLSWiring(t *testing.T) {
 			reason:   "On by default, the server serves gRPC and HTTPS with its certificate and dials the scheduler verifying the CA.",
 			spec:     spec(ing),
 			instance: "server", tlsPath: []string{"grpc", "tls"}, client: []string{"schedulerApiConnection", "forceNoTls"},
-			want: want{TLSBlock: serverTLS, NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Probe: corev1.URISchemeHTTPS,
-				Items: map[string]string{"ca.crt": "ca.crt", "server.crt": "tls.crt", "server.key": "tls.key"}},
+			want: want{
+				TLSBlock: serverTLS, NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Probe: corev1.URISchemeHTTPS,
+				Items: map[string]string{"ca.crt": "ca.crt", "server.crt": "tls.crt", "server.key": "tls.key"},
+			},
 			protocols: map[string]string{"ingress-grpc": "GRPCS", "ingress-rest": "HTTPS", "ingress-lookout": "", "ingress-executor-api": "GRPCS"},
 		},
 		"SchedulerOn": {
 			reason:   "The scheduler serves gRPC with its certificate; its HTTP port (health) stays plain.",
 			spec:     spec(withTLS),
 			instance: "scheduler", tlsPath: []string{"grpc", "tls"}, client: []string{"armadaApi", "forceNoTls"},
-			want: want{TLSBlock: serverTLS, NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Probe: "",
-				Items: map[string]string{"ca.crt": "ca.crt", "scheduler.crt": "tls.crt", "scheduler.key": "tls.key"}},
+			want: want{
+				TLSBlock: serverTLS, NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Probe: "",
+				Items: map[string]string{"ca.crt": "ca.crt", "scheduler.crt": "tls.crt", "scheduler.key": "tls.key"},
+			},
 		},
 		"ExecutorOn": {
 			reason:   "A local executor only trusts the CA: it mounts no key.",
 			spec:     spec(withTLS),
 			instance: "executor-local", client: []string{"executorApiConnection", "forceNoTls"},
-			want:     want{NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Items: caOnly},
+			want: want{NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Items: caOnly},
 		},
 		"LookoutOn": {
 			reason:   "Lookout neither serves nor dials Armada's gRPC.",
