@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -420,5 +422,36 @@ func TestTLSProviderConfig(t *testing.T) {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestTLSObservedSecret proves the TLS Secret is reused through the
+// path a reconcile takes: the observed Secret as Crossplane reports it
+// (base64 data in an unstructured object) read by Observe, then a render
+// with another random source, which must compose it byte for byte.
+func TestTLSObservedSecret(t *testing.T) {
+	s := spec()
+	_, first := renderTLS(t, s, "process-1", nil, time.Time{})
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(find(first, keyTLS).Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Observe(map[string]*unstructured.Unstructured{keyTLS: {Object: m}})
+	o.Jobs = migrated(t, s)
+	in, errs := New(claimed(s))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	again, err := Render(in, Options{Observed: o, Rand: KeyedRand([]byte("process-2"), "xr")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tlsData(first), tlsData(again)); diff != "" {
+		t.Errorf("a restarted function (another key) changed the observed TLS Secret (-observed +rendered):\n%s", diff)
+	}
+	for _, name := range []string{"server", "scheduler", "executor-local"} {
+		if a, b := podTemplateOf(t, first, name).Annotations[annotationConfigHash], podTemplateOf(t, again, name).Annotations[annotationConfigHash]; a != b {
+			t.Errorf("%s: pods would roll (%s -> %s) although nothing changed", name, a, b)
+		}
 	}
 }
