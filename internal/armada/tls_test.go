@@ -455,3 +455,33 @@ func TestTLSObservedSecret(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTLS measures what TLS adds to a render: generating the CA and
+// certificates (first reconcile), and checking and reusing observed ones
+// (every later reconcile).
+func BenchmarkTLS(b *testing.B) {
+	in, errs := New(claimed(spec()))
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	rand := KeyedRand([]byte("bench"), "xr")
+	r := &renderer{in: in, opt: Options{Rand: rand}}
+	if err := r.tls(); err != nil {
+		b.Fatal(err)
+	}
+	observed := r.tlsData
+	for _, bc := range []struct {
+		name     string
+		observed map[string][]byte
+	}{{"Generate", nil}, {"Reuse", observed}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := &renderer{in: in, opt: Options{Rand: rand, Observed: Observed{TLS: bc.observed}}}
+				if err := r.tls(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
