@@ -31,7 +31,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs and Armada's config keys.
+generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys and the fixed RBAC in cluster/rbac.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
 	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
@@ -43,6 +43,7 @@ generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's
 	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
 	go run ./internal/cmd/armadakeys -out internal/armada/configkeys
+	go run ./internal/cmd/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -53,7 +54,7 @@ test: system-deps tools armada-bins cluster-bins ## Run every test: unit, render
 	go test -count=1 -timeout 50m ./...
 
 .PHONY: e2e
-e2e: tools cluster-bins ## Run the end-to-end suite against a local control plane.
+e2e: system-deps tools cluster-bins ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
 # UNIT_PKGS are the packages whose tests start no server: not
@@ -104,8 +105,8 @@ reviewable: generate lint test ## Generate, lint and test: what a change needs b
 
 .PHONY: check-diff
 check-diff: generate ## Fail if generated files are not committed and current.
-	@git diff --exit-code -- apis package internal/providers/crds internal/armada/configkeys || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys)" || { git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac)" || { git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac; echo "generated files are not committed"; exit 1; }
 
 ##@ Tools
 
@@ -133,10 +134,11 @@ $(CROSSPLANE_CLI):
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
-cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached).
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, provider-kubernetes and provider-sql (cached).
 	tools/etcd/build.sh
 	tools/kubernetes/build.sh
 	tools/provider-kubernetes/build.sh
+	tools/provider-sql/build.sh
 
 .PHONY: armada-bins
 armada-bins: ## Build Armada's eight binaries for every supported release (cached per release).

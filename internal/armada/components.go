@@ -96,7 +96,9 @@ type component struct {
 	Clients []link
 	// KubeAPI components get a ServiceAccount token.
 	KubeAPI bool
-	// ClusterRules are granted cluster-wide to its ServiceAccount.
+	// ClusterRules are granted cluster-wide to its ServiceAccount, through
+	// the fixed ClusterRole FixedClusterRoles ships (in a worker cluster,
+	// a ClusterRole of the install's own; see remote.go).
 	ClusterRules []rbacv1.PolicyRule
 	// PerExecutor rows are rendered once per spec.executors entry.
 	PerExecutor bool

@@ -182,9 +182,12 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 	if in.servesTLS(c) {
 		setPath(cfg, c.TLS, tlsBlock())
 	}
-	owned := ownedKeys(cfg)
+	var owned map[string]bool
 	var errs field.ErrorList
 	for j, raw := range inst.userConfig() {
+		if owned == nil {
+			owned = ownedKeys(cfg)
+		}
 		override, err := decodeConfig(raw)
 		if err != nil {
 			return nil, err

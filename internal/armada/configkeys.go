@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -144,7 +145,71 @@ func checkComposedKeys(version, component string, cfg map[string]any) error {
 		version, component, strings.Join(unread, ", "))
 }
 
+// walkConfigKeys reports every key of v that keys does not have, in key
+// order. Most configs have none, so the allocation-free accepts decides
+// that first; only a config with an unknown key is walked again for the
+// errors.
 func walkConfigKeys(p *field.Path, at []string, keys *ConfigKeys, v any, unknown func([]string) string) field.ErrorList {
+	if keys.accepts(v) {
+		return nil
+	}
+	return walkConfigKeyErrors(p, at, keys, v, unknown)
+}
+
+// accepts reports whether every key of v is one k has.
+func (k *ConfigKeys) accepts(v any) bool {
+	if k.Any || v == nil {
+		return true
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for key, val := range t {
+			var next *ConfigKeys
+			switch {
+			case k.Fields != nil:
+				next = k.field(key)
+			case k.Values != nil:
+				next = k.Values
+			}
+			if next == nil || !next.accepts(val) {
+				return false
+			}
+		}
+	case []any:
+		if k.Items == nil {
+			return true
+		}
+		for _, e := range t {
+			if !k.Items.accepts(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// field looks a key up in k.Fields, which are lower case, without
+// allocating for a short ASCII key.
+func (k *ConfigKeys) field(name string) *ConfigKeys {
+	var buf [64]byte
+	if len(name) > len(buf) {
+		return k.Fields[strings.ToLower(name)]
+	}
+	b := buf[:0]
+	for i := range len(name) {
+		c := name[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return k.Fields[strings.ToLower(name)]
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return k.Fields[string(b)]
+}
+
+func walkConfigKeyErrors(p *field.Path, at []string, keys *ConfigKeys, v any, unknown func([]string) string) field.ErrorList {
 	if keys.Any || v == nil {
 		return nil
 	}
@@ -171,14 +236,14 @@ func walkConfigKeys(p *field.Path, at []string, keys *ConfigKeys, v any, unknown
 				errs = append(errs, field.Invalid(kp, k, msg))
 				continue
 			}
-			errs = append(errs, walkConfigKeys(kp, kat, next, t[k], unknown)...)
+			errs = append(errs, walkConfigKeyErrors(kp, kat, next, t[k], unknown)...)
 		}
 	case []any:
 		if keys.Items == nil {
 			break
 		}
 		for i, e := range t {
-			errs = append(errs, walkConfigKeys(p.Index(i), append(slices.Clip(at), fmt.Sprint(i)), keys.Items, e, unknown)...)
+			errs = append(errs, walkConfigKeyErrors(p.Index(i), append(slices.Clip(at), fmt.Sprint(i)), keys.Items, e, unknown)...)
 		}
 	}
 	return errs

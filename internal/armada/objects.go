@@ -106,22 +106,23 @@ func (in *Install) priorityClass(name string, value int32, preemptible bool) *sc
 	}
 }
 
-// clusterRole grants a component's cluster-wide rules.
+// clusterRole grants a component's cluster-wide rules in a worker cluster,
+// where provider-kubernetes creates it for this install (see remote.go).
 func (in *Install) clusterRole(component string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(component), Labels: in.labels(component)},
 		Rules:      rules,
 	}
 }
 
-// clusterRoleBinding binds a component's ClusterRole to an instance's
+// clusterRoleBinding binds the ClusterRole role to an instance's
 // ServiceAccount.
-func (in *Install) clusterRoleBinding(component, instance string) *rbacv1.ClusterRoleBinding {
+func (in *Install) clusterRoleBinding(role, instance string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(instance), Labels: in.labels(instance)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: in.clusterObject(component)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(instance), Namespace: in.Namespace}},
 	}
 }
@@ -130,7 +131,7 @@ func (in *Install) clusterRoleBinding(component, instance string) *rbacv1.Cluste
 // namespace only.
 func (in *Install) leaseRole(name string) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	role := &rbacv1.Role{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "Role"},
 		ObjectMeta: in.meta(in.object(name+"-leader"), name),
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"coordination.k8s.io"},
@@ -139,7 +140,7 @@ func (in *Install) leaseRole(name string) (*rbacv1.Role, *rbacv1.RoleBinding) {
 		}},
 	}
 	binding := &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "RoleBinding"},
 		ObjectMeta: in.meta(in.object(name+"-leader"), name),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(name), Namespace: in.Namespace}},

@@ -260,7 +260,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 	}
 	if len(inst.ClusterRules) > 0 {
-		r.addClusterScoped(name+"-clusterrolebinding", in.clusterRoleBinding(inst.component.Name, name), r.exists(name+"-clusterrolebinding"))
+		r.addClusterScoped(name+"-clusterrolebinding", in.clusterRoleBinding(in.instanceClusterRole(inst), name), r.exists(name+"-clusterrolebinding"))
 	}
 
 	observed, running := r.opt.Observed.Workloads[name]
@@ -317,21 +317,15 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	return nil
 }
 
-// cluster composes the cluster-scoped objects, priority classes and the
-// ClusterRoles of components with cluster rules (through provider-kubernetes
-// for a namespaced XR), and the Ingresses.
+// cluster composes the cluster-scoped priority classes (through
+// provider-kubernetes for a namespaced XR) and the Ingresses. The
+// ClusterRoles of components with cluster rules are fixed (rbac.go); each
+// instance composes its own binding.
 func (r *renderer) cluster() {
 	in := r.in
 	for _, pc := range in.Spec.Scheduling.PriorityClasses {
 		key := "priorityclass-" + pc.Name
 		r.addClusterScoped(key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
-	}
-	for i := range components {
-		c := &components[i]
-		if len(c.ClusterRules) > 0 && (!c.PerExecutor || in.hasLocalExecutor()) {
-			key := c.Name + "-clusterrole"
-			r.addClusterScoped(key, in.clusterRole(c.Name, c.ClusterRules), r.exists(key))
-		}
 	}
 	for _, i := range in.ingressRoutes() {
 		key := "ingress-" + i.suffix

@@ -13,11 +13,11 @@ import (
 // apply a cluster-scoped object composed for a namespaced XR, and forces
 // every composed object into the XR's namespace. So a namespaced Armada
 // composes into its own namespace, and what Armada needs cluster-wide (its
-// PriorityClasses and the ClusterRoles and ClusterRoleBindings of the
-// executor and binoculars) goes through the same renderer.add that wraps a
-// remote executor's objects: here in provider-kubernetes Objects, in the
-// Armada's namespace, for the config spec.clusterScope names. Everything
-// else renders exactly as for a claim.
+// PriorityClasses and the ClusterRoleBindings of the executor and
+// binoculars to their fixed ClusterRoles, see rbac.go) goes through the
+// same renderer.add that wraps a remote executor's objects: here in
+// provider-kubernetes Objects, in the Armada's namespace, for the config
+// spec.clusterScope names. Everything else renders exactly as for a claim.
 
 // clusterScopeComponent labels the Objects that carry cluster-scoped
 // objects.
@@ -72,7 +72,7 @@ func (in *Install) clusterScoped() []string {
 	}
 	for i := range components {
 		if c := &components[i]; len(c.ClusterRules) > 0 && (!c.PerExecutor || in.hasLocalExecutor()) {
-			kinds = append(kinds, "ClusterRoles and ClusterRoleBindings")
+			kinds = append(kinds, "ClusterRoleBindings")
 			break
 		}
 	}

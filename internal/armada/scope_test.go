@@ -117,10 +117,10 @@ func TestNamespacedRefusals(t *testing.T) {
 		want   field.ErrorList
 	}{
 		"ClusterScopeMissing": {
-			reason: "Without spec.clusterScope a namespaced Armada cannot compose its PriorityClasses and ClusterRoles: refused, naming the field.",
+			reason: "Without spec.clusterScope a namespaced Armada cannot compose its PriorityClasses and ClusterRoleBindings: refused, naming the field.",
 			xr:     namespacedXR(spec(), nil),
 			want: field.ErrorList{field.Required(field.NewPath("spec", "clusterScope", "providerConfigRef"),
-				"a namespaced Armada composes its cluster-scoped objects (PriorityClasses, ClusterRoles and ClusterRoleBindings) as "+
+				"a namespaced Armada composes its cluster-scoped objects (PriorityClasses, ClusterRoleBindings) as "+
 					"provider-kubernetes Objects in namespace armada; name the kubernetes.m.crossplane.io ClusterProviderConfig "+
 					"(or a ProviderConfig in this namespace) that reaches this cluster")},
 		},

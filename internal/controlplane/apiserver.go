@@ -167,14 +167,16 @@ func (c *ControlPlane) writeKubeconfig() error {
 
 // startControllerManager starts kube-controller-manager with only the
 // garbage collector (which deletes composed resources when their XR goes),
-// the namespace controller and the service-account token controller
+// the namespace controller, the service-account token controller
 // (which fills service-account-token Secrets, such as a remote executor's
-// identity in a worker cluster), and waits for its /healthz.
+// identity in a worker cluster) and the ClusterRole aggregation controller
+// (Crossplane's ClusterRole aggregates its rules), and waits for its
+// /healthz.
 func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 	port := strconv.Itoa(c.ports.controllerManager)
 	p := c.newProcess(ProcKubeControllerManager, c.opts.KubeControllerManager, []string{
 		"--kubeconfig=" + c.kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-token-controller",
+		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller",
 		"--service-account-private-key-file=" + c.saKey,
 		"--root-ca-file=" + filepath.Join(c.tlsDirs.apiServer, fileCACert),
 		"--leader-elect=false",

@@ -28,6 +28,9 @@ const (
 	providerKubernetesModule = "github.com/crossplane-contrib/provider-kubernetes"
 )
 
+// clusterBins is the make target that builds the cluster's binaries.
+const clusterBins = "cluster-bins"
+
 // A binary is one tool binary the control plane needs and how to build it.
 type binary struct {
 	name   string
@@ -51,13 +54,13 @@ func (o *Options) defaultBinaries() error {
 	kube := "kubernetes-" + KubernetesVersion
 	bins := []binary{{
 		name: "etcd " + EtcdVersion, path: &o.Etcd, file: "etcd-" + EtcdVersion,
-		target: "cluster-bins", script: "tools/etcd/build.sh",
+		target: clusterBins, script: "tools/etcd/build.sh",
 	}, {
 		name: "kube-apiserver " + KubernetesVersion, path: &o.KubeAPIServer, file: filepath.Join(kube, "kube-apiserver"),
-		target: "cluster-bins", script: "tools/kubernetes/build.sh",
+		target: clusterBins, script: "tools/kubernetes/build.sh",
 	}, {
 		name: "kube-controller-manager " + KubernetesVersion, path: &o.KubeControllerManager, file: filepath.Join(kube, "kube-controller-manager"),
-		target: "cluster-bins", script: "tools/kubernetes/build.sh",
+		target: clusterBins, script: "tools/kubernetes/build.sh",
 	}, {
 		name: "crossplane core " + CrossplaneVersion, path: &o.Crossplane, file: "crossplane-core-" + CrossplaneVersion,
 		target: "crossplane-core", script: "tools/build-crossplane.sh",
@@ -65,8 +68,11 @@ func (o *Options) defaultBinaries() error {
 	if !o.SkipProviderKubernetes {
 		bins = append(bins, binary{
 			name: "provider-kubernetes " + ProviderKubernetesVersion, path: &o.ProviderKubernetes, file: "provider-kubernetes-" + ProviderKubernetesVersion,
-			target: "cluster-bins", script: "tools/provider-kubernetes/build.sh",
+			target: clusterBins, script: "tools/provider-kubernetes/build.sh",
 		})
+	}
+	if o.RunProviderSQL && !o.KubernetesOnly {
+		bins = append(bins, o.providerSQLBinary())
 	}
 	for _, b := range bins {
 		if *b.path == "" {

@@ -1,7 +1,10 @@
 // Package controlplane runs a complete, private Crossplane control plane as
 // local processes, without Docker or a kubelet: etcd, kube-apiserver,
 // kube-controller-manager (garbage collector and namespace controllers),
-// Crossplane core, function-armada served over mTLS and provider-kubernetes.
+// Crossplane core, function-armada served over mTLS, provider-kubernetes and,
+// if asked (Options.RunProviderSQL), provider-sql; with
+// Options.LeastPrivilege Crossplane runs as its chart's ServiceAccount
+// rather than as admin.
 // It then installs the project's XRD and Composition (package/xarmada), so
 // an ArmadaClaim applied to it is composed by the real function.
 //
@@ -78,6 +81,14 @@ type Options struct {
 	// ProviderConfigs out.
 	SkipProviderKubernetes bool
 
+	// RunProviderSQL starts provider-sql (from ProviderSQL, which defaults
+	// to BinDir/provider-sql-VERSION) beside provider-kubernetes, so the
+	// Databases function-armada composes for an External PostgreSQL with
+	// an admin Secret are created, and dropped under deletionPolicy Delete,
+	// on the server that Secret names. It needs the backing services' CRDs.
+	RunProviderSQL bool
+	ProviderSQL    string
+
 	// SkipBackingServiceCRDs leaves out the CRDs of provider-helm,
 	// provider-sql and CloudNativePG at the pinned versions
 	// (internal/providers), which an Armada with in-cluster or
@@ -106,6 +117,13 @@ type Options struct {
 	// Deployment in a worker cluster. Zero keeps the provider's default,
 	// ten minutes.
 	ProviderPollInterval time.Duration
+
+	// LeastPrivilege runs Crossplane core under its chart's ServiceAccount
+	// with exactly its chart's ClusterRole and the rules aggregated into it
+	// (cluster/rbac's, and the RBAC manager's for PackageDir's XRDs and the
+	// providers' CRDs), through a TokenRequest token instead of the admin
+	// kubeconfig. See identity.go.
+	LeastPrivilege bool
 
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
@@ -141,9 +159,10 @@ type ControlPlane struct {
 	ca        *certAuthority
 	token     string
 
-	kubeconfig string
-	restConfig *rest.Config
-	client     client.Client
+	kubeconfig           string
+	crossplaneKubeconfig string
+	restConfig           *rest.Config
+	client               client.Client
 
 	procs      map[string]*process
 	order      []string
@@ -211,9 +230,11 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
+		{name: "crossplane identity ready", fn: c.applyCrossplaneIdentity, skip: c.opts.KubernetesOnly || !c.opts.LeastPrivilege},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
 		{name: "function-armada ready", fn: c.startFunctionFirst, skip: c.opts.KubernetesOnly || c.opts.SkipFunction},
 		{name: "provider-kubernetes ready", fn: c.startProviderFirst, skip: c.opts.SkipProviderKubernetes || c.opts.KubernetesOnly},
+		{name: "provider-sql ready", fn: c.startProviderSQL, skip: !c.opts.RunProviderSQL || c.opts.KubernetesOnly},
 		{name: "XRD established and offered", fn: c.installPackage, skip: c.opts.KubernetesOnly || c.opts.SkipPackage},
 	}
 	for _, s := range steps {

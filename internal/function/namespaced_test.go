@@ -49,7 +49,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 			reason: "Without spec.clusterScope the function refuses, saying what to configure.",
 			xr:     strings.Replace(namespacedXR, `"clusterScope": {"providerConfigRef": {"name": "in-cluster"}},`, "", 1),
 			refusal: "invalid Armada: spec.clusterScope.providerConfigRef: Required value: a namespaced Armada composes its cluster-scoped " +
-				"objects (PriorityClasses, ClusterRoles and ClusterRoleBindings) as provider-kubernetes Objects in namespace team-a; " +
+				"objects (PriorityClasses, ClusterRoleBindings) as provider-kubernetes Objects in namespace team-a; " +
 				"name the kubernetes.m.crossplane.io ClusterProviderConfig (or a ProviderConfig in this namespace) that reaches this cluster",
 		},
 		"SpecNamespace": {

@@ -24,12 +24,6 @@ type check struct {
 	// {pulsar} a connection attempt to the rendered Pulsar broker, {kube}
 	// a request to the test's fake Kubernetes API server.
 	Markers []string
-	// Auth are the markers up to the component's auth setup, for
-	// components that set up auth before their other dependencies. Auth
-	// setup fetches the OIDC provider's discovery document and exits if it
-	// cannot, so with OIDC configured, Auth followed by that request to
-	// the rendered provider URL replaces Markers.
-	Auth []string
 	// Health is the port key whose GET /health must answer 2xx.
 	Health string
 	// Listen are port keys that must be listening once the markers appear;
@@ -41,6 +35,9 @@ type check struct {
 	// NoScrape says why the metrics port cannot be scraped here; every
 	// other component's rendered metrics port must serve Prometheus text.
 	NoScrape string
+	// NoOIDC says why the component cannot reach its auth setup here, so
+	// its OIDC provider is not checked.
+	NoOIDC string
 }
 
 // checks are the per-binary checks. Every marker was chosen from the real
@@ -54,19 +51,20 @@ var checks = map[string]check{
 	// checked.
 	"server": {
 		Markers: []string{`Armada server starting`, `{pulsar}`},
-		Auth:    []string{`Armada server starting`},
 		Listen:  []string{"httpPort", "metricsPort"},
 	},
 	// internal/scheduler/schedulerapp.go opens and pings its Postgres pool
-	// after "Setting up database connections", then waits up to a
-	// hard-coded 30 s to fetch queues from the server before "Setting up
-	// Pulsar connectivity", hence the longer timeout. Its metrics and gRPC
-	// ports open only once Pulsar is up.
+	// after "Setting up database connections", then loads its queue cache
+	// from the server ("Refreshed Queues in", from the test's stand-in for
+	// the server's API, see armadaAPI; on failure it only logs and waits
+	// up to a hard-coded 30 s) before "Setting up Pulsar connectivity".
+	// Its metrics and gRPC ports open only once Pulsar is up.
 	"scheduler": {
-		Markers:  []string{`Setting up database connections`, `Setting up Pulsar connectivity`, `{pulsar}`},
+		Markers:  []string{`Setting up database connections`, `Refreshed Queues in`, `Setting up Pulsar connectivity`, `{pulsar}`},
 		Listen:   []string{"http.port"},
 		Timeout:  45 * time.Second,
 		NoScrape: "the scheduler opens its metrics port only once Pulsar is up, and no Pulsar runs here",
+		NoOIDC:   "the scheduler sets up auth only once Pulsar is up, and no Pulsar runs here",
 	},
 	// internal/scheduleringester/ingester.go panics unless its Postgres
 	// pool pings, then serves metrics and connects to Pulsar.
@@ -78,7 +76,6 @@ var checks = map[string]check{
 	// so it must become healthy.
 	"lookout": {
 		Markers: []string{`Starting http server listening on {port:metricsPort}`},
-		Auth:    []string{`Starting http server listening on {port:metricsPort}`},
 		Health:  "apiPort",
 		Listen:  []string{"metricsPort"},
 	},
@@ -97,7 +94,6 @@ var checks = map[string]check{
 	// without calling the API, so it serves gRPC and becomes healthy.
 	"binoculars": {
 		Markers: []string{`Running with default client configuration`, `Grpc listening on {port:grpcPort}`},
-		Auth:    []string{`Running with default client configuration`},
 		Health:  "httpPort",
 		Listen:  []string{"grpcPort", "httpPort", "metricsPort"},
 	},
@@ -161,23 +157,10 @@ func inOrder(log string, markers []*regexp.Regexp) bool {
 	return true
 }
 
-// oidcRequest matches a component's request for the discovery document of
-// its effective OIDC provider, and returns that document's URL. It returns
-// nil if the component has no OIDC provider.
-func oidcRequest(rn *run) (*regexp.Regexp, string) {
-	u, _ := rn.Effective("auth.openIdAuth.providerUrl")
-	if u == "" {
-		return nil, ""
-	}
-	doc := strings.TrimSuffix(u, "/") + "/.well-known/openid-configuration"
-	return regexp.MustCompile(`openId auth: Get \\?"` + regexp.QuoteMeta(doc)), doc
-}
-
-// configErrorLine returns the first log line showing a config error. A
-// failed request to the OIDC provider is a network error, not one.
-func configErrorLine(log string, oidc *regexp.Regexp) string {
+// configErrorLine returns the first log line showing a config error.
+func configErrorLine(log string) string {
 	for l := range strings.SplitSeq(log, "\n") {
-		if configErrors.MatchString(l) && (oidc == nil || !oidc.MatchString(l)) {
+		if configErrors.MatchString(l) {
 			return strings.TrimSpace(l)
 		}
 	}
@@ -191,6 +174,8 @@ func configErrorLine(log string, oidc *regexp.Regexp) string {
 type component struct {
 	Proc  *process
 	Moved map[string]int
+	// Proxy is the component's CONNECT proxy, if it has one (routedEnv).
+	Proxy *connectProxy
 	Err   error
 	// Done is closed once Outcome is set.
 	Done    chan struct{}
@@ -203,9 +188,6 @@ type outcome struct {
 	Errors, Notes []string
 	// Log is the log as it was when the markers appeared.
 	Log string
-	// ViaOIDC is true if the component was checked only up to its request
-	// to the unreachable OIDC provider.
-	ViaOIDC bool
 	// Scraped are the metric families its rendered metrics port served.
 	Scraped []string
 }
@@ -220,23 +202,29 @@ func (o *outcome) errorf(format string, args ...any) {
 func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *run) *component {
 	t.Helper()
 	extra, moved := overrides(t, e, svc, free, rn)
+	routed, proxy := routedEnv(t, svc, rn)
+	extra = append(extra, routed...)
 	logPath := filepath.Join(t.TempDir(), rn.Inv.Component+"-"+strconv.Itoa(free())+".log")
-	p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, environ(rn, extra), logPath)
-	c := &component{Proc: p, Moved: moved, Err: err, Done: make(chan struct{})}
+	bin, args, err := rn.Command(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProcess(t, bin, e.SourceDir, args, environ(rn, extra), logPath)
+	c := &component{Proc: p, Moved: moved, Proxy: proxy, Err: err, Done: make(chan struct{})}
 	if err != nil {
 		close(c.Done)
 		return c
 	}
 	go func() {
 		defer close(c.Done)
-		c.Outcome = watch(e, rn, c)
+		c.Outcome = watch(e, svc, rn, c)
 	}()
 	return c
 }
 
 // watch waits for a component's markers and checks its health and ports
 // at that moment.
-func watch(e *env, rn *run, c *component) outcome {
+func watch(e *env, svc *services, rn *run, c *component) outcome {
 	var o outcome
 	chk, ok := checks[rn.Inv.Component]
 	if !ok {
@@ -248,22 +236,6 @@ func watch(e *env, rn *run, c *component) outcome {
 		o.errorf("%v", err)
 		return o
 	}
-	// Armada fetches the OIDC discovery document while setting up auth and
-	// exits if it cannot. No provider runs here, so a component that sets
-	// up auth before its other dependencies always stops there when OIDC is
-	// configured: it must show its markers up to auth setup, then that
-	// request to the rendered provider, and nothing else is checked. (The
-	// scheduler sets up auth only after Pulsar.)
-	oidc, doc := oidcRequest(rn)
-	viaOIDC := oidc != nil && len(chk.Auth) > 0
-	if viaOIDC {
-		if res, err = markers(chk.Auth, rn, c.Moved, e.KubeconfigPort); err != nil {
-			o.errorf("%v", err)
-			return o
-		}
-		res = append(res, oidc)
-	}
-
 	timeout := chk.timeout()
 	p := c.Proc
 	var exited bool
@@ -271,19 +243,13 @@ func watch(e *env, rn *run, c *component) outcome {
 	reached := p.Until(timeout, func(l string) bool {
 		o.Log = l
 		exited, code = p.Exited()
-		return inOrder(l, res) || configErrorLine(l, oidc) != ""
+		return inOrder(l, res) || configErrorLine(l) != ""
 	})
-	if l := configErrorLine(o.Log, oidc); l != "" {
+	if l := configErrorLine(o.Log); l != "" {
 		o.errorf("failed on its configuration: %s", l)
 	}
 	if !reached || !inOrder(o.Log, res) {
 		o.errorf("log did not show %q in order (waited up to %s; exited: %t, code %d)", res, timeout, exited, code)
-	}
-	if viaOIDC {
-		o.ViaOIDC = true
-		o.Notes = append(o.Notes, "stopped at the unreachable OIDC provider ("+doc+") and exited, as Armada does: "+
-			"config loading and validation passed; what comes after auth setup was not reached")
-		return o
 	}
 	if exited {
 		o.errorf("exited with code %d; it must keep running while its dependencies are unreachable", code)
@@ -304,6 +270,13 @@ func watch(e *env, rn *run, c *component) outcome {
 			o.errorf("nothing listens on %s %d, moved there through %s", k, port, envName(k))
 		}
 	}
+	if chk.NoOIDC != "" && svc.OIDC.uses(rn) {
+		o.Notes = append(o.Notes, "OIDC provider not checked: "+chk.NoOIDC)
+	} else {
+		checkOIDC(&o, svc.OIDC, rn, c.Proxy, timeout)
+	}
+	checkArmadaAPI(&o, svc.ArmadaAPI, rn)
+	checkPulsar(&o, rn.Pulsar, svc.PulsarAt, svc.PulsarToken, timeout)
 	scrapeMetrics(&o, rn, c, chk)
 	return o
 }

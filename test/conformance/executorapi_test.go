@@ -345,8 +345,11 @@ func (c *recordingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.A
 	return out, info, err
 }
 
-// connectProxy is an HTTP CONNECT proxy that tunnels every connection to
-// one address and records the authority each CONNECT asked for. Armada's
+// connectProxy is an HTTP CONNECT proxy that tunnels each CONNECT by its
+// authority (host:port, as the client names it) to the address its route
+// gives, refuses authorities without a route as an unresolvable name
+// would, and records the authority each CONNECT asked for. A route for
+// anyAuthority tunnels every CONNECT. Armada's
 // gRPC client honours HTTPS_PROXY, so an executor told to use it dials the
 // rendered armadaUrl unchanged, by name, while the bytes reach the test's
 // executor API: the TLS handshake is verified against the rendered host.
@@ -357,7 +360,7 @@ type connectProxy struct {
 	requested []string
 }
 
-func startConnectProxy(t *testing.T, target string) *connectProxy {
+func startConnectProxy(t *testing.T, routes map[string]string) *connectProxy {
 	t.Helper()
 	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -370,14 +373,17 @@ func startConnectProxy(t *testing.T, target string) *connectProxy {
 			if err != nil {
 				return
 			}
-			go p.tunnel(conn, target)
+			go p.tunnel(conn, routes)
 		}
 	}()
 	t.Cleanup(func() { _ = lis.Close() })
 	return p
 }
 
-func (p *connectProxy) tunnel(conn net.Conn, target string) {
+// anyAuthority is the route for every authority.
+const anyAuthority = "*"
+
+func (p *connectProxy) tunnel(conn net.Conn, routes map[string]string) {
 	defer func() { _ = conn.Close() }()
 	br := bufio.NewReader(conn)
 	req, err := http.ReadRequest(br)
@@ -389,6 +395,14 @@ func (p *connectProxy) tunnel(conn net.Conn, target string) {
 	p.mu.Unlock()
 	if req.Method != http.MethodConnect {
 		_, _ = io.WriteString(conn, "HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+		return
+	}
+	target, ok := routes[req.Host]
+	if !ok {
+		target, ok = routes[anyAuthority]
+	}
+	if !ok {
+		_, _ = io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\n\r\n")
 		return
 	}
 	up, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", target)

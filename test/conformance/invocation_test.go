@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,7 +18,8 @@ import (
 
 // invocation is how one rendered container runs outside Kubernetes: its
 // binary's arguments and environment exactly as the pod would have them,
-// with volume mount paths rewritten to local directories.
+// and its volumes written to local directories, which the process sees at
+// their mount paths (podCommand).
 type invocation struct {
 	// Workload and Container identify where it came from.
 	Workload, Container string
@@ -33,7 +33,8 @@ type invocation struct {
 	Env []envVar
 	// Mounts maps each mount path to the local path standing in for it.
 	Mounts map[string]string
-	// ConfigFiles are the local paths of the --config files.
+	// ConfigFiles are the local paths of the --config files, for the test
+	// to read.
 	ConfigFiles []string
 	// MetricsPort is the container port named "metrics", which the
 	// component's Service and ServiceMonitor scrape; 0 if none.
@@ -103,14 +104,14 @@ func (rs *resolver) Invocation(w workload, c corev1.Container, root string) (*in
 	for _, e := range env {
 		vars[e.Name] = e.Value
 	}
-	rw := newRewriter(inv.Mounts)
 	for _, a := range args {
-		inv.Args = append(inv.Args, rw.Rewrite(expand(a, vars)))
+		inv.Args = append(inv.Args, expand(a, vars))
 	}
-	for _, e := range env {
-		inv.Env = append(inv.Env, envVar{Name: e.Name, Value: rw.Rewrite(e.Value)})
+	inv.Env = env
+	rw := newRewriter(inv.Mounts)
+	for _, f := range configFlags(inv.Args) {
+		inv.ConfigFiles = append(inv.ConfigFiles, rw.Rewrite(f))
 	}
-	inv.ConfigFiles = configFlags(inv.Args)
 	return inv, nil
 }
 
@@ -136,14 +137,6 @@ func (rs *resolver) mount(inv *invocation, w workload, c corev1.Container, root 
 			written[m.Name] = dir
 		}
 		inv.Mounts[path.Clean(m.MountPath)] = filepath.Join(dir, filepath.FromSlash(m.SubPath))
-	}
-	// Files may refer to other mounts, e.g. a config file naming a token
-	// file, so references are rewritten once every mount is known.
-	rw := newRewriter(inv.Mounts)
-	for _, dir := range written {
-		if err := rewriteFiles(dir, rw); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -454,7 +447,7 @@ func configFlags(args []string) []string {
 }
 
 // rewriter replaces references to mount paths by the local paths standing
-// in for them.
+// in for them, for the test's own reading of the files a process reads.
 type rewriter struct {
 	// mounts are the mount paths, longest first so /config/sub wins over
 	// /config.
@@ -501,27 +494,6 @@ func (rw *rewriter) match(s, after string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// rewriteFiles rewrites mount path references in the text files under dir.
-func rewriteFiles(dir string, rw *rewriter) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p) //nolint:gosec // Files this test wrote.
-		if err != nil {
-			return errors.Wrap(err, "cannot read volume file")
-		}
-		if !utf8.Valid(b) {
-			return nil
-		}
-		if s := rw.Rewrite(string(b)); s != string(b) {
-			// The test just wrote this tree; nothing can race it.
-			return errors.Wrap(os.WriteFile(p, []byte(s), 0o600), "cannot rewrite volume file") //nolint:gosec // See above.
-		}
-		return nil
-	})
 }
 
 // writeFile writes data to dir/name, creating parent directories.

@@ -23,7 +23,11 @@ func runMigration(t *testing.T, e *env, svc *services, free func() int, rn *run)
 	extra, _ := overrides(t, e, svc, free, rn)
 	for i := 1; i <= 2; i++ {
 		logPath := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.log", rn.Inv.Component, i))
-		p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, environ(rn, extra), logPath)
+		bin, args, err := rn.Command(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := startProcess(t, bin, e.SourceDir, args, environ(rn, extra), logPath)
 		if err != nil {
 			t.Fatal(err)
 		}

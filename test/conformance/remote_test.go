@@ -147,7 +147,7 @@ func startRemote(t *testing.T, runs []*run, ca *privateCA) *remoteEnv {
 		t.Fatal("the render has remote executors but no spec.executorApi.caSecretRef; this test serves the executor API with a private CA")
 	}
 	re.api = startExecutorAPI(t, ca.ServerCert(t, host), auth)
-	re.proxy = startConnectProxy(t, re.api.Addr)
+	re.proxy = startConnectProxy(t, map[string]string{anyAuthority: re.api.Addr})
 	return re
 }
 
@@ -294,7 +294,11 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 				{Name: "HTTPS_PROXY", Value: re.proxy.URL},
 			}, c.env...))
 			logPath := filepath.Join(t.TempDir(), "executor-"+strconv.Itoa(free())+".log")
-			p, err := startProcess(t, filepath.Join(e.BinDir, rn.Inv.Component), e.SourceDir, rn.Inv.Args, env, logPath)
+			bin, args, err := rn.Command(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := startProcess(t, bin, e.SourceDir, args, env, logPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,10 +314,10 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 					outcome = m[1]
 					return true
 				}
-				return configErrorLine(l, nil) != ""
+				return configErrorLine(l) != ""
 			})
 			log := p.Log()
-			if l := configErrorLine(log, nil); l != "" {
+			if l := configErrorLine(log); l != "" {
 				t.Fatalf("%s failed on its configuration: %s", rn.ID(), l)
 			}
 			if l := forbidden.FindString(log); l != "" {
@@ -375,7 +379,7 @@ func withEnv(env []string, changes []envVar) []string {
 	for _, c := range changes {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, c.Name+"=") })
 		if c.Value != "" {
-			env = append(env, c.Name+"="+c.Value)
+			env = append(env, c.Name+"="+podPath(c.Value))
 		}
 	}
 	return env

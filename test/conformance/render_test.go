@@ -66,8 +66,9 @@ type render struct {
 type workload struct {
 	// Kind and Name identify the workload, e.g. "Deployment/armada-server".
 	Kind, Name, Namespace string
-	// Pod is its pod template's spec.
-	Pod corev1.PodSpec
+	// Pod is its pod template's spec, Labels its labels.
+	Pod    corev1.PodSpec
+	Labels map[string]string
 	// Cluster is the providerConfigRef name of the worker cluster an
 	// executor's Object puts it in; empty in this cluster.
 	Cluster string
@@ -139,27 +140,28 @@ func (r *render) Workloads() ([]workload, error) {
 	var jobs, others []workload
 	for _, u := range r.Objects {
 		var spec corev1.PodSpec
+		var labels map[string]string
 		var err error
 		switch u.GetKind() {
 		case "Deployment":
 			d := &appsv1.Deployment{}
 			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d)
-			spec = d.Spec.Template.Spec
+			spec, labels = d.Spec.Template.Spec, d.Spec.Template.Labels
 		case "StatefulSet":
 			s := &appsv1.StatefulSet{}
 			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s)
-			spec = s.Spec.Template.Spec
+			spec, labels = s.Spec.Template.Spec, s.Spec.Template.Labels
 		case "Job":
 			j := &batchv1.Job{}
 			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, j)
-			spec = j.Spec.Template.Spec
+			spec, labels = j.Spec.Template.Spec, j.Spec.Template.Labels
 		default:
 			continue
 		}
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot decode %s %s", u.GetKind(), u.GetName())
 		}
-		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Cluster: r.workerCluster(u)}
+		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Labels: labels, Cluster: r.workerCluster(u)}
 		if w.Kind == "Job" {
 			jobs = append(jobs, w)
 		} else {

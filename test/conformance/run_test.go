@@ -2,9 +2,9 @@ package conformance
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +22,22 @@ type run struct {
 	Root string
 	// Cluster is the worker cluster of a remote executor, else "".
 	Cluster string
+	// HostsFile is the /etc/hosts the process sees (see names), once
+	// overrides has written it.
+	HostsFile string
+	// Pulsar is the broker listener at the address the component's
+	// pulsar.URL resolves to; nil for Jobs and without Pulsar.
+	Pulsar *pulsarBroker
+}
+
+// Command is how the test starts the run's binary: in a root of its own
+// with the run's hosts file and volumes (podCommand).
+func (r *run) Command(e *env) (string, []string, error) {
+	root, err := os.MkdirTemp(r.Root, "pod-")
+	if err != nil {
+		return "", nil, err
+	}
+	return podCommand(root, r.HostsFile, e.SourceDir, r.Inv.Mounts, filepath.Join(e.BinDir, r.Inv.Component), r.Inv.Args)
 }
 
 // ID names the run in subtests and messages.
@@ -63,13 +79,16 @@ func (p *ports) Free() int {
 	}
 }
 
-// overrides is the environment the test adds to a rendered container's. It
-// is the only thing not taken from the render:
+// overrides is the environment the test adds to a rendered container's,
+// and the hosts file it runs with. They are the only things not taken
+// from the render:
 //
-//   - ARMADA_POSTGRES_CONNECTION_HOST and _PORT point Postgres users at the
-//     private server instead of spec.postgres.host.
-//   - ARMADA_EVENTSAPIREDIS_ADDRS (server) and ARMADA_REDIS_ADDRS (event
-//     ingester) point Redis users at the private server.
+//   - The rendered Postgres, Redis and Pulsar addresses are not rewritten:
+//     the run's own /etc/hosts (see names) resolves the names of the
+//     example's far ends (farEnds: where the claim and what it composes
+//     put the services) to loopback addresses where relays to the private
+//     Postgres and Redis, and the run's own Pulsar broker listener, wait
+//     on those ports. A config naming anything else reaches nothing.
 //   - Every listening port key the loaded config files set (grpcPort,
 //     httpPort, metricsPort, apiPort, grpc.port, http.port, metrics.port,
 //     metric.port, profiling.port) moves to a free loopback port, so the
@@ -86,24 +105,14 @@ func (p *ports) Free() int {
 // test's executor API.
 //
 // Viper honours ARMADA_ variables only for keys some loaded file sets, so
-// each is added only for keys present. That the overrides take effect is
-// then proven by the processes: they reach the private Postgres (which the
-// rendered host could not), and they log and listen on the moved ports.
+// each is added only for keys present. That the port overrides take
+// effect is then proven by the processes: they log and listen on the
+// moved ports.
 func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (env []envVar, moved map[string]int) {
 	t.Helper()
-	env = []envVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}
-	for _, o := range []struct{ key, value string }{
-		{"postgres.connection.host", svc.PG.Host},
-		{"postgres.connection.port", strconv.Itoa(svc.PG.Port)},
-		{"eventsApiRedis.addrs", svc.Redis.Addr()},
-		{"redis.addrs", svc.Redis.Addr()},
-	} {
-		if rn.Cfg.Has(o.key) {
-			env = append(env, envVar{Name: envName(o.key), Value: o.value})
-		}
-	}
+	resolveNames(t, svc, rn)
 	moved, portEnv := portOverrides(rn.Cfg, free)
-	env = append(env, portEnv...)
+	env = append([]envVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
 	env = append(env, envVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
 	for _, v := range env {
 		if old, ok := rn.Inv.Lookup(v.Name); ok {
@@ -114,11 +123,15 @@ func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (e
 }
 
 // environ is a run's complete process environment: the rendered variables
-// followed by the test's overrides, which win.
+// followed by the test's overrides, which win. Files the overrides name
+// are shown where the process's root has them (podPath).
 func environ(rn *run, extra []envVar) []string {
 	out := make([]string, 0, len(rn.Inv.Env)+len(extra))
-	for _, v := range append(slices.Clone(rn.Inv.Env), extra...) {
+	for _, v := range rn.Inv.Env {
 		out = append(out, v.Name+"="+v.Value)
+	}
+	for _, v := range extra {
+		out = append(out, v.Name+"="+podPath(v.Value))
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,18 +23,18 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// tlsTimeout bounds how long the TLS check waits for the scheduler's call
-// to the server (Armada gives its queue cache 30 s) and for its gRPC port.
+// tlsTimeout bounds how long the TLS check waits for the scheduler's gRPC
+// port.
 const tlsTimeout = 60 * time.Second
 
-// queueCacheResult is the scheduler's log line for its first call to the
-// server (internal/scheduler/schedulerapp.go: the queue cache).
-var queueCacheResult = regexp.MustCompile(`error initialising queue cache - ([^\n]*)`)
+// queuesLoaded is the scheduler's log line once it has loaded its queue
+// cache from the server (internal/scheduler/queue).
+var queuesLoaded = regexp.MustCompile(`Refreshed Queues in`)
 
 // noPulsar is a config file the TLS check adds to the scheduler's: with no
 // Pulsar URL the scheduler skips Pulsar (schedulerapp.go: "Pulsar URL not
 // configured") and opens its gRPC port, which it otherwise does only once
-// Pulsar is up. No Pulsar runs here.
+// Pulsar is up, which never happens here.
 const noPulsar = "pulsar:\n  URL: \"\"\n"
 
 // checkTLS proves, when the render turns TLS on, that Armada's own server
@@ -45,15 +44,14 @@ const noPulsar = "pulsar:\n  URL: \"\"\n"
 // clients without it are refused:
 //
 //   - the server binary serves its HTTP port with its certificate (its
-//     gRPC port opens only once Pulsar is up, which never happens here;
-//     Armada serves both from the same grpc.tls keys);
-//   - the scheduler binary, with Pulsar switched off by the test, calls
-//     the server at the rendered armadaApi.armadaUrl through a CONNECT
-//     proxy that tunnels it to the server's TLS port: Armada's client,
-//     with forceNoTls false and SSL_CERT_FILE, completes the handshake for
-//     the rendered host (the server answers at the HTTP level, since the
-//     tunnel reaches its HTTPS port, not gRPC);
-//   - the scheduler binary serves gRPC over TLS on its certificate: a
+//     gRPC port opens only once Pulsar is up; Armada serves both from the
+//     same grpc.tls keys): a client with the scheduler's rendered trust
+//     accepts it for the name the scheduler dials, one with the system
+//     roots is refused;
+//   - the scheduler binary, with Pulsar switched off by an added config
+//     file, loads its queue cache from the server's API stand-in, which
+//     serves the server's rendered certificate (armadaAPI), trusting the
+//     CA through its rendered SSL_CERT_FILE, and serves gRPC over TLS: a
 //     client with the server's (and the executor's) rendered trust,
 //     address and credentials is authenticated and answered by Armada's
 //     executor API, and a client trusting only the system roots, or
@@ -74,12 +72,6 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 		t.Logf("%s: grpc.tls.enabled is %q: TLS is off in this render, not checked", server.ID(), on)
 		return
 	}
-	if _, doc := oidcRequest(server); doc != "" {
-		// Both set up auth, which fetches the OIDC discovery document and
-		// exits without it, before they would serve or call anything here.
-		t.Logf("%s: TLS not run: with OIDC configured the server and scheduler stop at the unreachable provider (%s); the renders without OIDC prove it", server.ID(), doc)
-		return
-	}
 	t.Run("tls", func(t *testing.T) {
 		serverHost := mustHost(t, scheduler, "armadaApi.armadaUrl")
 		schedulerHost := mustHost(t, server, "schedulerApiConnection.armadaUrl")
@@ -90,15 +82,13 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 		}
 
 		// The server, as rendered: its HTTPS port listens before Pulsar.
-		extra, moved := overrides(t, e, svc, free, server)
-		logPath := filepath.Join(t.TempDir(), "server-tls.log")
-		sp, err := startProcess(t, filepath.Join(e.BinDir, "server"), e.SourceDir, server.Inv.Args, environ(server, extra), logPath)
-		if err != nil {
-			t.Fatal(err)
+		sc := startComponent(t, e, svc, free, server)
+		if sc.Err != nil {
+			t.Fatal(sc.Err)
 		}
-		defer sp.Stop()
-		showTail(t, server, sp)
-		httpPort := moved["httpPort"]
+		defer sc.Proc.Stop()
+		showTail(t, server, sc.Proc)
+		httpPort := sc.Moved["httpPort"]
 		if !listening(httpPort, startTimeout) {
 			t.Fatalf("the server's httpPort %d is not listening", httpPort)
 		}
@@ -107,54 +97,38 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 			if err := httpsGet(t, httpPort, roots, serverHost); err != nil {
 				t.Errorf("a client trusting the scheduler's SSL_CERT_FILE refuses the server as %s: %v", serverHost, err)
 			}
-			if err := httpsGet(t, httpPort, nil, serverHost); err == nil || !unknownAuthority(err) {
+			err := httpsGet(t, httpPort, nil, serverHost)
+			t.Logf("a client trusting only the system roots: %v", err)
+			if !unknownAuthority(err) {
 				t.Errorf("a client trusting only the system roots must refuse the server with an unknown authority, got: %v", err)
 			}
 		})
 
-		// The scheduler, as rendered, without Pulsar, dialling the server
-		// through the proxy.
-		proxy := startConnectProxy(t, "127.0.0.1:"+strconv.Itoa(httpPort))
+		// The scheduler, as rendered, without Pulsar.
 		noPulsarFile := filepath.Join(t.TempDir(), "no-pulsar.yaml")
 		if err := os.WriteFile(noPulsarFile, []byte(noPulsar), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		extra, moved = overrides(t, e, svc, free, scheduler)
-		env := withEnv(environ(scheduler, extra), []envVar{{Name: "HTTPS_PROXY", Value: proxy.URL}})
-		args := append(slices.Clone(scheduler.Inv.Args), "--config", noPulsarFile)
-		logPath = filepath.Join(t.TempDir(), "scheduler-tls.log")
-		schp, err := startProcess(t, filepath.Join(e.BinDir, "scheduler"), e.SourceDir, args, env, logPath)
+		extra, moved := overrides(t, e, svc, free, scheduler)
+		routed, _ := routedEnv(t, svc, scheduler)
+		bin, args, err := scheduler.Command(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", podPath(noPulsarFile))
+		logPath := filepath.Join(t.TempDir(), "scheduler-tls.log")
+		schp, err := startProcess(t, bin, e.SourceDir, args, environ(scheduler, append(extra, routed...)), logPath)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer schp.Stop()
 		showTail(t, scheduler, schp)
-		t.Run("scheduler dials the server over TLS", func(t *testing.T) {
-			result := ""
-			if !schp.Until(tlsTimeout, func(l string) bool {
-				if m := queueCacheResult.FindStringSubmatch(l); m != nil {
-					result = m[1]
-					return true
-				}
-				return false
-			}) {
-				t.Fatalf("the scheduler logged no result of its call to the server within %s", tlsTimeout)
-			}
-			t.Logf("the scheduler's first call to the server: %s", result)
-			want := serverHost + ":" + portOf(t, scheduler, "armadaApi.armadaUrl")
-			if got := proxy.Requested(); !slices.Contains(got, "CONNECT "+want) {
-				t.Errorf("the scheduler's proxy saw %v, want CONNECT %s", got, want)
-			}
-			// Over the tunnel the server's TLS port answers at the HTTP
-			// level: the handshake succeeded.
-			if strings.Contains(result, "handshake") || strings.Contains(result, "x509") || !strings.Contains(result, "HTTP status code") {
-				t.Errorf("the scheduler's call to the server did not complete a TLS handshake: %s", result)
-			}
-		})
-
 		grpcPort := moved["grpc.port"]
 		if !listening(grpcPort, tlsTimeout) {
 			t.Fatalf("the scheduler's grpc.port %d is not listening", grpcPort)
+		}
+		if svc.ArmadaAPI != nil && svc.ArmadaAPI.TLS && !queuesLoaded.MatchString(schp.Log()) {
+			t.Errorf("the scheduler did not load its queues from the server's API serving the server's rendered certificate")
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(grpcPort)
 		t.Run("scheduler serves its rendered certificate", func(t *testing.T) {
@@ -186,10 +160,10 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 				}
 			}
 			code, err := reportEvents(t, addr, credentials.NewTLS(&tls.Config{ServerName: schedulerHost, MinVersion: tls.VersionTLS12}), server, "schedulerApiConnection")
+			t.Logf("a client trusting only the system roots: %v", err)
 			if code != codes.Unavailable || !unknownAuthority(err) {
 				t.Errorf("a client trusting only the system roots must be refused with an unknown authority, got %s: %v", code, err)
 			}
-			t.Logf("a client trusting only the system roots: %v", err)
 			code, err = reportEvents(t, addr, insecure.NewCredentials(), server, "schedulerApiConnection")
 			t.Logf("a plaintext client: %v", err)
 			if code != codes.Unavailable {
@@ -210,14 +184,6 @@ func mustHost(t *testing.T, rn *run, key string) string {
 	return host
 }
 
-// portOf is the port of a run's effective host:port key.
-func portOf(t *testing.T, rn *run, key string) string {
-	t.Helper()
-	v, _ := rn.Effective(key)
-	_, port, _ := net.SplitHostPort(v)
-	return port
-}
-
 // rootsOf is the CA pool a run trusts: the file its rendered SSL_CERT_FILE
 // names, as its pod mounts it.
 func rootsOf(t *testing.T, rn *run) *x509.CertPool {
@@ -226,7 +192,8 @@ func rootsOf(t *testing.T, rn *run) *x509.CertPool {
 	if !ok {
 		t.Fatalf("%s has no SSL_CERT_FILE: Armada's client would trust only the system roots", rn.ID())
 	}
-	b, err := os.ReadFile(f) //nolint:gosec // A file the test wrote from the render.
+	// The file as the pod mounts it, from the rendered volume.
+	b, err := os.ReadFile(newRewriter(rn.Inv.Mounts).Rewrite(f)) //nolint:gosec // A file the test wrote from the render.
 	if err != nil {
 		t.Fatalf("%s: SSL_CERT_FILE: %v", rn.ID(), err)
 	}

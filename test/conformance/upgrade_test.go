@@ -227,7 +227,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if workloads, err = r.Workloads(); err != nil {
 		t.Fatal(err)
 	}
-	runs, _, _ = newRuns(t, e, r, workloads, u.supplied)
+	runs, workloadOf, _ := newRuns(t, e, r, workloads, u.supplied)
 	for _, rn := range runs {
 		if rn.Inv.Tag != v {
 			t.Errorf("Armada %s: after its migrations completed, %s still runs %s", v, rn.ID(), rn.Inv.Tag)
@@ -240,7 +240,8 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	// 5. Every component starts on the migrated databases.
 	start = time.Now()
 	checkWiring(t, runs)
-	started, _ := runComponents(t, e, u.svc, u.free, runs)
+	startStandIns(t, u.svc, r, runs, workloadOf)
+	started := runComponents(t, e, u.svc, u.free, runs)
 	t.Logf("Armada %s: %d components started and checked in %s", v, started, time.Since(start).Round(time.Second))
 }
 

@@ -5,9 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
 // TestBackingServices applies the examples with in-cluster, external and
@@ -15,7 +18,9 @@ import (
 // and CloudNativePG object against the pinned CRDs, provider-kubernetes
 // creates the CloudNativePG Cluster the function wraps in an Object, the
 // claim becomes Ready once the services report ready, and the claim's
-// status reports each service.
+// status reports each service. all-external's PostgreSQL is a private
+// server: provider-sql creates its databases there, and their readiness
+// is provider-sql's, not simulated.
 func TestBackingServices(t *testing.T) {
 	for _, tc := range []struct {
 		example string
@@ -28,8 +33,21 @@ func TestBackingServices(t *testing.T) {
 	} {
 		t.Run(tc.example, func(t *testing.T) {
 			ns := "e2e-" + tc.example
-			claim := install(t, tc.example, ns)
+			docs := exampleDocs(t, tc.example, ns)
+			var pg *testenv.Postgres
+			if tc.example == "all-external" {
+				pg = testenv.StartPostgres(t)
+				docs = onPostgres(t, pg, docs)
+			}
+			claim := installDocs(t, tc.example, ns, docs)
 			converge(t, claim)
+			if pg != nil {
+				user, _, _ := unstructured.NestedString(claim.Object, "spec", "postgres", "user")
+				want := map[string]string{"scheduler": user, "lookout": user}
+				if got := databasesOn(t, pg, "scheduler", "lookout"); !cmp.Equal(want, got) {
+					t.Errorf("databases on the external PostgreSQL (name: owner) = %v, want %v", got, want)
+				}
+			}
 			_, refs := composed(t, claim)
 			for _, r := range refs {
 				if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) == nil {

@@ -1,6 +1,6 @@
 // Package e2e applies ArmadaClaims to a real local control plane (etcd,
 // kube-apiserver, kube-controller-manager, Crossplane core,
-// provider-kubernetes and function-armada as processes) and checks the
+// provider-kubernetes, provider-sql and function-armada as processes) and checks the
 // whole loop: composition, schema validation, status, gating, upgrades,
 // invalid input, deletion and faults.
 package e2e
@@ -36,7 +36,13 @@ func TestMain(m *testing.M) {
 	var err error
 	start := time.Now()
 	logf := func(f string, a ...any) { _, _ = fmt.Fprintf(os.Stdout, "controlplane: "+f+"\n", a...) }
-	cp, err = controlplane.Start(ctx, controlplane.Options{Debug: true, Logf: logf, ProviderPollInterval: 5 * time.Second})
+	cp, err = controlplane.Start(ctx, controlplane.Options{
+		Debug: true, LeastPrivilege: true, Logf: logf, ProviderPollInterval: 5 * time.Second,
+		// provider-sql creates and drops the databases of an External
+		// PostgreSQL with an admin Secret on the private servers the
+		// tests start (TestSQLDataProtection).
+		RunProviderSQL: true,
+	})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start the control plane:", err)
@@ -55,8 +61,15 @@ func TestMain(m *testing.M) {
 // claim is Synced. It returns the claim.
 func install(t *testing.T, example, ns string, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
+	return installDocs(t, example, ns, exampleDocs(t, example, ns), mutate...)
+}
+
+// installDocs is install for an example's documents the caller has
+// changed, such as the Secrets it holds.
+func installDocs(t *testing.T, example, ns string, docs []*unstructured.Unstructured, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
 	calls := functionCalls(t)
-	claim := applyExample(t, example, ns, mutate...)
+	claim := applyDocs(t, ns, docs, mutate...)
 	start := time.Now()
 	claimCondition(t, claim, "Synced", "True")
 	waitFor(t, "XR composed and Synced", func() (bool, string) {
@@ -74,8 +87,13 @@ func install(t *testing.T, example, ns string, mutate ...func(*unstructured.Unst
 // when the test ends.
 func applyExample(t *testing.T, example, ns string, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
+	return applyDocs(t, ns, exampleDocs(t, example, ns), mutate...)
+}
+
+// applyDocs is applyExample for documents already read.
+func applyDocs(t *testing.T, ns string, docs []*unstructured.Unstructured, mutate ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
 	namespace(t, ns)
-	docs := exampleDocs(t, example, ns)
 	claim := claimOf(t, docs)
 	for _, m := range mutate {
 		m(claim)

@@ -215,6 +215,7 @@ func TestPackageManifestsValidate(t *testing.T) {
 		filepath.Join(root, "package", "xarmada", "namespaced-queue-definition.yaml"),
 		filepath.Join(root, "package", "xarmada", "namespaced-queue-composition.yaml"),
 		filepath.Join(root, "cluster", "rbac", "crossplane-armada.yaml"),
+		filepath.Join(root, "cluster", "rbac", "armada-crossplane-roles.yaml"),
 	} {
 		if out, err := tools.Validate(ctx, []string{filepath.Join(dir, "cluster", "crds")}, f, nil); err != nil {
 			t.Errorf("%s does not validate: %v", f, err)

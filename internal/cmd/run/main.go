@@ -70,6 +70,9 @@ func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
 			Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) },
 			// Worker clusters' objects are observed through provider-kubernetes.
 			ProviderPollInterval: 5 * time.Second,
+			// As on a real cluster: Crossplane under its chart's RBAC and
+			// cluster/rbac, not admin.
+			LeastPrivilege: true,
 		})
 		if err != nil {
 			return err
@@ -133,7 +136,7 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 		return nil, errors.Wrap(err, "cannot find Function function-armada: install Crossplane v2 and the function-armada package first (see README)")
 	}
 	for _, f := range []string{
-		"cluster/rbac/crossplane-armada.yaml",
+		"cluster/rbac/crossplane-armada.yaml", "cluster/rbac/armada-crossplane-roles.yaml",
 		"package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml",
 		"package/xarmada/queue-definition.yaml", "package/xarmada/queue-composition.yaml",
 	} {

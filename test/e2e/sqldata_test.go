@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/armadaproject/armada-crossplane/internal/testenv"
+)
+
+// deletionTimeout bounds the wait for a deleted claim's or dropped mode's
+// managed resources to leave the API server: the XR's deletion, the
+// garbage collector and provider-sql each take a turn.
+const deletionTimeout = 3 * time.Minute
+
+// TestSQLDataProtection proves spec.deletionPolicy on real databases.
+// provider-sql runs in the control plane; each case applies the
+// all-external example pointed at a private PostgreSQL (its claim's host
+// and port, and the admin Secret provider-sql connects with), and waits
+// until provider-sql has created the two composed databases there, owned
+// by the claim's user. Then the databases leave the Armada's desired state,
+// by deleting the claim or by an allowed switch of spec.postgres.mode from
+// External to InCluster. Once provider-sql has let go of its Database
+// objects (they are gone from the API server, so whatever the policy said
+// has been done), the server still has both databases, with their owner,
+// under the default Orphan, and has neither under Delete.
+func TestSQLDataProtection(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	for _, tc := range []struct {
+		name string
+		// policy is spec.deletionPolicy; empty leaves the default, Orphan.
+		policy string
+		// switchMode leaves through an allowed mode switch, otherwise
+		// through claim deletion.
+		switchMode bool
+		kept       bool
+	}{
+		{name: "delete-orphan", kept: true},
+		{name: "delete-delete", policy: "Delete"},
+		{name: "switch-orphan", switchMode: true, kept: true},
+		{name: "switch-delete", policy: "Delete", switchMode: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := "e2e-sql-" + tc.name
+			// Database names of their own, so the cases share one server.
+			// Without underscores: the function names the Database objects
+			// after them, and an underscore is no valid object name.
+			suffix := strings.ReplaceAll(tc.name, "-", "")
+			names := []string{"scheduler" + suffix, "lookout" + suffix}
+			dbs := map[string]any{"scheduler": names[0], "lookout": names[1]}
+			docs := onPostgres(t, pg, exampleDocs(t, "all-external", ns))
+			claim := installDocs(t, "all-external", ns, docs, func(c *unstructured.Unstructured) {
+				_ = unstructured.SetNestedMap(c.Object, dbs, "spec", "postgres", "databases")
+				if tc.policy != "" {
+					_ = unstructured.SetNestedField(c.Object, tc.policy, "spec", "deletionPolicy")
+				}
+			})
+			user, _, _ := unstructured.NestedString(claim.Object, "spec", "postgres", "user")
+			owned := map[string]string{names[0]: user, names[1]: user}
+
+			start := time.Now()
+			waitFor(t, "provider-sql to create the databases on the private PostgreSQL", func() (bool, string) {
+				got := databasesOn(t, pg, names...)
+				return cmp.Equal(owned, got), fmt.Sprintf("pg_database has %v, want %v", got, owned)
+			})
+			mrs := sqlDatabases(t, claim)
+			if len(mrs) != len(names) {
+				t.Fatalf("want a provider-sql Database per database, composed: %v", mrs)
+			}
+			waitFor(t, "provider-sql to report its Databases Ready", func() (bool, string) {
+				for _, r := range mrs {
+					u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
+					if s, reason, msg := condition(u, "Ready"); s != "True" {
+						return false, fmt.Sprintf("%s Ready=%s %s: %s", r, s, reason, msg)
+					}
+				}
+				return true, ""
+			})
+			t.Logf("databases created by provider-sql %s after the claim was composed", time.Since(start).Round(time.Millisecond))
+
+			if tc.switchMode {
+				if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
+					_ = unstructured.SetNestedMap(c.Object, map[string]any{
+						"mode": "InCluster", "allowModeChange": true, "databases": dbs,
+					}, "spec", "postgres")
+				}); err != nil {
+					t.Fatalf("switching spec.postgres.mode to InCluster with allowModeChange: %v", err)
+				}
+			} else if err := kube().Delete(context.Background(), claim); err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			waitWithin(t, deletionTimeout, "provider-sql's Databases gone from the API server", func() (bool, string) {
+				var left []string
+				for _, r := range mrs {
+					if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) != nil {
+						left = append(left, r.String())
+					}
+				}
+				return len(left) == 0, fmt.Sprintf("%v left", left)
+			})
+			t.Logf("Databases gone %s after the %s", time.Since(start).Round(time.Millisecond), map[bool]string{true: "mode switch", false: "claim deletion"}[tc.switchMode])
+
+			got := databasesOn(t, pg, names...)
+			switch {
+			case tc.kept && !cmp.Equal(owned, got):
+				t.Errorf("under deletionPolicy Orphan the server must keep the databases: pg_database has %v, want %v", got, owned)
+			case !tc.kept && len(got) != 0:
+				t.Errorf("under deletionPolicy Delete provider-sql must drop the databases: pg_database still has %v", got)
+			}
+			if tc.switchMode {
+				// The switch took the databases out of desired state, not
+				// the whole Armada: the claim still composes, now InCluster.
+				if left := sqlDatabases(t, claim); len(left) != 0 {
+					t.Errorf("after the switch to InCluster the XR still references %v", left)
+				}
+			}
+		})
+	}
+}
+
+// onPostgres points the all-external example's PostgreSQL at pg: the
+// claim's spec.postgres host and port, and the admin Secret it names,
+// which provider-sql reads (endpoint, port, username, password), holding
+// pg's superuser. It creates the claim's spec.postgres.user on pg, with the
+// password in its Secret, as the server's administrator would: provider-sql
+// creates the databases owned by that role.
+func onPostgres(t *testing.T, pg *testenv.Postgres, docs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	claim := claimOf(t, docs)
+	if err := unstructured.SetNestedField(claim.Object, pg.Host, "spec", "postgres", "host"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(claim.Object, int64(pg.Port), "spec", "postgres", "port"); err != nil {
+		t.Fatal(err)
+	}
+	admin, _, _ := unstructured.NestedString(claim.Object, "spec", "postgres", "adminSecretRef", "name")
+	user, _, _ := unstructured.NestedString(claim.Object, "spec", "postgres", "user")
+	pw, _, _ := unstructured.NestedStringMap(claim.Object, "spec", "postgres", "passwordSecretRef")
+	if admin == "" || user == "" || pw["name"] == "" {
+		t.Fatalf("the example's claim has no spec.postgres.adminSecretRef, user or passwordSecretRef: %v", claim.Object["spec"])
+	}
+	password := ""
+	for _, d := range docs {
+		if d.GetKind() != "Secret" {
+			continue
+		}
+		switch d.GetName() {
+		case admin:
+			d.Object["stringData"] = map[string]any{
+				"endpoint": pg.Host, "port": strconv.Itoa(pg.Port),
+				"username": "postgres", "password": pg.SuperuserPassword,
+			}
+		case pw["name"]:
+			password, _, _ = unstructured.NestedString(d.Object, "stringData", pw["key"])
+		}
+	}
+	if password == "" {
+		t.Fatalf("the example has no Secret %s with key %s", pw["name"], pw["key"])
+	}
+	if pg.MustExec(t, "postgres", "SELECT count(*) FROM pg_roles WHERE rolname = "+testenv.QuoteLiteral(user)) == "0" {
+		pg.CreateRole(t, user, password)
+	}
+	return docs
+}
+
+// databasesOn returns the owner of each of names that exists on pg, as
+// pg_database says.
+func databasesOn(t *testing.T, pg *testenv.Postgres, names ...string) map[string]string {
+	t.Helper()
+	quoted := make([]string, 0, len(names))
+	for _, n := range names {
+		quoted = append(quoted, testenv.QuoteLiteral(n))
+	}
+	out := pg.MustExec(t, "postgres", "SELECT datname, pg_catalog.pg_get_userbyid(datdba) FROM pg_catalog.pg_database WHERE datname IN ("+
+		strings.Join(quoted, ", ")+")")
+	got := map[string]string{}
+	for line := range strings.SplitSeq(out, "\n") {
+		if name, owner, ok := strings.Cut(line, "|"); ok {
+			got[name] = owner
+		}
+	}
+	return got
+}
+
+// sqlDatabases returns the provider-sql Databases the claim's XR
+// references.
+func sqlDatabases(t *testing.T, claim *unstructured.Unstructured) []ref {
+	t.Helper()
+	_, refs := composed(t, claim)
+	var out []ref
+	for _, r := range byKind(refs, "Database") {
+		if isProviderSQL(r.APIVersion) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// isProviderSQL reports whether an API version is one of provider-sql's.
+func isProviderSQL(apiVersion string) bool {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	return strings.HasSuffix(group, ".sql.m.crossplane.io") || strings.HasSuffix(group, ".sql.crossplane.io")
+}
