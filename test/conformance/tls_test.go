@@ -193,7 +193,7 @@ func rootsOf(t *testing.T, rn *run) *x509.CertPool {
 		t.Fatalf("%s has no SSL_CERT_FILE: Armada's client would trust only the system roots", rn.ID())
 	}
 	// The file as the pod mounts it, from the rendered volume.
-	b, err := os.ReadFile(newRewriter(rn.Inv.Mounts).Rewrite(f)) //nolint:gosec // A file the test wrote from the render.
+	b, err := os.ReadFile(newRewriter(rn.Inv.Mounts).Rewrite(f))
 	if err != nil {
 		t.Fatalf("%s: SSL_CERT_FILE: %v", rn.ID(), err)
 	}
