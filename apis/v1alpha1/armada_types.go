@@ -133,6 +133,24 @@ type ArmadaSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	NetworkPolicies *bool `json:"networkPolicies,omitempty"`
+
+	// TLS encrypts Armada's internal gRPC links: the server's gRPC and
+	// HTTP ports and the scheduler's gRPC port serve TLS, and the server,
+	// the scheduler and in-cluster executors verify it against a private
+	// CA. On by default; set tls.enabled to false to turn it off.
+	// +optional
+	TLS *TLS `json:"tls,omitempty"`
+}
+
+// TLS configures encryption of Armada's internal links.
+type TLS struct {
+	// Enabled turns TLS on. The function generates a private CA (Ed25519)
+	// and a certificate for each TLS server with its Service DNS names,
+	// once, into the Secret <name>-tls, and reuses them from then on.
+	// Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Components holds the settings of each Armada component.

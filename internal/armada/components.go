@@ -110,6 +110,15 @@ type component struct {
 	// Metrics is the config key path of its metrics port, which differs
 	// per component (Armada v0.22.7's configuration structs).
 	Metrics []string
+	// TLS is the config key path of the TLS block of its gRPC server, if
+	// it serves TLS under spec.tls (Armada's server serves its HTTP port
+	// with the same certificate). Binoculars has the same block but its
+	// REST gateway dials its own gRPC port in plaintext (Armada v0.22.x,
+	// cmd/binoculars/main.go), so it is not given one.
+	TLS []string
+	// TLSHTTP components serve their HTTP port with TLS when they serve
+	// gRPC with it.
+	TLSHTTP bool
 	// IngesterMetrics is the prefix of an ingester's metrics
 	// (internal/common/ingest/metrics); ingesters also get Pulsar's delay
 	// monitor when monitoring measures their lag.
@@ -131,7 +140,8 @@ var components = []component{
 		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
 		Database: dbLookout, Migration: dbLookout, RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
-		Clients:    []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
+		Clients: []link{{Key: "schedulerApiConnection", Target: "scheduler", User: userServer}},
+		TLS:     []string{"grpc", "tls"}, TLSHTTP: true,
 		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Server },
 		Config:     serverConfig,
 		ConfigType: "internal/server/configuration.ArmadaConfig",
@@ -143,6 +153,7 @@ var components = []component{
 		Database: dbScheduler, Migration: dbScheduler, Pulsar: true,
 		KubeAPI: true, LeaderElected: true,
 		Clients:    []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
+		TLS:        []string{"grpc", "tls"},
 		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Scheduler },
 		Config:     schedulerConfig,
 		ConfigType: "internal/scheduler/configuration.Configuration",

@@ -121,11 +121,13 @@ func (in *Install) redis() map[string]any {
 }
 
 // connection is a gRPC client block to another component, authenticated as
-// an internal user. In-cluster links are plaintext, so forceNoTls is set.
-func connection(address, user string) map[string]any {
+// an internal user. In-cluster links are plaintext (forceNoTls) unless
+// spec.tls is on; the client then verifies the server against the system
+// roots, which SSL_CERT_FILE points at the private CA.
+func (in *Install) connection(address, user string) map[string]any {
 	return map[string]any{
 		"armadaUrl":  address,
-		"forceNoTls": true,
+		"forceNoTls": !in.tlsOn(),
 		"basicAuth":  map[string]any{"username": user, "password": ""},
 	}
 }
@@ -175,7 +177,10 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 			cfg[l.Key] = in.remoteConnection(id)
 			continue
 		}
-		cfg[l.Key] = connection(in.grpcAddress(l.Target), l.User)
+		cfg[l.Key] = in.connection(in.grpcAddress(l.Target), l.User)
+	}
+	if in.servesTLS(c) {
+		setPath(cfg, c.TLS, tlsBlock())
 	}
 	var owned map[string]bool
 	var errs field.ErrorList
@@ -257,7 +262,7 @@ func schedulerConfig(in *Install, inst *instance) map[string]any {
 			"podName": "",
 			// Armada replaces <name> with the leader's pod name; the
 			// StatefulSet's headless Service gives each pod that DNS name.
-			"leaderConnection": connection(
+			"leaderConnection": in.connection(
 				fmt.Sprintf("<name>.%s.%s.svc:%d", in.object("scheduler-headless"), in.Namespace, portGRPC), userServer),
 		}
 	}

@@ -224,6 +224,12 @@ func applyDefaults(s *v1alpha1.ArmadaSpec, priorityClassPrefix string) {
 	if s.NetworkPolicies == nil {
 		s.NetworkPolicies = ptr.To(true)
 	}
+	if s.TLS == nil {
+		s.TLS = &v1alpha1.TLS{}
+	}
+	if s.TLS.Enabled == nil {
+		s.TLS.Enabled = ptr.To(true)
+	}
 	if len(s.Auth.AdminGroups) == 0 {
 		s.Auth.AdminGroups = []string{defaultAdminGroup}
 	}

@@ -81,9 +81,14 @@ func (in *Install) Endpoints() v1alpha1.Endpoints {
 			Lookout: fmt.Sprintf("%s://%s", scheme, ing.LookoutHost),
 		}
 	}
+	rest := httpURL(in.serviceHost("server"), portHTTP)
+	if in.tlsOn() {
+		// The server serves its HTTP port with its gRPC certificate.
+		rest = "https" + strings.TrimPrefix(rest, "http")
+	}
 	return v1alpha1.Endpoints{
 		GRPC:    in.grpcAddress("server"),
-		REST:    httpURL(in.serviceHost("server"), portHTTP),
+		REST:    rest,
 		Lookout: httpURL(in.serviceHost("lookout"), portHTTP),
 	}
 }

@@ -148,16 +148,16 @@ func (in *Install) leaseRole(name string) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	return role, binding
 }
 
-// ingress routes one host to a component's port. gRPC ingresses tell
-// ingress-nginx to speak gRPC to the backend.
+// ingress routes one host to a component's port. ingress-nginx is told to
+// speak gRPC to a gRPC backend, and TLS to a backend that serves it.
 func (in *Install) ingress(suffix, host, component, port string, grpc bool) *networkingv1.Ingress {
 	spec := in.Spec.Ingress
 	ann := maps.Clone(spec.Annotations)
-	if grpc {
+	if p := in.backendProtocol(component, grpc); p != "" {
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann["nginx.ingress.kubernetes.io/backend-protocol"] = "GRPC"
+		ann["nginx.ingress.kubernetes.io/backend-protocol"] = p
 	}
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
@@ -186,4 +186,24 @@ func (in *Install) ingress(suffix, host, component, port string, grpc bool) *net
 		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: spec.TLSSecretName}}
 	}
 	return ing
+}
+
+// backendProtocol is ingress-nginx's backend-protocol for a component's
+// gRPC or HTTP port, or empty for plain HTTP.
+func (in *Install) backendProtocol(component string, grpc bool) string {
+	tls := false
+	for i := range components {
+		if c := &components[i]; c.Name == component {
+			tls = in.servesTLS(c) && (grpc || c.TLSHTTP)
+		}
+	}
+	switch {
+	case grpc && tls:
+		return "GRPCS"
+	case grpc:
+		return "GRPC"
+	case tls:
+		return "HTTPS"
+	}
+	return ""
 }

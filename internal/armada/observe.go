@@ -13,6 +13,8 @@ import (
 type Observed struct {
 	// Passwords already stored in the credentials Secret, by user.
 	Passwords map[string]string
+	// TLS is the data of the TLS Secret, by key.
+	TLS map[string][]byte
 	// Jobs are the migration Jobs seen, by object name.
 	Jobs map[string]JobState
 	// Workloads are the component workloads seen, by instance name.
@@ -78,7 +80,7 @@ type Workload struct {
 // keyed by composition resource name.
 func Observe(resources map[string]*unstructured.Unstructured) Observed {
 	o := Observed{
-		Passwords: map[string]string{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
+		Passwords: map[string]string{}, TLS: map[string][]byte{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
 		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{},
 	}
 	for key, u := range resources {
@@ -108,6 +110,13 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			for user, v := range data {
 				if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) > 0 {
 					o.Passwords[user] = string(b)
+				}
+			}
+		case key == keyTLS:
+			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			for k, v := range data {
+				if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) > 0 {
+					o.TLS[k] = b
 				}
 			}
 		case u.GetKind() == "Job":

@@ -34,6 +34,7 @@ var ownedKeyHints = map[string]string{
 	"kubernetes.toleratedtaints":           "spec.executors[].nodeTaint",
 	"leader":                               "spec.components.scheduler.replicas",
 	"uiconfig":                             "spec.ingress and spec.auth.oidc",
+	"grpc.tls":                             "spec.tls",
 }
 
 // ownedKeys are the lower-case dotted paths of every value in a composed

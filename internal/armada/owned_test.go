@@ -49,6 +49,11 @@ func TestOwnedConfigKeys(t *testing.T) {
 			cfg:  map[string]any{"application": map[string]any{"clusterId": "c"}},
 			want: "spec.executors[1].config.application.clusterId: Forbidden: the composition sets Armada's application.clusterid from spec.executors[]",
 		},
+		"TLS": {
+			set:  func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Scheduler.Config = r },
+			cfg:  map[string]any{"grpc": map[string]any{"tls": map[string]any{"enabled": false}}},
+			want: "spec.components.scheduler.config.grpc.tls.enabled: Forbidden: the composition sets Armada's grpc.tls.enabled from spec.tls",
+		},
 		"TuningBesideOwnedKeys": {
 			set: func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Server.Config = r },
 			cfg: map[string]any{"pulsar": map[string]any{"maxConnectionsPerBroker": 4}, "submission": map[string]any{"maxPodSpecSizeBytes": 1024}},

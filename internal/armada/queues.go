@@ -40,15 +40,20 @@ func (in *Install) queueCredentials(password string) *corev1.Secret {
 }
 
 // providerConfig points provider-armada at the composed server over the
-// in-cluster plaintext link every component uses.
+// in-cluster link every component uses: TLS trusting the private CA when
+// spec.tls is on, else plaintext.
 func (in *Install) providerConfig() *armadav1.ProviderConfig {
 	secret := in.object("provider-armada")
+	tls := armadav1.TLS{Insecure: true}
+	if in.tlsOn() {
+		tls = armadav1.TLS{CASecretRef: &armadav1.SecretKeySelector{Name: in.tlsSecret(), Key: tlsCAFile}}
+	}
 	return &armadav1.ProviderConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: armadav1.SchemeGroupVersion.String(), Kind: "ProviderConfig"},
 		ObjectMeta: in.meta(in.ProviderConfigName(), "provider-armada"),
 		Spec: armadav1.ProviderConfigSpec{
 			Endpoint: in.grpcAddress("server"),
-			TLS:      armadav1.TLS{Insecure: true},
+			TLS:      tls,
 			Credentials: armadav1.Credentials{
 				Source: armadav1.CredentialsBasic,
 				Basic: &armadav1.BasicAuth{

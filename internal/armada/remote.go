@@ -168,7 +168,7 @@ func (in *Install) executorAPIURL() string {
 // exposed executor API, over TLS unless explicitly insecure, as its own
 // identity.
 func (in *Install) remoteConnection(id *remoteIdentity) map[string]any {
-	c := connection(in.executorAPIURL(), id.User)
+	c := in.connection(in.executorAPIURL(), id.User)
 	c["forceNoTls"] = in.Spec.ExecutorAPI != nil && in.Spec.ExecutorAPI.Insecure
 	return c
 }

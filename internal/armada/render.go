@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,8 +72,11 @@ type Output struct {
 type Options struct {
 	// Observed is what is known of the composed resources.
 	Observed Observed
-	// Rand is the source of generated passwords.
+	// Rand is the source of generated passwords and TLS keys.
 	Rand RandFunc
+	// Created is the XR's creation time, from which generated
+	// certificates are valid; zero for a manifest never created.
+	Created time.Time
 }
 
 // renderer accumulates one render.
@@ -82,6 +86,8 @@ type renderer struct {
 	out Output
 	// passwords are the credentials Secret's, by key.
 	passwords map[string]string
+	// tlsData is the TLS Secret's data, when spec.tls is on.
+	tlsData map[string][]byte
 	// target is the worker cluster objects are being rendered for; nil
 	// for this cluster.
 	target *clusterRef
@@ -126,6 +132,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 		},
 	}
 	if err := r.credentials(); err != nil {
+		return nil, err
+	}
+	if err := r.tls(); err != nil {
 		return nil, err
 	}
 	g, err := r.backing()
@@ -269,7 +278,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 		version = observed.Version
 	}
-	env, vols, mounts := in.remoteExtras(id)
+	env, vols, mounts, hash := r.podExtras(inst, id, hash)
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
 		Name:         name,

@@ -166,9 +166,13 @@ func ports(c *component) []corev1.ContainerPort {
 	return append(p, corev1.ContainerPort{Name: portNameMetrics, ContainerPort: portMetrics, Protocol: corev1.ProtocolTCP})
 }
 
-// probes are a component's readiness and liveness probes.
-func probes(c *component) (readiness, liveness *corev1.Probe) {
+// probes are a component's readiness and liveness probes, over HTTPS if
+// its HTTP port serves TLS.
+func probes(c *component, https bool) (readiness, liveness *corev1.Probe) {
 	handler := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http")}}
+	if https {
+		handler.HTTPGet.Scheme = corev1.URISchemeHTTPS
+	}
 	if c.Probe == probeTCP {
 		handler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(portNameMetrics)}}
 	}
@@ -263,7 +267,7 @@ func (in *Install) podTemplate(o podOptions) corev1.PodTemplateSpec {
 	}
 	c := &tpl.Spec.Containers[0]
 	c.Ports = ports(o.Component)
-	c.ReadinessProbe, c.LivenessProbe = probes(o.Component)
+	c.ReadinessProbe, c.LivenessProbe = probes(o.Component, in.servesTLS(o.Component) && o.Component.TLSHTTP)
 	tpl.Spec.ServiceAccountName = in.object(o.Name)
 	tpl.Spec.AutomountServiceAccountToken = ptr.To(o.Component.KubeAPI)
 	s := o.Settings

@@ -277,6 +277,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-service", "scheduler-ingester-serviceaccount",
 		"scheduler-pdb", "scheduler-service", "scheduler-serviceaccount",
 		"server-config", "server-pdb", "server-service", "server-serviceaccount",
+		"tls",
 	}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("desired resources on first reconcile: -want, +got:\n%s", diff)

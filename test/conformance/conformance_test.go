@@ -233,6 +233,7 @@ func runExample(t *testing.T, e *env, file string) {
 	checkTables(t, svc, runs)
 	checkWiring(t, runs)
 	started := runComponents(t, e, svc, free, runs)
+	checkTLS(t, e, svc, free, runs)
 	// Remote executors run one after the other against their worker
 	// clusters and the executor API; the first also shows what each part
 	// of the wiring is needed for.

@@ -171,7 +171,35 @@ func (p *oidcProvider) Env(rn *run) []envVar {
 	if !p.uses(rn) {
 		return nil
 	}
-	return []envVar{{Name: "SSL_CERT_FILE", Value: p.CAFile}}
+	file := p.CAFile
+	if rendered, ok := rn.Inv.Lookup("SSL_CERT_FILE"); ok {
+		// The component trusts a rendered CA too (spec.tls): Go reads one
+		// SSL_CERT_FILE, so both go into one bundle.
+		if bundle, err := p.bundle(newRewriter(rn.Inv.Mounts).Rewrite(rendered)); err == nil {
+			file = bundle
+		}
+	}
+	return []envVar{{Name: "SSL_CERT_FILE", Value: file}}
+}
+
+// bundle writes the rendered CA file's certificates and the provider's CA
+// into one file beside the provider's CA and returns its path.
+func (p *oidcProvider) bundle(rendered string) (string, error) {
+	a, err := os.ReadFile(rendered) //nolint:gosec // A file the test wrote from the render.
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p.CAFile) //nolint:gosec // The provider CA file the test wrote.
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p.CAFile), "ca-bundle-*.crt")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	_, err = f.Write(append(append(a, '\n'), b...))
+	return f.Name(), err
 }
 
 // checkOIDC fails unless a component that started with the provider asked

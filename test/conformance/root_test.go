@@ -47,7 +47,7 @@ while [ "$n" -gt 0 ]; do
 	fi
 	mount --bind "$src" "$R$dst"
 done
-exec "$CHROOT" "$R" /bin/sh -c 'cd "$0" && exec "$@"' "$W" "$@"
+exec "$CHROOT" "$R" /bin/bash -c 'cd "$0" && exec "$@"' "$W" "$@"
 `
 
 // podCommand returns how to run bin with args in a root of its own with
@@ -55,6 +55,11 @@ exec "$CHROOT" "$R" /bin/sh -c 'cd "$0" && exec "$@"' "$W" "$@"
 // working in dir. root is an empty directory for the new root's mounts.
 // unshare(1) execs the shell in the new namespace, and the shells exec
 // the binary, so the process keeps the PID the test started.
+// The shells are bash: dash, /bin/sh here, drops environment variables
+// whose names are not shell identifiers, such as the rendered
+// ARMADA_AUTH_BASICAUTH_USERS_INTERNAL-SERVER_PASSWORD, which Kubernetes
+// passes to the container (the TLS check's clients saw the scheduler's
+// internal users without their passwords until this was bash).
 func podCommand(root, hostsFile, dir string, mounts map[string]string, bin string, args []string) (string, []string, error) {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
@@ -67,7 +72,7 @@ func podCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", nil, err
 	}
-	out := []string{"--mount", "--propagation", "private", "/bin/sh", "-c", podScript, "pod", root, hostsFile, dir, chroot, strconv.Itoa(len(mounts))}
+	out := []string{"--mount", "--propagation", "private", "/bin/bash", "-c", podScript, "pod", root, hostsFile, dir, chroot, strconv.Itoa(len(mounts))}
 	for _, mp := range slices.Sorted(func(yield func(string) bool) {
 		for k := range mounts {
 			if !yield(k) {

@@ -441,7 +441,7 @@ func TestDeleteGarbageCollects(t *testing.T) {
 // the claim changed, and the test waits until Crossplane's call sits
 // unread in the function's socket before killing. After the restarts the
 // claim converges with no duplicate, no deleted object and the same
-// generated passwords.
+// generated passwords, CA and certificates.
 func TestFaults(t *testing.T) {
 	ns := "e2e-faults"
 	claim := applyExample(t, "minimal", ns)
@@ -449,10 +449,10 @@ func TestFaults(t *testing.T) {
 	// The passwords the first process generated: each process derives new
 	// ones from its own random key, so they survive a restart only if the
 	// function reuses what it observes.
-	var before map[string][]byte
-	waitFor(t, "credentials Secret composed", func() (bool, string) {
-		before = credentialsData(t, ns)
-		return len(before) > 0, "not yet"
+	var before, tlsBefore map[string][]byte
+	waitFor(t, "credentials and TLS Secrets composed", func() (bool, string) {
+		before, tlsBefore = credentialsData(t, ns), secretData(t, ns, "tls")
+		return len(before) > 0 && len(tlsBefore) > 0, "not yet"
 	})
 	claimCondition(t, claim, "Synced", "True")
 	_, mid := composed(t, claim)
@@ -521,13 +521,22 @@ func TestFaults(t *testing.T) {
 	if diff := cmp.Diff(before, credentialsData(t, ns)); diff != "" {
 		t.Errorf("generated passwords changed across the restarts: -before, +after:\n%s", diff)
 	}
+	if diff := cmp.Diff(tlsBefore, secretData(t, ns, "tls")); diff != "" {
+		t.Errorf("the generated CA or certificates changed across the restarts: -before, +after:\n%s", diff)
+	}
 }
 
 // credentialsData is the data of the one credentials Secret in ns.
 func credentialsData(t *testing.T, ns string) map[string][]byte {
 	t.Helper()
+	return secretData(t, ns, "credentials")
+}
+
+// secretData is the data of the one composed Secret of a component in ns.
+func secretData(t *testing.T, ns, component string) map[string][]byte {
+	t.Helper()
 	secrets := &corev1.SecretList{}
-	if err := kube().List(context.Background(), secrets, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": "credentials"}); err != nil {
+	if err := kube().List(context.Background(), secrets, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/component": component}); err != nil {
 		t.Fatal(err)
 	}
 	switch len(secrets.Items) {
@@ -536,7 +545,7 @@ func credentialsData(t *testing.T, ns string) map[string][]byte {
 	case 1:
 		return secrets.Items[0].Data
 	}
-	t.Fatalf("%d credentials Secrets in %s, want 1", len(secrets.Items), ns)
+	t.Fatalf("%d %s Secrets in %s, want 1", len(secrets.Items), component, ns)
 	return nil
 }
 

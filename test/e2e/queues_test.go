@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -56,11 +57,23 @@ func TestQueues(t *testing.T) {
 	// server's composed config.
 	groups, grants := serverAuth(t, ns, claim.GetName()+"-server-config", user)
 	ctx := t.Context()
+	// It serves TLS (on by default) with the composed server's certificate
+	// from the composed TLS Secret, as the server's pod mounts it, so
+	// provider-armada must trust the composed CA for the server's name.
+	tlsSecret := &corev1.Secret{}
+	if err := kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.GetName() + "-tls"}, tlsSecret); err != nil {
+		t.Fatalf("the TLS Secret: %v", err)
+	}
+	cert, err := tls.X509KeyPair(tlsSecret.Data["server.crt"], tlsSecret.Data["server.key"])
+	if err != nil {
+		t.Fatalf("the composed server certificate: %v", err)
+	}
 	armada, err := armadatest.Start(ctx, armadatest.Options{
 		Users: map[string]armadatest.User{user: {Password: password, Groups: groups}},
 		PermissionGroups: map[armadatest.Permission][]string{
 			armadatest.CreateQueue: grants["create_queue"], armadatest.DeleteQueue: grants["delete_queue"],
 		},
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 	})
 	if err != nil {
 		t.Fatal(err)

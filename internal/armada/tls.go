@@ -1,0 +1,270 @@
+package armada
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+// TLS of Armada's internal links (spec.tls). The components the table
+// marks serve TLS with a certificate for their Service DNS names, issued by
+// a private CA; every in-cluster client of them trusts that CA through
+// SSL_CERT_FILE, since Armada's client trusts only the system roots.
+//
+// The function generates the CA and the certificates itself, as it does
+// passwords: Ed25519 keys from the keyed random stream of the XR, so the
+// same request gives byte-identical output, and once the TLS Secret is
+// observed every CA and certificate in it that is still valid for what is
+// wanted is reused, never regenerated.
+//
+// Rotation: Armada's gRPC servers, and the server's HTTPS port, reload
+// their certificate files every minute
+// (internal/common/certs.CachedCertificateService), and the kubelet
+// updates a mounted Secret in place. A client reads SSL_CERT_FILE once, so
+// the TLS material each pod mounts is also hashed into its pod template:
+// a changed CA or certificate rolls the pods that use it.
+
+const (
+	// keyTLS is the composition resource name of the TLS Secret.
+	keyTLS = "tls"
+	// tlsDir is where a pod mounts its certificate, key and the CA.
+	tlsDir = "/etc/armada/tls"
+	// tlsCertFile, tlsKeyFile and tlsCAFile are the file names under
+	// tlsDir; tlsCAFile and tlsCAKey are also the CA's keys in the Secret.
+	tlsCertFile = "tls.crt"
+	tlsKeyFile  = "tls.key"
+	tlsCAFile   = "ca.crt"
+	tlsCAKey    = "ca.key"
+	// tlsVolume is the pod volume of the TLS files.
+	tlsVolume = "tls"
+	// tlsValidity is how long generated certificates are valid.
+	tlsValidity = 10 * 365 * 24 * time.Hour
+)
+
+// tlsEpoch stands in for the XR's creation time when it has none (a
+// render of a manifest), so validity never depends on the clock.
+var tlsEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tlsOn says whether spec.tls is enabled; it is by default.
+func (in *Install) tlsOn() bool {
+	return in.Spec.TLS == nil || in.Spec.TLS.Enabled == nil || *in.Spec.TLS.Enabled
+}
+
+// tlsSecret names the Secret holding the CA and the certificates.
+func (in *Install) tlsSecret() string { return in.object("tls") }
+
+// servesTLS says whether an instance serves TLS.
+func (in *Install) servesTLS(c *component) bool { return in.tlsOn() && len(c.TLS) > 0 }
+
+// trustsTLS says whether an instance is an in-cluster client of a TLS
+// server: it has in-cluster links (a remote executor's link is external).
+func (in *Install) trustsTLS(inst *instance) bool {
+	return in.tlsOn() && len(inst.Clients) > 0 && in.identityOf(inst.Executor) == nil
+}
+
+// tlsBlock is the TLS block of a serving component's config.
+func tlsBlock() map[string]any {
+	return map[string]any{"enabled": true, "certPath": tlsDir + "/" + tlsCertFile, "keyPath": tlsDir + "/" + tlsKeyFile}
+}
+
+// tlsDNSNames are the names a component's certificate is valid for: its
+// Service's, and for a leader-elected one each pod's name under its
+// headless Service, which the leader connection dials.
+func (in *Install) tlsDNSNames(c *component) []string {
+	svc := in.object(c.Name)
+	names := []string{svc, svc + "." + in.Namespace, in.serviceHost(c.Name)}
+	if c.LeaderElected {
+		names = append(names, "*."+in.object(c.Name+"-headless")+"."+in.Namespace+".svc")
+	}
+	return names
+}
+
+// tlsExtras are the pod settings TLS adds to an instance: its certificate
+// and key if it serves TLS, the CA with SSL_CERT_FILE pointing at it if it
+// is a client. hash covers every file it mounts.
+func (in *Install) tlsExtras(inst *instance, data map[string][]byte) (env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount, hash string) {
+	serves, trusts := in.servesTLS(inst.component), in.trustsTLS(inst)
+	if !serves && !trusts {
+		return nil, nil, nil, ""
+	}
+	items := []corev1.KeyToPath{{Key: tlsCAFile, Path: tlsCAFile}}
+	if serves {
+		items = append(items,
+			corev1.KeyToPath{Key: inst.component.Name + ".crt", Path: tlsCertFile},
+			corev1.KeyToPath{Key: inst.component.Name + ".key", Path: tlsKeyFile})
+	}
+	h := sha256.New()
+	for _, it := range items {
+		h.Write([]byte(it.Key))
+		h.Write(data[it.Key])
+	}
+	if trusts {
+		env = []corev1.EnvVar{{Name: "SSL_CERT_FILE", Value: tlsDir + "/" + tlsCAFile}}
+	}
+	vols = []corev1.Volume{{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: in.tlsSecret(), Items: items}}}}
+	mounts = []corev1.VolumeMount{{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true}}
+	return env, vols, mounts, hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// podExtras are the pod settings an instance has beyond its table row's:
+// a remote executor's CA, and TLS. A changed CA or certificate rolls the
+// pods that mount it, as a changed config does: its hash joins the
+// config's.
+func (r *renderer) podExtras(inst *instance, id *remoteIdentity, configHash string) ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount, string) {
+	env, vols, mounts := r.in.remoteExtras(id)
+	tlsEnv, tlsVols, tlsMounts, tlsHash := r.in.tlsExtras(inst, r.tlsData)
+	if tlsHash != "" {
+		configHash += "-" + tlsHash
+	}
+	return append(env, tlsEnv...), append(vols, tlsVols...), append(mounts, tlsMounts...), configHash
+}
+
+// tls composes the TLS Secret: the CA and a certificate per serving
+// component, each reused from the observed Secret while it is valid for
+// what is wanted, else generated.
+func (r *renderer) tls() error {
+	in := r.in
+	if !in.tlsOn() {
+		return nil
+	}
+	if r.opt.Rand == nil {
+		return errors.New("cannot generate TLS certificates: no random source configured")
+	}
+	created := r.opt.Created
+	if created.IsZero() {
+		created = tlsEpoch
+	}
+	obs := r.opt.Observed.TLS
+	data := map[string][]byte{}
+	ca, caKey, ok := parsePair(obs[tlsCAFile], obs[tlsCAKey])
+	if !ok || !ca.IsCA {
+		var err error
+		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(r.opt.Rand("tls\x00ca"), caTemplate(in.Name+"."+in.Namespace, created), nil, nil); err != nil {
+			return errors.Wrap(err, "cannot generate the TLS CA")
+		}
+	} else {
+		data[tlsCAFile], data[tlsCAKey] = obs[tlsCAFile], obs[tlsCAKey]
+	}
+	for i := range components {
+		c := &components[i]
+		if !in.servesTLS(c) {
+			continue
+		}
+		names := in.tlsDNSNames(c)
+		crt, key := c.Name+".crt", c.Name+".key"
+		if leaf, _, ok := parsePair(obs[crt], obs[key]); ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil {
+			data[crt], data[key] = obs[crt], obs[key]
+			continue
+		}
+		var err error
+		if _, _, data[crt], data[key], err = issue(r.opt.Rand("tls\x00"+c.Name), leafTemplate(names, created), ca, caKey); err != nil {
+			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
+		}
+	}
+	r.tlsData = data
+	secret := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
+		ObjectMeta: in.meta(in.tlsSecret(), "tls"),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	r.add(keyTLS, secret, r.exists(keyTLS))
+	return nil
+}
+
+// caTemplate is the private CA's certificate.
+func caTemplate(name string, created time.Time) *x509.Certificate {
+	return &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "Armada " + name + " internal CA"},
+		NotBefore:             created,
+		NotAfter:              created.Add(tlsValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+}
+
+// leafTemplate is a serving certificate for names.
+func leafTemplate(names []string, created time.Time) *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: names[len(names)-1]},
+		DNSNames:    names,
+		NotBefore:   created,
+		NotAfter:    created.Add(tlsValidity),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+}
+
+// issue generates an Ed25519 key and a certificate for it from rand,
+// signed by parent (self-signed if nil). Ed25519 keys derive from a seed
+// and its signatures are deterministic, so the same rand gives the same
+// PEM bytes.
+func issue(rand io.Reader, tmpl, parent *x509.Certificate, parentKey ed25519.PrivateKey) (*x509.Certificate, ed25519.PrivateKey, []byte, []byte, error) {
+	seed := make([]byte, ed25519.SeedSize)
+	sn := make([]byte, 16)
+	if _, err := io.ReadFull(rand, seed); err != nil {
+		return nil, nil, nil, nil, errors.Wrap(err, "cannot read random bytes")
+	}
+	if _, err := io.ReadFull(rand, sn); err != nil {
+		return nil, nil, nil, nil, errors.Wrap(err, "cannot read random bytes")
+	}
+	sn[0] &= 0x7f
+	key := ed25519.NewKeyFromSeed(seed)
+	tmpl.SerialNumber = new(big.Int).SetBytes(sn)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		return nil, nil, nil, nil, errors.Wrap(err, "cannot create certificate")
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, nil, errors.Wrap(err, "cannot parse certificate")
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, nil, nil, errors.Wrap(err, "cannot encode private key")
+	}
+	return cert, key,
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), nil
+}
+
+// parsePair parses a PEM certificate and its Ed25519 private key, and
+// reports whether they are present, well-formed and match.
+func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, false
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, false
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, false
+	}
+	key, ok := k.(ed25519.PrivateKey)
+	pub, ok2 := cert.PublicKey.(ed25519.PublicKey)
+	if !ok || !ok2 || !pub.Equal(key.Public()) {
+		return nil, nil, false
+	}
+	return cert, key, true
+}
