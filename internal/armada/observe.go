@@ -106,19 +106,11 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 				o.SQLProviderConfig = spec
 			}
 		case key == keyCredentials:
-			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
-			for user, v := range data {
-				if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) > 0 {
-					o.Passwords[user] = string(b)
-				}
+			for user, b := range secretData(u) {
+				o.Passwords[user] = string(b)
 			}
 		case key == keyTLS:
-			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
-			for k, v := range data {
-				if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) > 0 {
-					o.TLS[k] = b
-				}
-			}
+			o.TLS = secretData(u)
 		case u.GetKind() == "Job":
 			o.Jobs[u.GetName()] = jobState(u)
 		case strings.HasSuffix(key, keyWorkloadSuffix):
@@ -126,6 +118,18 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		}
 	}
 	return o
+}
+
+// secretData is an observed Secret's non-empty values, decoded.
+func secretData(u *unstructured.Unstructured) map[string][]byte {
+	out := map[string][]byte{}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	for k, v := range data {
+		if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) > 0 {
+			out[k] = b
+		}
+	}
+	return out
 }
 
 // condition is a condition's status and message.

@@ -10,6 +10,8 @@ import (
 	"io"
 	"math/big"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -223,6 +225,16 @@ func issue(rand io.Reader, tmpl, parent *x509.Certificate, parentKey ed25519.Pri
 		return nil, nil, nil, nil, errors.Wrap(err, "cannot read random bytes")
 	}
 	sn[0] &= 0x7f
+	var parentRaw []byte
+	if parent != nil {
+		parentRaw = parent.Raw
+	}
+	mk := memoKey(seed, sn, []byte(tmpl.Subject.String()), []byte(strings.Join(tmpl.DNSNames, "\x00")),
+		[]byte(tmpl.NotBefore.UTC().Format(time.RFC3339Nano)), []byte(tmpl.NotAfter.UTC().Format(time.RFC3339Nano)),
+		[]byte(strconv.FormatBool(tmpl.IsCA)), parentRaw)
+	if v, ok := issuedMemo.get(mk); ok {
+		return v.cert, v.key, v.certPEM, v.keyPEM, nil
+	}
 	key := ed25519.NewKeyFromSeed(seed)
 	tmpl.SerialNumber = new(big.Int).SetBytes(sn)
 	if parent == nil {
@@ -240,14 +252,31 @@ func issue(rand io.Reader, tmpl, parent *x509.Certificate, parentKey ed25519.Pri
 	if err != nil {
 		return nil, nil, nil, nil, errors.Wrap(err, "cannot encode private key")
 	}
-	return cert, key,
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), nil
+	v := issued{
+		cert: cert, key: key,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
+	}
+	issuedMemo.put(mk, v)
+	return v.cert, v.key, v.certPEM, v.keyPEM, nil
 }
 
 // parsePair parses a PEM certificate and its Ed25519 private key, and
 // reports whether they are present, well-formed and match.
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
+	if len(certPEM) == 0 && len(keyPEM) == 0 {
+		return nil, nil, false
+	}
+	mk := memoKey(certPEM, keyPEM)
+	if v, ok := parsedMemo.get(mk); ok {
+		return v.cert, v.key, v.ok
+	}
+	cert, key, ok := parsePairUncached(certPEM, keyPEM)
+	parsedMemo.put(mk, parsed{cert: cert, key: key, ok: ok})
+	return cert, key, ok
+}
+
+func parsePairUncached(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
 	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
