@@ -1,6 +1,8 @@
 package armada
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
@@ -92,7 +94,7 @@ func (in *Install) cnpgDatabase(db string) *unstructured.Unstructured {
 	if in.Spec.DeletionPolicy == deletionDelete {
 		reclaim = "delete"
 	}
-	return in.unstructuredObject(apiCNPG, "Database", in.object("postgres-"+db), "postgres", map[string]any{
+	return in.unstructuredObject(apiCNPG, "Database", in.databaseObject(db), "postgres", map[string]any{
 		"cluster":               map[string]any{"name": in.cnpgClusterName()},
 		"name":                  db,
 		"owner":                 cnpgOwner,
@@ -128,12 +130,28 @@ func sqlSSLMode(mode string) string {
 // sqlDatabase is a provider-sql Database on the external server, owned by
 // the user Armada connects as. Its external name is the database's name.
 func (in *Install) sqlDatabase(db string) *unstructured.Unstructured {
-	u := in.unstructuredObject(apiProviderSQL, "Database", in.object("postgres-"+db), "postgres", in.protect(map[string]any{
+	u := in.unstructuredObject(apiProviderSQL, "Database", in.databaseObject(db), "postgres", in.protect(map[string]any{
 		"forProvider":       map[string]any{"owner": in.Spec.Postgres.User},
 		"providerConfigRef": map[string]any{"kind": "ProviderConfig", "name": in.object("postgres-admin")},
 	}))
 	u.SetAnnotations(map[string]string{annotationExternalName: db})
 	return u
+}
+
+// databaseObject names the object of database db. A PostgreSQL name may
+// hold "_", an object name may not: each becomes "-" (which a database
+// name cannot hold, so names stay distinct), and a name that would then
+// end in "-" gets a trailing "x".
+func (in *Install) databaseObject(db string) string {
+	return in.object("postgres-" + databaseSuffix(db))
+}
+
+func databaseSuffix(db string) string {
+	n := strings.ReplaceAll(db, "_", "-")
+	if strings.HasSuffix(n, "-") {
+		n += "x"
+	}
+	return n
 }
 
 // databases are the two database names.

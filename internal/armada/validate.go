@@ -194,8 +194,12 @@ func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
 			errs = append(errs, field.Invalid(dbs.Child(name), db, "must be a lower-case PostgreSQL identifier"))
 		}
 	}
-	if pg.Databases.Scheduler == pg.Databases.Lookout {
+	switch {
+	case pg.Databases.Scheduler == pg.Databases.Lookout:
 		errs = append(errs, field.Duplicate(dbs.Child("lookout"), pg.Databases.Lookout))
+	case databaseSuffix(pg.Databases.Scheduler) == databaseSuffix(pg.Databases.Lookout):
+		errs = append(errs, field.Invalid(dbs.Child("lookout"), pg.Databases.Lookout,
+			"names the same Kubernetes object as spec.postgres.databases.scheduler once \"_\" becomes \"-\": choose another name"))
 	}
 	return errs
 }
