@@ -17,7 +17,8 @@ ARMADA_BIN_ROOT  := $(BIN_DIR)
 ARMADA_VERSIONS   = $(shell go run ./internal/cmd/armadaversions)
 export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
-GEN_DIR := $(CACHE_DIR)/gen
+# Per checkout: worktrees generating at the same time must not share it.
+GEN_DIR := $(CURDIR)/_output/gen
 
 # prometheus-operator's CRDs are generated from its pinned API types
 # (tools/promcrds, internal/providers) and committed.
