@@ -48,6 +48,9 @@ type structDecoder struct {
 	strVals             map[string]*structpb.Value
 	numVals             map[float64]*structpb.Value
 	trueV, falseV, null *structpb.Value
+	// stringMaps are the converted string maps by a hash of their
+	// content; see sharedStringMap.
+	stringMaps map[uint64][]*structpb.Value
 }
 
 // slab hands out pointers to zero values allocated in blocks.

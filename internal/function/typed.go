@@ -274,6 +274,13 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 	if v.IsNil() {
 		return d.nullValue(), nil
 	}
+	if !top && v.CanInterface() {
+		if m, ok := reflect.TypeAssert[map[string]string](v); ok {
+			if x, ok := d.sharedStringMap(m); ok {
+				return x, nil
+			}
+		}
+	}
 	s := d.structs.next()
 	s.Fields = make(map[string]*structpb.Value, v.Len())
 	set := func(k string, e *structpb.Value) {

@@ -1,0 +1,64 @@
+package function
+
+import (
+	"hash/maphash"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// stringMapSeed seeds the hashes that find equal string maps. The hash
+// only picks candidates, each compared in full, so the seed changes
+// nothing in the output.
+var stringMapSeed = maphash.MakeSeed()
+
+// sharedStringMap converts a map[string]string (labels, selectors,
+// annotations, which recur across a response's objects) to a Struct
+// shared by every equal map in the documents this decoder converts: a
+// response is only encoded, never changed in place. It reports false for
+// a map with invalid UTF-8, which it leaves to the caller.
+func (d *structDecoder) sharedStringMap(m map[string]string) (*structpb.Value, bool) {
+	var h uint64
+	for k, e := range m {
+		if !utf8.ValidString(k) || !utf8.ValidString(e) {
+			return nil, false
+		}
+		// Sums are independent of the maps' iteration order.
+		h += maphash.String(stringMapSeed, k) ^ (maphash.String(stringMapSeed, e) * 0x9e3779b97f4a7c15)
+	}
+	h ^= uint64(len(m))
+	for _, c := range d.stringMaps[h] {
+		if sameStringMap(c.GetStructValue().GetFields(), m) {
+			return c, true
+		}
+	}
+	s := d.structs.next()
+	s.Fields = make(map[string]*structpb.Value, len(m))
+	for k, e := range m {
+		s.Fields[k] = d.stringValue(e)
+	}
+	v := d.structValue(s)
+	if d.stringMaps == nil {
+		d.stringMaps = map[uint64][]*structpb.Value{}
+	}
+	d.stringMaps[h] = append(d.stringMaps[h], v)
+	return v, true
+}
+
+// sameStringMap reports whether fields hold exactly m's strings.
+func sameStringMap(fields map[string]*structpb.Value, m map[string]string) bool {
+	if len(fields) != len(m) {
+		return false
+	}
+	for k, e := range m {
+		f, ok := fields[k]
+		if !ok {
+			return false
+		}
+		s, ok := f.GetKind().(*structpb.Value_StringValue)
+		if !ok || s.StringValue != e {
+			return false
+		}
+	}
+	return true
+}
