@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,5 +54,36 @@ func TestSharedValues(t *testing.T) {
 		if got != want || math.Signbit(got) != math.Signbit(want) {
 			t.Errorf("numberValue(%v): %v", want, got)
 		}
+	}
+}
+
+// TestSameStringMap checks the comparison that decides whether a string
+// map shares a converted one whose hash it matches.
+func TestSameStringMap(t *testing.T) {
+	d := &structDecoder{}
+	converted := d.structValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"a": d.stringValue("1"), "b": d.stringValue("2"),
+	}}).GetStructValue().GetFields()
+	withNumber := map[string]*structpb.Value{"a": d.stringValue("1"), "b": d.numberValue(2)}
+	cases := map[string]struct {
+		fields map[string]*structpb.Value
+		m      map[string]string
+		want   bool
+	}{
+		"Equal":         {fields: converted, m: map[string]string{"b": "2", "a": "1"}, want: true},
+		"OtherValue":    {fields: converted, m: map[string]string{"a": "1", "b": "1"}},
+		"OtherKey":      {fields: converted, m: map[string]string{"a": "1", "c": "2"}},
+		"Fewer":         {fields: converted, m: map[string]string{"a": "1"}},
+		"More":          {fields: converted, m: map[string]string{"a": "1", "b": "2", "c": "3"}},
+		"NotAString":    {fields: withNumber, m: map[string]string{"a": "1", "b": "2"}},
+		"BothEmpty":     {fields: map[string]*structpb.Value{}, m: nil, want: true},
+		"EmptyAndOther": {fields: map[string]*structpb.Value{}, m: map[string]string{"a": "1"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sameStringMap(tc.fields, tc.m); got != tc.want {
+				t.Errorf("sameStringMap(...): %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
