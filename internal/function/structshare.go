@@ -1,7 +1,9 @@
 package function
 
 import (
+	"encoding/base64"
 	"hash/maphash"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -61,4 +63,21 @@ func sameStringMap(fields map[string]*structpb.Value, m map[string]string) bool 
 		}
 	}
 	return true
+}
+
+// base64String is base64.StdEncoding.EncodeToString(b) in one allocation,
+// not two: Secret data, a response's largest strings, is encoded once.
+func base64String(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(base64.StdEncoding.EncodedLen(len(b)))
+	// Chunks of a multiple of 3 bytes encode without padding, so their
+	// encodings join into the whole one.
+	var buf [1024]byte
+	for len(b) > 0 {
+		n := min(len(b), 768)
+		base64.StdEncoding.Encode(buf[:], b[:n])
+		sb.Write(buf[:base64.StdEncoding.EncodedLen(n)])
+		b = b[n:]
+	}
+	return sb.String()
 }

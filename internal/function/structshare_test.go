@@ -1,6 +1,7 @@
 package function
 
 import (
+	"encoding/base64"
 	"fmt"
 	"math"
 	"testing"
@@ -85,5 +86,19 @@ func TestSameStringMap(t *testing.T) {
 				t.Errorf("sameStringMap(...): %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBase64String compares base64String with base64.StdEncoding over
+// every length around its chunk size.
+func TestBase64String(t *testing.T) {
+	b := make([]byte, 2500)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	for n := range len(b) {
+		if got, want := base64String(b[:n]), base64.StdEncoding.EncodeToString(b[:n]); got != want {
+			t.Fatalf("base64String(%d bytes): %q, want %q", n, got, want)
+		}
 	}
 }
