@@ -20,25 +20,55 @@ var stringMapSeed = maphash.MakeSeed()
 // response is only encoded, never changed in place. It reports false for
 // a map with invalid UTF-8, which it leaves to the caller.
 func (d *structDecoder) sharedStringMap(m map[string]string) (*structpb.Value, bool) {
-	var h uint64
-	for k, e := range m {
-		if !utf8.ValidString(k) || !utf8.ValidString(e) {
-			return nil, false
+	return d.sharedStrings(len(m), func(yield func(k, e string) bool) bool {
+		for k, e := range m {
+			if !yield(k, e) {
+				return false
+			}
 		}
+		return true
+	})
+}
+
+// sharedAnyStringMap is sharedStringMap for a map[string]any whose values
+// are all strings, as an unstructured object's labels are; it reports
+// false for any other.
+func (d *structDecoder) sharedAnyStringMap(m map[string]any) (*structpb.Value, bool) {
+	return d.sharedStrings(len(m), func(yield func(k, e string) bool) bool {
+		for k, v := range m {
+			e, ok := v.(string)
+			if !ok || !yield(k, e) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// sharedStrings shares the Struct of a map of n strings, which all yields
+// until yield or all itself stops (false: not shared).
+func (d *structDecoder) sharedStrings(n int, all func(yield func(k, e string) bool) bool) (*structpb.Value, bool) {
+	var h uint64
+	ok := all(func(k, e string) bool {
 		// Sums are independent of the maps' iteration order.
 		h += maphash.String(stringMapSeed, k) ^ (maphash.String(stringMapSeed, e) * 0x9e3779b97f4a7c15)
+		return utf8.ValidString(k) && utf8.ValidString(e)
+	})
+	if !ok {
+		return nil, false
 	}
-	h ^= uint64(len(m))
+	h ^= uint64(n)
 	for _, c := range d.stringMaps[h] {
-		if sameStringMap(c.GetStructValue().GetFields(), m) {
+		if sameStrings(c.GetStructValue().GetFields(), n, all) {
 			return c, true
 		}
 	}
 	s := d.structs.next()
-	s.Fields = make(map[string]*structpb.Value, len(m))
-	for k, e := range m {
+	s.Fields = make(map[string]*structpb.Value, n)
+	all(func(k, e string) bool {
 		s.Fields[k] = d.stringValue(e)
-	}
+		return true
+	})
 	v := d.structValue(s)
 	if d.stringMaps == nil {
 		d.stringMaps = map[uint64][]*structpb.Value{}
@@ -47,22 +77,16 @@ func (d *structDecoder) sharedStringMap(m map[string]string) (*structpb.Value, b
 	return v, true
 }
 
-// sameStringMap reports whether fields hold exactly m's strings.
-func sameStringMap(fields map[string]*structpb.Value, m map[string]string) bool {
-	if len(fields) != len(m) {
-		return false
-	}
-	for k, e := range m {
-		f, ok := fields[k]
-		if !ok {
-			return false
-		}
-		s, ok := f.GetKind().(*structpb.Value_StringValue)
-		if !ok || s.StringValue != e {
-			return false
-		}
-	}
-	return true
+// sameString reports whether v is the string e.
+func sameString(v *structpb.Value, e string) bool {
+	s, ok := v.GetKind().(*structpb.Value_StringValue)
+	return ok && s.StringValue == e
+}
+
+// sameStrings reports whether fields hold exactly the n strings all
+// yields.
+func sameStrings(fields map[string]*structpb.Value, n int, all func(yield func(k, e string) bool) bool) bool {
+	return len(fields) == n && all(func(k, e string) bool { return sameString(fields[k], e) })
 }
 
 // base64String is base64.StdEncoding.EncodeToString(b) in one allocation,

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestSharedValues converts, with one decoder as setDesired does, objects
@@ -50,6 +51,27 @@ func TestSharedValues(t *testing.T) {
 			}
 		}
 	}
+	// Unstructured objects' string maps share too; a map with another
+	// value does not.
+	anyLabels := []map[string]any{{"a": "1", "b": "2"}, {"b": "2", "a": "1"}, {"a": "1", "b": 2.0}, {"a": "1", "b": "2\xff"}, {"a": "2", "b": "1"}}
+	for i := range 2 * len(anyLabels) {
+		o := &unstructured.Unstructured{Object: map[string]any{
+			"kind":     "Thing",
+			"metadata": map[string]any{"name": "x", "labels": anyLabels[i%len(anyLabels)]},
+			"spec":     map[string]any{"selector": anyLabels[(i+1)%len(anyLabels)], "match": []any{anyLabels[(i+2)%len(anyLabels)]}},
+		}}
+		want, err := viaJSONText(o, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.typedToStruct(o, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Fatalf("unstructured object %d: typedToStruct(...): -encoding/json, +shared:\n%s", i, diff)
+		}
+	}
 	for _, n := range numbers {
 		want, got := n, d.numberValue(n).GetNumberValue()
 		if got != want || math.Signbit(got) != math.Signbit(want) {
@@ -58,9 +80,9 @@ func TestSharedValues(t *testing.T) {
 	}
 }
 
-// TestSameStringMap checks the comparison that decides whether a string
+// TestSameStrings checks the comparison that decides whether a string
 // map shares a converted one whose hash it matches.
-func TestSameStringMap(t *testing.T) {
+func TestSameStrings(t *testing.T) {
 	d := &structDecoder{}
 	converted := d.structValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 		"a": d.stringValue("1"), "b": d.stringValue("2"),
@@ -82,8 +104,16 @@ func TestSameStringMap(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := sameStringMap(tc.fields, tc.m); got != tc.want {
-				t.Errorf("sameStringMap(...): %t, want %t", got, tc.want)
+			all := func(yield func(k, e string) bool) bool {
+				for k, e := range tc.m {
+					if !yield(k, e) {
+						return false
+					}
+				}
+				return true
+			}
+			if got := sameStrings(tc.fields, len(tc.m), all); got != tc.want {
+				t.Errorf("sameStrings(...): %t, want %t", got, tc.want)
 			}
 		})
 	}

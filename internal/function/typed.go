@@ -274,10 +274,16 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 		return d.nullValue(), nil
 	}
 	if !top && v.CanInterface() {
-		if m, ok := reflect.TypeAssert[map[string]string](v); ok {
-			if x, ok := d.sharedStringMap(m); ok {
-				return x, nil
-			}
+		var x *structpb.Value
+		var shared bool
+		switch m := v.Interface().(type) {
+		case map[string]string:
+			x, shared = d.sharedStringMap(m)
+		case map[string]any:
+			x, shared = d.sharedAnyStringMap(m)
+		}
+		if shared {
+			return x, nil
 		}
 	}
 	s := d.structs.next()
