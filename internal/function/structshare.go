@@ -20,73 +20,69 @@ var stringMapSeed = maphash.MakeSeed()
 // response is only encoded, never changed in place. It reports false for
 // a map with invalid UTF-8, which it leaves to the caller.
 func (d *structDecoder) sharedStringMap(m map[string]string) (*structpb.Value, bool) {
-	return d.sharedStrings(len(m), func(yield func(k, e string) bool) bool {
-		for k, e := range m {
-			if !yield(k, e) {
-				return false
-			}
-		}
-		return true
-	})
+	return sharedStrings(d, m, stringOf)
 }
 
 // sharedAnyStringMap is sharedStringMap for a map[string]any whose values
 // are all strings, as an unstructured object's labels are; it reports
 // false for any other.
 func (d *structDecoder) sharedAnyStringMap(m map[string]any) (*structpb.Value, bool) {
-	return d.sharedStrings(len(m), func(yield func(k, e string) bool) bool {
-		for k, v := range m {
-			e, ok := v.(string)
-			if !ok || !yield(k, e) {
-				return false
-			}
-		}
-		return true
-	})
+	return sharedStrings(d, m, anyStringOf)
 }
 
-// sharedStrings shares the Struct of a map of n strings, which all yields
-// until yield or all itself stops (false: not shared).
-func (d *structDecoder) sharedStrings(n int, all func(yield func(k, e string) bool) bool) (*structpb.Value, bool) {
+func stringOf(s string) (string, bool) { return s, true }
+
+func anyStringOf(v any) (string, bool) {
+	s, ok := v.(string)
+	return s, ok
+}
+
+// sharedStrings shares the Struct of a map whose values str makes
+// strings; it reports false if str cannot.
+func sharedStrings[V any](d *structDecoder, m map[string]V, str func(V) (string, bool)) (*structpb.Value, bool) {
 	var h uint64
-	ok := all(func(k, e string) bool {
+	for k, v := range m {
+		e, ok := str(v)
+		if !ok || !utf8.ValidString(k) || !utf8.ValidString(e) {
+			return nil, false
+		}
 		// Sums are independent of the maps' iteration order.
 		h += maphash.String(stringMapSeed, k) ^ (maphash.String(stringMapSeed, e) * 0x9e3779b97f4a7c15)
-		return utf8.ValidString(k) && utf8.ValidString(e)
-	})
-	if !ok {
-		return nil, false
 	}
-	h ^= uint64(n)
+	h ^= uint64(len(m))
 	for _, c := range d.stringMaps[h] {
-		if sameStrings(c.GetStructValue().GetFields(), n, all) {
+		if sameStrings(c.GetStructValue().GetFields(), m, str) {
 			return c, true
 		}
 	}
 	s := d.structs.next()
-	s.Fields = make(map[string]*structpb.Value, n)
-	all(func(k, e string) bool {
+	s.Fields = make(map[string]*structpb.Value, len(m))
+	for k, v := range m {
+		e, _ := str(v)
 		s.Fields[k] = d.stringValue(e)
-		return true
-	})
-	v := d.structValue(s)
+	}
+	x := d.structValue(s)
 	if d.stringMaps == nil {
 		d.stringMaps = map[uint64][]*structpb.Value{}
 	}
-	d.stringMaps[h] = append(d.stringMaps[h], v)
-	return v, true
+	d.stringMaps[h] = append(d.stringMaps[h], x)
+	return x, true
 }
 
-// sameString reports whether v is the string e.
-func sameString(v *structpb.Value, e string) bool {
-	s, ok := v.GetKind().(*structpb.Value_StringValue)
-	return ok && s.StringValue == e
-}
-
-// sameStrings reports whether fields hold exactly the n strings all
-// yields.
-func sameStrings(fields map[string]*structpb.Value, n int, all func(yield func(k, e string) bool) bool) bool {
-	return len(fields) == n && all(func(k, e string) bool { return sameString(fields[k], e) })
+// sameStrings reports whether fields hold exactly m's values, made
+// strings by str.
+func sameStrings[V any](fields map[string]*structpb.Value, m map[string]V, str func(V) (string, bool)) bool {
+	if len(fields) != len(m) {
+		return false
+	}
+	for k, v := range m {
+		e, ok := str(v)
+		f, _ := fields[k].GetKind().(*structpb.Value_StringValue)
+		if !ok || f == nil || f.StringValue != e {
+			return false
+		}
+	}
+	return true
 }
 
 // base64String is base64.StdEncoding.EncodeToString(b) in one allocation,

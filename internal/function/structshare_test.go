@@ -104,15 +104,7 @@ func TestSameStrings(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			all := func(yield func(k, e string) bool) bool {
-				for k, e := range tc.m {
-					if !yield(k, e) {
-						return false
-					}
-				}
-				return true
-			}
-			if got := sameStrings(tc.fields, len(tc.m), all); got != tc.want {
+			if got := sameStrings(tc.fields, tc.m, stringOf); got != tc.want {
 				t.Errorf("sameStrings(...): %t, want %t", got, tc.want)
 			}
 		})
