@@ -231,7 +231,7 @@ func observedPriorityClasses(observed map[resource.Name]resource.ObservedCompose
 // type is an error naming it. Specs decoded before come from specMemo.
 func decodeSpec[T any, P interface {
 	*T
-	DeepCopyInto(*T)
+	DeepCopyInto(out *T)
 }](obj map[string]any, kind string, into P) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
 	b, ok := appendJSON(make([]byte, 0, 1024), spec)

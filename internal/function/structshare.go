@@ -3,6 +3,7 @@ package function
 import (
 	"encoding/base64"
 	"hash/maphash"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -13,6 +14,22 @@ import (
 // only picks candidates, each compared in full, so the seed changes
 // nothing in the output.
 var stringMapSeed = maphash.MakeSeed()
+
+// sharedMap is sharedStringMap or sharedAnyStringMap for a map of either
+// type; it reports false for any other, and for a top-level object, whose
+// status a desired object drops.
+func (d *structDecoder) sharedMap(v reflect.Value, top bool) (*structpb.Value, bool) {
+	if top || !v.CanInterface() {
+		return nil, false
+	}
+	switch m := v.Interface().(type) {
+	case map[string]string:
+		return d.sharedStringMap(m)
+	case map[string]any:
+		return d.sharedAnyStringMap(m)
+	}
+	return nil, false
+}
 
 // sharedStringMap converts a map[string]string (labels, selectors,
 // annotations, which recur across a response's objects) to a Struct

@@ -118,7 +118,7 @@ func TestBase64String(t *testing.T) {
 	for i := range b {
 		b[i] = byte(i * 7)
 	}
-	for n := range len(b) {
+	for n := range b {
 		if got, want := base64String(b[:n]), base64.StdEncoding.EncodeToString(b[:n]); got != want {
 			t.Fatalf("base64String(%d bytes): %q, want %q", n, got, want)
 		}

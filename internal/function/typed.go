@@ -273,18 +273,8 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 	if v.IsNil() {
 		return d.nullValue(), nil
 	}
-	if !top && v.CanInterface() {
-		var x *structpb.Value
-		var shared bool
-		switch m := v.Interface().(type) {
-		case map[string]string:
-			x, shared = d.sharedStringMap(m)
-		case map[string]any:
-			x, shared = d.sharedAnyStringMap(m)
-		}
-		if shared {
-			return x, nil
-		}
+	if x, ok := d.sharedMap(v, top); ok {
+		return x, nil
 	}
 	s := d.structs.next()
 	s.Fields = make(map[string]*structpb.Value, v.Len())
