@@ -182,17 +182,14 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 	if in.servesTLS(c) {
 		setPath(cfg, c.TLS, tlsBlock())
 	}
-	var owned map[string]bool
+	composed := cfg
 	var errs field.ErrorList
 	for j, raw := range inst.userConfig() {
-		if owned == nil {
-			owned = ownedKeys(cfg)
-		}
 		override, err := decodeConfig(raw)
 		if err != nil {
 			return nil, err
 		}
-		errs = append(errs, checkOwnedKeys(in.userConfigPath(inst, j), owned, override)...)
+		errs = append(errs, checkOwnedKeys(in.userConfigPath(inst, j), composed, override)...)
 		cfg = mergeConfig(cfg, override)
 	}
 	if len(errs) > 0 {

@@ -1,7 +1,6 @@
 package armada
 
 import (
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,7 +199,7 @@ func (in *Install) dashboardJSON(d dashboard) ([]byte, error) {
 		}
 		g.Panels = append(g.Panels, gp)
 	}
-	b, err := json.MarshalIndent(g, "", "  ")
+	b, err := marshalIndentJSON(g)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot encode the %s dashboard", d.Name)
 	}

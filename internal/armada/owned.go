@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -37,30 +38,13 @@ var ownedKeyHints = map[string]string{
 	"grpc.tls":                             "spec.tls",
 }
 
-// ownedKeys are the lower-case dotted paths of every value in a composed
-// config: the ports, identities and connections the rest of what the
-// function composes (Services, probes, Secrets, other components'
-// configs) relies on.
-func ownedKeys(cfg map[string]any) map[string]bool {
-	out := map[string]bool{}
-	var walk func(m map[string]any, prefix string)
-	walk = func(m map[string]any, prefix string) {
-		for k, v := range m {
-			p := prefix + strings.ToLower(k)
-			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
-				walk(sub, p+".")
-				continue
-			}
-			out[p] = true
-		}
-	}
-	walk(cfg, "")
-	return out
-}
-
 // checkOwnedKeys refuses a user's config override that changes or
-// removes a key the composition owns, except supportedOverrides.
-func checkOwnedKeys(p *field.Path, owned map[string]bool, override map[string]any) field.ErrorList {
+// removes a key the composed config cfg sets, except supportedOverrides.
+// The composition owns every value of cfg that is not a non-empty object,
+// by its lower-case dotted path: the ports, identities and connections the
+// rest of what the function composes (Services, probes, Secrets, other
+// components' configs) relies on.
+func checkOwnedKeys(p *field.Path, cfg, override map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	var walk func(p *field.Path, m map[string]any, prefix string)
 	walk = func(p *field.Path, m map[string]any, prefix string) {
@@ -69,11 +53,12 @@ func checkOwnedKeys(p *field.Path, owned map[string]bool, override map[string]an
 			if slices.Contains(supportedOverrides, key) {
 				continue
 			}
-			if sub, ok := m[k].(map[string]any); ok && !owned[key] {
+			owned, under := ownedAt(cfg, key)
+			if sub, ok := m[k].(map[string]any); ok && !owned {
 				walk(p.Child(k), sub, key+".")
 				continue
 			}
-			if owned[key] || ownsUnder(owned, key) {
+			if owned || under {
 				errs = append(errs, field.Forbidden(p.Child(k), "the composition sets Armada's "+key+" from "+ownedKeyHint(key)+": change it there"))
 			}
 		}
@@ -82,15 +67,59 @@ func checkOwnedKeys(p *field.Path, owned map[string]bool, override map[string]an
 	return errs
 }
 
-// ownsUnder reports whether the composition owns a key below path, which
-// an override of path with a non-object (or null) would replace.
-func ownsUnder(owned map[string]bool, path string) bool {
-	for k := range owned {
-		if strings.HasPrefix(k, path+".") {
-			return true
+// ownedAt reports whether the composition owns the lower-case dotted path
+// key of cfg (owned), and whether it owns a key below it (under), which an
+// override of key with a non-object (or null) would replace. It follows
+// only the keys of cfg on key's path, without listing every owned path; a
+// key of cfg may itself hold dots.
+func ownedAt(cfg map[string]any, key string) (owned, under bool) {
+	for k, v := range cfg {
+		sub, isMap := v.(map[string]any)
+		isMap = isMap && len(sub) > 0
+		eq := lowerEqualASCII
+		if !isASCII(k) {
+			k, eq = strings.ToLower(k), func(a, b string) bool { return a == b }
+		}
+		switch {
+		case len(k) == len(key) && eq(k, key):
+			owned = owned || !isMap
+			under = under || isMap
+		case len(k) > len(key) && k[len(key)] == '.' && eq(k[:len(key)], key):
+			// Every path of k starts with key + ".".
+			under = true
+		case isMap && len(key) > len(k) && key[len(k)] == '.' && eq(k, key[:len(k)]):
+			o, u := ownedAt(sub, key[len(k)+1:])
+			owned, under = owned || o, under || u
+		}
+		if owned && under {
+			break
 		}
 	}
-	return false
+	return owned, under
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerEqualASCII reports whether strings.ToLower(a) == b for an ASCII a
+// as long as b, without allocating.
+func lowerEqualASCII(a, b string) bool {
+	for i := range len(a) {
+		c := a[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // ownedKeyHint is the spec field an owned key comes from.

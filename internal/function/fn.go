@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -227,8 +228,11 @@ func observedPriorityClasses(observed map[resource.Name]resource.ObservedCompose
 }
 
 // decodeSpec decodes an XR's spec into a typed spec. A field of the wrong
-// type is an error naming it.
-func decodeSpec(obj map[string]any, kind string, into any) error {
+// type is an error naming it. Specs decoded before come from specMemo.
+func decodeSpec[T any, P interface {
+	*T
+	DeepCopyInto(out *T)
+}](obj map[string]any, kind string, into P) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
 	b, ok := appendJSON(make([]byte, 0, 1024), spec)
 	if !ok {
@@ -237,6 +241,10 @@ func decodeSpec(obj map[string]any, kind string, into any) error {
 			return errors.Wrap(err, "cannot encode spec")
 		}
 	}
+	if decoded, ok := specs.get(reflect.TypeFor[P](), b); ok {
+		decoded.(P).DeepCopyInto(into) //nolint:forcetypeassert // The memo's key holds the type.
+		return nil
+	}
 	if err := json.Unmarshal(b, into); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -244,6 +252,9 @@ func decodeSpec(obj map[string]any, kind string, into any) error {
 		}
 		return errors.Wrapf(err, "invalid %s: spec: cannot decode", kind)
 	}
+	kept := P(new(T))
+	into.DeepCopyInto(kept)
+	specs.put(b, kept)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -38,6 +39,18 @@ type structDecoder struct {
 	kStruct slab[structpb.Value_StructValue]
 	kList   slab[structpb.Value_ListValue]
 	strs    map[string]string
+
+	// Leaf values, shared by every place in the decoded documents that
+	// holds the same one: a response is only encoded, never changed in
+	// place, and the same labels, names, ports and flags recur in every
+	// object. Sharing them saves most of the allocation, and so of the
+	// garbage collection, decoding costs.
+	strVals             map[string]*structpb.Value
+	numVals             map[float64]*structpb.Value
+	trueV, falseV, null *structpb.Value
+	// stringMaps are the converted string maps by a hash of their
+	// content; see sharedStringMap.
+	stringMaps map[uint64][]*structpb.Value
 }
 
 // slab hands out pointers to zero values allocated in blocks.
@@ -71,6 +84,21 @@ func (d *structDecoder) shared(b []byte) string {
 }
 
 func (d *structDecoder) stringValue(s string) *structpb.Value {
+	if len(s) > maxShared {
+		return d.newStringValue(s)
+	}
+	if v, ok := d.strVals[s]; ok {
+		return v
+	}
+	if d.strVals == nil {
+		d.strVals = map[string]*structpb.Value{}
+	}
+	v := d.newStringValue(s)
+	d.strVals[s] = v
+	return v
+}
+
+func (d *structDecoder) newStringValue(s string) *structpb.Value {
 	w := d.kStr.next()
 	w.StringValue = s
 	v := d.values.next()
@@ -79,25 +107,44 @@ func (d *structDecoder) stringValue(s string) *structpb.Value {
 }
 
 func (d *structDecoder) numberValue(f float64) *structpb.Value {
+	if v, ok := d.numVals[f]; ok && !(f == 0 && math.Signbit(f) != math.Signbit(v.GetNumberValue())) {
+		return v
+	}
+	if d.numVals == nil {
+		d.numVals = map[float64]*structpb.Value{}
+	}
 	w := d.kNum.next()
 	w.NumberValue = f
 	v := d.values.next()
 	v.Kind = w
+	if !math.IsNaN(f) { // NaN is no map key.
+		d.numVals[f] = v
+	}
 	return v
 }
 
 func (d *structDecoder) boolValue(b bool) *structpb.Value {
-	w := d.kBool.next()
-	w.BoolValue = b
-	v := d.values.next()
-	v.Kind = w
-	return v
+	p := &d.falseV
+	if b {
+		p = &d.trueV
+	}
+	if *p == nil {
+		w := d.kBool.next()
+		w.BoolValue = b
+		v := d.values.next()
+		v.Kind = w
+		*p = v
+	}
+	return *p
 }
 
 func (d *structDecoder) nullValue() *structpb.Value {
-	v := d.values.next()
-	v.Kind = d.kNull.next()
-	return v
+	if d.null == nil {
+		v := d.values.next()
+		v.Kind = d.kNull.next()
+		d.null = v
+	}
+	return d.null
 }
 
 func (d *structDecoder) structValue(s *structpb.Struct) *structpb.Value {

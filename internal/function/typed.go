@@ -3,7 +3,6 @@ package function
 import (
 	"cmp"
 	"encoding"
-	"encoding/base64"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -106,7 +105,7 @@ func (d *structDecoder) walkInfo(v reflect.Value, info *typeInfo, clean, top, in
 		case v.IsNil():
 			return d.nullValue(), nil
 		case info.bytes:
-			return d.stringValue(base64.StdEncoding.EncodeToString(v.Bytes())), nil
+			return d.stringValue(base64String(v.Bytes())), nil
 		case info.elemKind != reflect.Uint8:
 			return d.walkSlice(v, info, clean && !inArray)
 		}
@@ -274,6 +273,9 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 	if v.IsNil() {
 		return d.nullValue(), nil
 	}
+	if x, ok := d.sharedMap(v, top); ok {
+		return x, nil
+	}
 	s := d.structs.next()
 	s.Fields = make(map[string]*structpb.Value, v.Len())
 	set := func(k string, e *structpb.Value) {
@@ -295,7 +297,7 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 			for k, e := range m {
 				x := d.nullValue()
 				if e != nil {
-					x = d.stringValue(base64.StdEncoding.EncodeToString(e))
+					x = d.stringValue(base64String(e))
 				}
 				set(validString(k), x)
 			}

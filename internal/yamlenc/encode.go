@@ -56,7 +56,7 @@ func marshalFast(m map[string]any) ([]byte, bool) {
 		// nil is "null", an empty map "{}": leave both to yaml.
 		return nil, false
 	}
-	e := &encoder{buf: make([]byte, 0, 1024), lineStart: 0}
+	e := &encoder{buf: make([]byte, 0, 4096), lineStart: 0}
 	if !e.mapping(m, 0, false) {
 		return nil, false
 	}

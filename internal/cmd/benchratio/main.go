@@ -1,7 +1,9 @@
 // Command benchratio reads `go test -bench` output on stdin, echoes it, and
 // prints each benchmark's median ns/op, B/op and allocs/op over its runs,
-// and the median ratio of each BenchmarkRunFunction* to its
-// BenchmarkCodecFloor* (`make bench`).
+// and the ratio of each BenchmarkRunFunction* to its BenchmarkCodecFloor*
+// (`make bench`): the median of the ratios of their runs paired in order,
+// the i-th run of one with the i-th of the other, which make bench runs
+// one after the other.
 package main
 
 import (
@@ -76,8 +78,13 @@ func run(in io.Reader, out io.Writer) error {
 		if !strings.Contains(name, "RunFunction") || !ok {
 			continue
 		}
-		fmt.Fprintf(&sum, "ratio %s / codec floor: %.2f (median ns/op over %d and %d runs)\n",
-			name, median(results[name]["ns/op"])/median(floor["ns/op"]), len(results[name]["ns/op"]), len(floor["ns/op"]))
+		runs, floors := results[name]["ns/op"], floor["ns/op"]
+		ratios := make([]float64, 0, min(len(runs), len(floors)))
+		for i := range min(len(runs), len(floors)) {
+			ratios = append(ratios, runs[i]/floors[i])
+		}
+		fmt.Fprintf(&sum, "ratio %s / codec floor: %.2f (median of %d runs' ratios, each run with the floor's run of the same number; %.2f from the medians)\n",
+			name, median(ratios), len(ratios), median(runs)/median(floors))
 	}
 	_, err := io.WriteString(out, sum.String())
 	return err
