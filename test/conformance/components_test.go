@@ -101,7 +101,8 @@ var checks = map[string]check{
 	// Kubernetes client, logs whether etcd is monitored and starts pod and
 	// node informers, whose requests reach the fake API server. It marks
 	// startup complete (/health 200) only once the informers sync, which
-	// needs a real API server, so /health is not checked.
+	// needs a real API server: checkLocalExecutors runs it against one
+	// and the scheduler, and checks /health there.
 	"executor": {
 		Markers: []string{`Running with default client configuration`, `etcd URLs provided`, `{kube}`},
 		Listen:  []string{"httpPort", "metric.port"},

@@ -54,6 +54,12 @@ type env struct {
 	// Metrics indexes the metric names registered in the release's source,
 	// which the scraped ones are checked against.
 	Metrics *metricnames.Index
+	// Home is the API server standing in for the cluster claims are
+	// applied to (thisCluster), shared by every example.
+	Home *workerClusters
+	// RefusedCAShown is set once an in-cluster executor of this release
+	// was shown refusing the scheduler without the rendered CA.
+	RefusedCAShown bool
 }
 
 // newEnv finds a release's binaries and source, failing the test if they
@@ -114,11 +120,13 @@ func TestArmadaConformance(t *testing.T) {
 			t.Errorf("no render golden file runs Armada %s: render at least examples/minimal.yaml at it (test/render writes testdata/versions)", v)
 		}
 	}
+	home := startWorkerClusters(t, []string{thisCluster})
 	envs := map[string]*env{}
 	for _, f := range files {
 		v := versions[f]
 		if envs[v] == nil {
 			envs[v] = newEnv(t, v)
+			envs[v].Home = home
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
 			runExample(t, envs[v], f)
@@ -234,6 +242,7 @@ func runExample(t *testing.T, e *env, file string) {
 	checkWiring(t, runs)
 	started := runComponents(t, e, svc, free, runs)
 	checkTLS(t, e, svc, free, runs)
+	locals := checkLocalExecutors(t, e, svc, free, r, runs, workloadOf)
 	// Remote executors run one after the other against their worker
 	// clusters and the executor API; the first also shows what each part
 	// of the wiring is needed for.
@@ -248,8 +257,8 @@ func runExample(t *testing.T, e *env, file string) {
 		})
 		remotes++
 	}
-	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked; %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
-		filepath.Base(file), e.Version, migrations, started, remotes, skipped, time.Since(start).Round(time.Second))
+	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked; %d in-cluster executors run against this cluster's API server and the scheduler; %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
+		filepath.Base(file), e.Version, migrations, started, locals, remotes, skipped, time.Since(start).Round(time.Second))
 }
 
 // startStandIns serves the far ends of the links the test serves by name

@@ -86,7 +86,7 @@ func (p *process) Wait(timeout time.Duration) (code int, ok bool) {
 
 // Log returns the process's output so far.
 func (p *process) Log() string {
-	b, err := os.ReadFile(p.logPath)
+	b, err := os.ReadFile(p.logPath) //nolint:gosec // A file the test created in its own temporary directory.
 	if err != nil {
 		return "(cannot read log: " + err.Error() + ")"
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -164,8 +165,18 @@ func prepareWorker(t *testing.T, r *render, re *remoteEnv, w workload, dir strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serviceAccountKubeconfig(t, cp, r.RemoteManifests(w.Cluster), w, dir)
+}
+
+// serviceAccountKubeconfig applies manifests to cp, Namespaces and
+// ServiceAccounts first and Deployments not at all (no kubelet runs),
+// replacing objects that exist, and returns a kubeconfig for cp that
+// authenticates as w's ServiceAccount with a token from the TokenRequest
+// API, standing in for the token Kubernetes mounts into the pod: w's
+// requests are authorized by exactly the applied RBAC.
+func serviceAccountKubeconfig(t *testing.T, cp *controlplane.ControlPlane, manifests []*unstructured.Unstructured, w workload, dir string) string {
+	t.Helper()
 	ctx := t.Context()
-	manifests := r.RemoteManifests(w.Cluster)
 	order := map[string]int{"Namespace": 0, "ServiceAccount": 1}
 	slices.SortStableFunc(manifests, func(a, b *unstructured.Unstructured) int {
 		return rank(order, a.GetKind()) - rank(order, b.GetKind())
@@ -174,8 +185,8 @@ func prepareWorker(t *testing.T, r *render, re *remoteEnv, w workload, dir strin
 		if m.GetKind() == "Deployment" {
 			continue
 		}
-		if err := cp.Client().Create(ctx, m.DeepCopy()); err != nil && !kerrors.IsAlreadyExists(err) {
-			t.Fatalf("worker cluster %s refuses %s %s/%s: %v", w.Cluster, m.GetKind(), m.GetNamespace(), m.GetName(), err)
+		if err := createOrReplace(ctx, cp, m.DeepCopy()); err != nil {
+			t.Fatalf("the API server refuses %s %s/%s: %v", m.GetKind(), m.GetNamespace(), m.GetName(), err)
 		}
 	}
 	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
@@ -186,7 +197,7 @@ func prepareWorker(t *testing.T, r *render, re *remoteEnv, w workload, dir strin
 	tr, err := cs.CoreV1().ServiceAccounts(w.Namespace).CreateToken(ctx, w.Pod.ServiceAccountName,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("cannot get a token for ServiceAccount %s/%s in worker cluster %s: %v", w.Namespace, w.Pod.ServiceAccountName, w.Cluster, err)
+		t.Fatalf("cannot get a token for ServiceAccount %s/%s: %v", w.Namespace, w.Pod.ServiceAccountName, err)
 	}
 	kc, err := cp.KubeconfigBytes()
 	if err != nil {
@@ -199,11 +210,28 @@ func prepareWorker(t *testing.T, r *render, re *remoteEnv, w workload, dir strin
 	for _, a := range cfg.AuthInfos {
 		a.Token = tr.Status.Token
 	}
-	path := filepath.Join(dir, "worker-kubeconfig")
+	path := filepath.Join(dir, "serviceaccount-kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// createOrReplace creates u, or replaces the object of its name if one
+// exists: examples share an API server and compose objects of the same
+// names.
+func createOrReplace(ctx context.Context, cp *controlplane.ControlPlane, u *unstructured.Unstructured) error {
+	err := cp.Client().Create(ctx, u)
+	if !kerrors.IsAlreadyExists(err) {
+		return err
+	}
+	old := &unstructured.Unstructured{}
+	old.SetGroupVersionKind(u.GroupVersionKind())
+	if err := cp.Client().Get(ctx, client.ObjectKeyFromObject(u), old); err != nil {
+		return err
+	}
+	u.SetResourceVersion(old.GetResourceVersion())
+	return cp.Client().Update(ctx, u)
 }
 
 func rank(order map[string]int, kind string) int {
@@ -288,44 +316,12 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 				defer re.api.SetAuth(good)
 			}
 			before, hsBefore, proxied := len(re.api.Calls()), len(re.api.Handshakes()), len(re.proxy.Requested())
-			extra, moved := overrides(t, e, svc, free, rn)
-			env := withEnv(environ(rn, extra), append([]envVar{
+			x := runExecutor(t, e, svc, free, rn, append([]envVar{
 				{Name: "KUBECONFIG", Value: kubeconfig},
 				{Name: "HTTPS_PROXY", Value: re.proxy.URL},
 			}, c.env...))
-			logPath := filepath.Join(t.TempDir(), "executor-"+strconv.Itoa(free())+".log")
-			bin, args, err := rn.Command(e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := startProcess(t, bin, e.SourceDir, args, env, logPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Stop()
-			showTail(t, rn, p)
-			outcome := ""
-			reached := p.Until(remoteTimeout, func(l string) bool {
-				if leaseOK.MatchString(l) {
-					outcome = leaseOK.FindString(l)
-					return true
-				}
-				if m := leaseFailed.FindStringSubmatch(l); m != nil {
-					outcome = m[1]
-					return true
-				}
-				return configErrorLine(l) != ""
-			})
-			log := p.Log()
-			if l := configErrorLine(log); l != "" {
-				t.Fatalf("%s failed on its configuration: %s", rn.ID(), l)
-			}
-			if l := forbidden.FindString(log); l != "" {
-				t.Errorf("%s: the worker's API server refused the executor's ServiceAccount: %s", rn.ID(), firstLine(log, forbidden))
-			}
-			if !reached {
-				t.Fatalf("%s logged no lease outcome within %s", rn.ID(), remoteTimeout)
-			}
+			defer x.Proc.Stop()
+			outcome := x.Outcome
 			if !c.want.MatchString(outcome) {
 				t.Errorf("%s: lease outcome %q, want %q", rn.ID(), outcome, c.want)
 			}
@@ -362,14 +358,78 @@ func checkRemoteExecutor(t *testing.T, e *env, svc *services, free func() int, r
 			if !ok {
 				t.Errorf("%s: no LeaseJobRuns for executor %s in pool %s", rn.ID(), clusterID, pool)
 			}
-			checkConfig(t, rn, log)
-			checkRemoteMetrics(t, e, rn, moved)
-			if port, ok := moved["httpPort"]; !ok {
-				t.Errorf("%s: the loaded config files set no httpPort", rn.ID())
-			} else if ok, last := healthy(port, 5*time.Second); !ok {
-				t.Errorf("%s: GET /health did not answer 2xx once leasing: %s", rn.ID(), last)
-			}
+			checkLeasing(t, e, rn, x)
 		})
+	}
+}
+
+// executorRun is an executor started by runExecutor, still running.
+type executorRun struct {
+	Proc *process
+	// Outcome is the lease outcome its log shows: leaseOK's line, or the
+	// error of leaseFailed.
+	Outcome string
+	// Log is its log once the outcome was seen.
+	Log string
+	// Moved are its listening ports (overrides).
+	Moved map[string]int
+}
+
+// runExecutor starts an executor as rendered, with the test's overrides
+// and then changes (withEnv), and waits for its first lease outcome. It
+// fails the test if the executor failed on its configuration, if its
+// cluster's API server refused its ServiceAccount, or if it logged no
+// outcome within remoteTimeout.
+func runExecutor(t *testing.T, e *env, svc *services, free func() int, rn *run, changes []envVar) executorRun {
+	t.Helper()
+	extra, moved := overrides(t, e, svc, free, rn)
+	env := withEnv(environ(rn, extra), changes)
+	logPath := filepath.Join(t.TempDir(), "executor-"+strconv.Itoa(free())+".log")
+	bin, args, err := rn.Command(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProcess(t, bin, e.SourceDir, args, env, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	showTail(t, rn, p)
+	x := executorRun{Proc: p, Moved: moved}
+	reached := p.Until(remoteTimeout, func(l string) bool {
+		if leaseOK.MatchString(l) {
+			x.Outcome = leaseOK.FindString(l)
+			return true
+		}
+		if m := leaseFailed.FindStringSubmatch(l); m != nil {
+			x.Outcome = m[1]
+			return true
+		}
+		return configErrorLine(l) != ""
+	})
+	x.Log = p.Log()
+	if l := configErrorLine(x.Log); l != "" {
+		t.Fatalf("%s failed on its configuration: %s", rn.ID(), l)
+	}
+	if l := forbidden.FindString(x.Log); l != "" {
+		t.Errorf("%s: its cluster's API server refused the executor's ServiceAccount: %s", rn.ID(), firstLine(x.Log, forbidden))
+	}
+	if !reached {
+		t.Fatalf("%s logged no lease outcome within %s", rn.ID(), remoteTimeout)
+	}
+	return x
+}
+
+// checkLeasing checks an executor that leased: the keys its config sets
+// were all used, it serves metrics, and it reports itself healthy, which
+// it does only once its informers synced with its cluster's API server.
+func checkLeasing(t *testing.T, e *env, rn *run, x executorRun) {
+	t.Helper()
+	checkConfig(t, rn, x.Proc.Log())
+	checkRemoteMetrics(t, e, rn, x.Moved)
+	if port, ok := x.Moved["httpPort"]; !ok {
+		t.Errorf("%s: the loaded config files set no httpPort", rn.ID())
+	} else if ok, last := healthy(port, 5*time.Second); !ok {
+		t.Errorf("%s: GET /health did not answer 2xx once leasing: %s", rn.ID(), last)
 	}
 }
 

@@ -99,6 +99,10 @@ func (p *ports) Free() int {
 //     components never read it.
 //   - PATH and HOME, which every container has from its image.
 //
+// An in-cluster executor, in checkLocalExecutors, gets KUBECONFIG for a
+// real API server as its ServiceAccount instead, and reaches the
+// scheduler by its Service names through the hosts file.
+//
 // A remote executor (checkRemoteExecutor) also gets KUBECONFIG for its
 // worker cluster as its ServiceAccount, and HTTPS_PROXY naming the test's
 // CONNECT proxy, which tunnels the rendered armadaUrl, unchanged, to the

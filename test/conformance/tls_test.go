@@ -105,28 +105,8 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 		})
 
 		// The scheduler, as rendered, without Pulsar.
-		noPulsarFile := filepath.Join(t.TempDir(), "no-pulsar.yaml")
-		if err := os.WriteFile(noPulsarFile, []byte(noPulsar), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		extra, moved := overrides(t, e, svc, free, scheduler)
-		routed, _ := routedEnv(t, svc, scheduler)
-		bin, args, err := scheduler.Command(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "--config", podPath(noPulsarFile))
-		logPath := filepath.Join(t.TempDir(), "scheduler-tls.log")
-		schp, err := startProcess(t, bin, e.SourceDir, args, environ(scheduler, append(extra, routed...)), logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
+		schp, grpcPort := startSchedulerAlone(t, e, svc, free, scheduler)
 		defer schp.Stop()
-		showTail(t, scheduler, schp)
-		grpcPort := moved["grpc.port"]
-		if !listening(grpcPort, tlsTimeout) {
-			t.Fatalf("the scheduler's grpc.port %d is not listening", grpcPort)
-		}
 		if svc.ArmadaAPI != nil && svc.ArmadaAPI.TLS && !queuesLoaded.MatchString(schp.Log()) {
 			t.Errorf("the scheduler did not load its queues from the server's API serving the server's rendered certificate")
 		}
@@ -171,6 +151,38 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 			}
 		})
 	})
+}
+
+// startSchedulerAlone starts the scheduler as rendered, with an added
+// config file that switches Pulsar off (noPulsar), and waits for its gRPC
+// port: its executor API then answers with Armada's own code, backed by
+// the scheduler's database. It returns the process and the moved
+// grpc.port.
+func startSchedulerAlone(t *testing.T, e *env, svc *services, free func() int, scheduler *run) (*process, int) {
+	t.Helper()
+	noPulsarFile := filepath.Join(t.TempDir(), "no-pulsar.yaml")
+	if err := os.WriteFile(noPulsarFile, []byte(noPulsar), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	extra, moved := overrides(t, e, svc, free, scheduler)
+	routed, _ := routedEnv(t, svc, scheduler)
+	bin, args, err := scheduler.Command(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--config", podPath(noPulsarFile))
+	logPath := filepath.Join(t.TempDir(), "scheduler-alone.log")
+	p, err := startProcess(t, bin, e.SourceDir, args, environ(scheduler, append(extra, routed...)), logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	showTail(t, scheduler, p)
+	grpcPort := moved["grpc.port"]
+	if !listening(grpcPort, tlsTimeout) {
+		p.Stop()
+		t.Fatalf("the scheduler's grpc.port %d is not listening", grpcPort)
+	}
+	return p, grpcPort
 }
 
 // mustHost is the host of a run's effective host:port key.
