@@ -382,4 +382,3 @@ func TestValidateIssuerRef(t *testing.T) {
 		})
 	}
 }
-
