@@ -34,8 +34,9 @@ func certReady(t *testing.T, s v1alpha1.ArmadaSpec, rev int64) Observed {
 func TestCertificate(t *testing.T) {
 	names := func(c string) []any {
 		in, _ := New(claimed(spec()))
-		var out []any
-		for _, n := range in.tlsDNSNames(componentByName(c)) {
+		names := in.tlsDNSNames(componentByName(c))
+		out := make([]any, 0, len(names))
+		for _, n := range names {
 			out = append(out, n)
 		}
 		return out
