@@ -29,7 +29,8 @@ import (
 // passwords: Ed25519 keys from the keyed random stream of the XR, so the
 // same request gives byte-identical output, and once the TLS Secret is
 // observed every CA and certificate in it that is still valid for what is
-// wanted is reused, never regenerated.
+// wanted is reused, never regenerated. With spec.tls.issuerRef,
+// cert-manager issues them instead (certmanager.go).
 //
 // Rotation: Armada's gRPC servers, and the server's HTTPS port, reload
 // their certificate files every minute
