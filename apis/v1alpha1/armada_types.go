@@ -137,20 +137,51 @@ type ArmadaSpec struct {
 	// TLS encrypts Armada's internal gRPC links: the server's gRPC and
 	// HTTP ports and the scheduler's gRPC port serve TLS, and the server,
 	// the scheduler and in-cluster executors verify it against a private
-	// CA. On by default; set tls.enabled to false to turn it off.
+	// CA, generated or a cert-manager issuer's (tls.issuerRef). On by
+	// default; set tls.enabled to false to turn it off.
 	// +optional
 	TLS *TLS `json:"tls,omitempty"`
 }
 
 // TLS configures encryption of Armada's internal links.
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.enabled) || self.enabled",message="spec.tls.issuerRef needs spec.tls.enabled: true"
 type TLS struct {
-	// Enabled turns TLS on. The function generates a private CA (Ed25519)
-	// and a certificate for each TLS server with its Service DNS names,
-	// once, into the Secret <name>-tls, and reuses them from then on.
-	// Defaults to true.
+	// Enabled turns TLS on. Without issuerRef the function generates a
+	// private CA (Ed25519) and a certificate for each TLS server with its
+	// Service DNS names, once, into the Secret <name>-tls, and reuses them
+	// from then on. Defaults to true.
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+	// IssuerRef names a cert-manager issuer. With it the function composes
+	// a cert-manager Certificate (cert-manager.io/v1) per TLS server, each
+	// into its own Secret <name>-<component>-tls, instead of generating
+	// keys; the issuer must write the CA into the Secret's ca.crt (CA,
+	// SelfSigned and Vault issuers do), which every in-cluster client
+	// trusts.
+	// +optional
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty"`
+}
+
+// IssuerRef references a cert-manager Issuer or ClusterIssuer, as
+// cert-manager's ObjectReference does.
+type IssuerRef struct {
+	// Name of the issuer; an Issuer is looked up in Armada's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Kind of the issuer: Issuer or ClusterIssuer. Defaults to Issuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Group of the issuer. Defaults to cert-manager.io.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:default=cert-manager.io
+	// +optional
+	Group string `json:"group,omitempty"`
 }
 
 // Components holds the settings of each Armada component.

@@ -230,6 +230,9 @@ func applyDefaults(s *v1alpha1.ArmadaSpec, priorityClassPrefix string) {
 	if s.TLS.Enabled == nil {
 		s.TLS.Enabled = ptr.To(true)
 	}
+	if s.TLS.IssuerRef != nil {
+		defaultIssuerRef(s.TLS.IssuerRef)
+	}
 	if len(s.Auth.AdminGroups) == 0 {
 		s.Auth.AdminGroups = []string{defaultAdminGroup}
 	}

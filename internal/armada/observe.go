@@ -15,6 +15,9 @@ type Observed struct {
 	Passwords map[string]string
 	// TLS is the data of the TLS Secret, by key.
 	TLS map[string][]byte
+	// CertRevisions are the status.revision of the observed cert-manager
+	// Certificates, by composition resource name; nil if none.
+	CertRevisions map[string]int64
 	// Jobs are the migration Jobs seen, by object name.
 	Jobs map[string]JobState
 	// Workloads are the component workloads seen, by instance name.
@@ -74,6 +77,8 @@ type Workload struct {
 	Version string
 	// Ready is true when every desired replica is updated and ready.
 	Ready bool
+	// ConfigHash is its pod template's config-hash annotation.
+	ConfigHash string
 }
 
 // Observe extracts what rendering needs from observed composed resources,
@@ -111,6 +116,13 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			}
 		case key == keyTLS:
 			o.TLS = secretData(u)
+		case u.GetAPIVersion() == apiCertManager && u.GetKind() == kindCertificate:
+			if rev, ok := number(u.Object, "status", "revision"); ok {
+				if o.CertRevisions == nil {
+					o.CertRevisions = map[string]int64{}
+				}
+				o.CertRevisions[key] = rev
+			}
 		case u.GetKind() == "Job":
 			o.Jobs[u.GetName()] = jobState(u)
 		case strings.HasSuffix(key, keyWorkloadSuffix):
@@ -194,7 +206,8 @@ func workload(u *unstructured.Unstructured) Workload {
 	ready, _ := number(u.Object, "status", "readyReplicas")
 	updated, _ := number(u.Object, "status", "updatedReplicas")
 	observedGen, _ := number(u.Object, "status", "observedGeneration")
-	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration()}
+	hash, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", annotationConfigHash)
+	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration(), ConfigHash: hash}
 }
 
 // number reads an integer field. Observed resources arrive through

@@ -47,6 +47,9 @@ func (in *Install) providerConfig() *armadav1.ProviderConfig {
 	tls := armadav1.TLS{Insecure: true}
 	if in.tlsOn() {
 		tls = armadav1.TLS{CASecretRef: &armadav1.SecretKeySelector{Name: in.tlsSecret(), Key: tlsCAFile}}
+		if in.certManager() {
+			tls.CASecretRef.Name = in.certificateSecret("server")
+		}
 	}
 	return &armadav1.ProviderConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: armadav1.SchemeGroupVersion.String(), Kind: "ProviderConfig"},

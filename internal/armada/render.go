@@ -265,6 +265,9 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 
 	observed, running := r.opt.Observed.Workloads[name]
 	version, reason := in.Spec.Version, g.waitingFor(inst)
+	if reason == "" {
+		reason = r.certificateWaiting(inst)
+	}
 	if reason == "" && inst.Migration != "" && migrated[inst.Migration] != JobComplete {
 		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, in.Spec.Version)
 	}

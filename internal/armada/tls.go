@@ -29,7 +29,8 @@ import (
 // passwords: Ed25519 keys from the keyed random stream of the XR, so the
 // same request gives byte-identical output, and once the TLS Secret is
 // observed every CA and certificate in it that is still valid for what is
-// wanted is reused, never regenerated.
+// wanted is reused, never regenerated. With spec.tls.issuerRef,
+// cert-manager issues them instead (certmanager.go).
 //
 // Rotation: Armada's gRPC servers, and the server's HTTPS port, reload
 // their certificate files every minute
@@ -95,38 +96,56 @@ func (in *Install) tlsDNSNames(c *component) []string {
 
 // tlsExtras are the pod settings TLS adds to an instance: its certificate
 // and key if it serves TLS, the CA with SSL_CERT_FILE pointing at it if it
-// is a client. hash covers every file it mounts.
+// is a client. hash covers every file it mounts, when the function
+// generated them.
 func (in *Install) tlsExtras(inst *instance, data map[string][]byte) (env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount, hash string) {
 	serves, trusts := in.servesTLS(inst.component), in.trustsTLS(inst)
 	if !serves && !trusts {
 		return nil, nil, nil, ""
 	}
-	items := []corev1.KeyToPath{{Key: tlsCAFile, Path: tlsCAFile}}
-	if serves {
+	secret, items := in.tlsSecret(), []corev1.KeyToPath{{Key: tlsCAFile, Path: tlsCAFile}}
+	src, fromCertificate := in.certSource(inst)
+	switch {
+	case fromCertificate:
+		// cert-manager's Secret holds the files under their own names.
+		secret = in.certificateSecret(src)
+		if serves {
+			items = append(items, corev1.KeyToPath{Key: tlsCertFile, Path: tlsCertFile}, corev1.KeyToPath{Key: tlsKeyFile, Path: tlsKeyFile})
+		}
+	case serves:
 		items = append(items,
 			corev1.KeyToPath{Key: inst.component.Name + ".crt", Path: tlsCertFile},
 			corev1.KeyToPath{Key: inst.component.Name + ".key", Path: tlsKeyFile})
+	}
+	if trusts {
+		env = []corev1.EnvVar{{Name: "SSL_CERT_FILE", Value: tlsDir + "/" + tlsCAFile}}
+	}
+	vols = []corev1.Volume{{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret, Items: items}}}}
+	mounts = []corev1.VolumeMount{{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true}}
+	if fromCertificate {
+		// The Certificate's content is not seen here: podExtras hashes
+		// its revision.
+		return env, vols, mounts, ""
 	}
 	h := sha256.New()
 	for _, it := range items {
 		h.Write([]byte(it.Key))
 		h.Write(data[it.Key])
 	}
-	if trusts {
-		env = []corev1.EnvVar{{Name: "SSL_CERT_FILE", Value: tlsDir + "/" + tlsCAFile}}
-	}
-	vols = []corev1.Volume{{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: in.tlsSecret(), Items: items}}}}
-	mounts = []corev1.VolumeMount{{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true}}
 	return env, vols, mounts, hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // podExtras are the pod settings an instance has beyond its table row's:
 // a remote executor's CA, and TLS. A changed CA or certificate rolls the
 // pods that mount it, as a changed config does: its hash joins the
-// config's.
+// config's (for a cert-manager Certificate, its revision's hash; see
+// certmanager.go).
 func (r *renderer) podExtras(inst *instance, id *remoteIdentity, configHash string) ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount, string) {
 	env, vols, mounts := r.in.remoteExtras(id)
 	tlsEnv, tlsVols, tlsMounts, tlsHash := r.in.tlsExtras(inst, r.tlsData)
+	if src, ok := r.in.certSource(inst); ok {
+		tlsHash = r.certificateHash(inst, src)
+	}
 	if tlsHash != "" {
 		configHash += "-" + tlsHash
 	}
@@ -139,6 +158,10 @@ func (r *renderer) podExtras(inst *instance, id *remoteIdentity, configHash stri
 func (r *renderer) tls() error {
 	in := r.in
 	if !in.tlsOn() {
+		return nil
+	}
+	if in.certManager() {
+		r.certificates()
 		return nil
 	}
 	if r.opt.Rand == nil {

@@ -1,5 +1,6 @@
-// Package providers pins the Crossplane providers and the CloudNativePG
-// release whose kinds function-armada composes, and fetches their CRDs from
+// Package providers pins the Crossplane providers and the CloudNativePG,
+// cert-manager and prometheus-operator releases whose kinds function-armada
+// composes, and fetches their CRDs from
 // the Go module proxy at those versions: offline validation and the local
 // control plane check composed objects against exactly these schemas.
 package providers
@@ -30,7 +31,8 @@ type Provider struct {
 	// crds/<name>-<version> beside this file, where they are committed.
 	Generated bool
 	// Package is its Crossplane package, without a tag; empty for
-	// CloudNativePG, which is an operator, not a Crossplane package.
+	// operators (CloudNativePG, cert-manager), which are not Crossplane
+	// packages.
 	Package string
 	// Why the version is pinned.
 	Why string
@@ -57,6 +59,12 @@ var Pinned = []Provider{
 		Name: "cloudnative-pg", Module: "github.com/cloudnative-pg/cloudnative-pg", Version: "v1.29.0",
 		CRDDir: "config/crd/bases",
 		Why:    "newest release on Kubernetes 1.35 libraries; its default operand image is pinned in the function",
+	},
+	{
+		Name: "cert-manager", Module: "github.com/cert-manager/cert-manager", Version: "v1.19.1",
+		CRDDir: "deploy/crds",
+		Why: "the Certificate kind (cert-manager.io/v1) spec.tls.issuerRef composes; newest release in the module cache, " +
+			"whose deploy/crds are plain YAML",
 	},
 	{
 		Name: "prometheus-operator", Module: "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring", Version: "v0.95.2",

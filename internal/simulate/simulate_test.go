@@ -68,6 +68,14 @@ func TestHealthyStatus(t *testing.T) {
 			}},
 			ok: true,
 		},
+		"Certificate": {
+			reason: "cert-manager reports a Certificate Ready, issued once.",
+			obj:    map[string]any{"apiVersion": "cert-manager.io/v1", "kind": "Certificate"},
+			want: map[string]any{"revision": int64(1), "conditions": []any{
+				map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "Certificate is up to date and has not expired", "lastTransitionTime": ts},
+			}},
+			ok: true,
+		},
 		"ProviderConfig": {
 			reason: "A ProviderConfig has no readiness to simulate.",
 			obj:    map[string]any{"apiVersion": "postgresql.sql.m.crossplane.io/v1alpha1", "kind": "ProviderConfig"},

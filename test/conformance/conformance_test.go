@@ -399,6 +399,7 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 		supplied[ref] = string(svc.ExecutorAPICA.PEM)
 	}
 	supplyRemote(t, r, supplied)
+	supplyCertificates(t, r, supplied)
 	far, err := r.FarEnds(workloads)
 	if err != nil {
 		t.Fatal(err)

@@ -129,6 +129,25 @@ func TestSchema(t *testing.T) {
 			claim:  valid + "  components: {server: {replicas: 0}}\n",
 			want:   []string{"spec.components.server.replicas: Invalid value: 0: spec.components.server.replicas in body should be greater than or equal to 1"},
 		},
+		"IssuerRef": {
+			reason: "A cert-manager ClusterIssuer by name is accepted.",
+			claim:  valid + "  tls: {issuerRef: {name: corp-ca, kind: ClusterIssuer}}\n",
+		},
+		"IssuerRefBadKind": {
+			reason: "An issuer is an Issuer or a ClusterIssuer.",
+			claim:  valid + "  tls: {issuerRef: {name: corp-ca, kind: Certificate}}\n",
+			want:   []string{`spec.tls.issuerRef.kind: Unsupported value: "Certificate"`},
+		},
+		"IssuerRefEmptyName": {
+			reason: "An issuer needs a name.",
+			claim:  valid + "  tls: {issuerRef: {name: \"\"}}\n",
+			want:   []string{`spec.tls.issuerRef.name: Invalid value: ""`},
+		},
+		"IssuerRefTLSOff": {
+			reason: "An issuer with TLS off would be ignored.",
+			claim:  valid + "  tls: {enabled: false, issuerRef: {name: corp-ca}}\n",
+			want:   []string{"spec.tls.issuerRef needs spec.tls.enabled: true"},
+		},
 	}
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
 	for name, tc := range cases {
