@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func (p *process) Wait(timeout time.Duration) (code int, ok bool) {
 
 // Log returns the process's output so far.
 func (p *process) Log() string {
-	b, err := os.ReadFile(p.logPath) //nolint:gosec // A file the test created in its own temporary directory.
+	b, err := os.ReadFile(filepath.Clean(p.logPath))
 	if err != nil {
 		return "(cannot read log: " + err.Error() + ")"
 	}
