@@ -503,5 +503,5 @@ func writeFile(dir, name string, data []byte) error {
 		return errors.Wrap(err, "cannot create volume directory")
 	}
 	// Keys come from the render and name files in a test directory.
-	return errors.Wrapf(os.WriteFile(p, data, 0o600), "cannot write %s", name) //nolint:gosec // See above.
+	return errors.Wrapf(os.WriteFile(p, data, 0o600), "cannot write %s", name)
 }

@@ -1,9 +1,6 @@
 package conformance
 
 import (
-	"bufio"
-	"bytes"
-	"io"
 	"net"
 	"os"
 	"regexp"
@@ -13,8 +10,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -222,26 +217,18 @@ func localManifests(r *render) ([]*unstructured.Unstructured, error) {
 
 // readManifests reads a multi-document YAML file.
 func readManifests(file string) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(file) //nolint:gosec // The project's own file.
+	f, err := os.Open(file) //nolint:gosec // The project's own file.
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot read manifests")
+		return nil, errors.Wrap(err, "cannot open manifests")
 	}
-	var out []*unstructured.Unstructured
-	yr := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := yr.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read a YAML document of %s", file)
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, errors.Wrapf(err, "cannot parse a YAML document of %s", file)
-		}
-		if len(obj) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: obj})
-		}
+	defer func() { _ = f.Close() }()
+	docs, err := yamlDocs(f)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read %s", file)
 	}
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, &unstructured.Unstructured{Object: d})
+	}
+	return out, nil
 }

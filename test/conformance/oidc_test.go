@@ -189,7 +189,7 @@ func (p *oidcProvider) bundle(rendered string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(p.CAFile) //nolint:gosec // The provider CA file the test wrote.
+	b, err := os.ReadFile(p.CAFile)
 	if err != nil {
 		return "", err
 	}

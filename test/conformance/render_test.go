@@ -80,26 +80,12 @@ func (w workload) ID() string { return w.Kind + "/" + w.Name }
 // parseRender splits a YAML stream into the XR and the composed objects.
 // render.crossplane.io documents (Results, Context) are dropped.
 func parseRender(r io.Reader) (*render, error) {
-	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	docs, err := yamlDocs(r)
+	if err != nil {
+		return nil, err
+	}
 	out := &render{wrappedBy: map[*unstructured.Unstructured]*unstructured.Unstructured{}}
-	for {
-		doc, err := yr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, errors.Wrap(err, "cannot read YAML document")
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, errors.Wrap(err, "cannot parse YAML document")
-		}
-		if len(obj) == 0 {
-			continue
-		}
+	for _, obj := range docs {
 		u := &unstructured.Unstructured{Object: obj}
 		if out.XR == nil {
 			out.XR = u
@@ -121,6 +107,31 @@ func parseRender(r io.Reader) (*render, error) {
 		return nil, errors.New("render output is empty")
 	}
 	return out, nil
+}
+
+// yamlDocs reads a YAML stream's non-empty documents.
+func yamlDocs(r io.Reader) ([]map[string]any, error) {
+	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	var out []map[string]any
+	for {
+		doc, err := yr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot read YAML document")
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj := map[string]any{}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return nil, errors.Wrap(err, "cannot parse YAML document")
+		}
+		if len(obj) > 0 {
+			out = append(out, obj)
+		}
+	}
 }
 
 // loadRender parses a render output file.

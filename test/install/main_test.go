@@ -50,7 +50,7 @@ func cli(t *testing.T) string {
 		}
 		p = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-v2.5.0")
 	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The CLI path is the developer's choice.
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
 		t.Fatalf("the Crossplane CLI is missing at %s: build it with `make tools`", p)
 	}
 	return p
