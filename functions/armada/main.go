@@ -30,6 +30,7 @@ func (c *CLI) Run() error {
 	if err != nil {
 		return err
 	}
+	log.Info("Garbage collection target set", "gcPercent", fn.SetGCPercent())
 	var opts []fn.Option
 	if c.PasswordKeyFile != "" {
 		key, err := os.ReadFile(c.PasswordKeyFile)

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ type codecCase struct {
 
 func newCodecCase(tb testing.TB, req *fnv1.RunFunctionRequest) *codecCase {
 	tb.Helper()
+	servingGC(tb)
 	fn := newFunction(tb)
 	wire, err := proto.Marshal(req)
 	if err != nil {
@@ -38,6 +40,27 @@ func newCodecCase(tb testing.TB, req *fnv1.RunFunctionRequest) *codecCase {
 		tb.Fatalf("RunFunction(...): %v", rsp.GetResults())
 	}
 	return &codecCase{fn: fn, wire: wire, rsp: rsp}
+}
+
+// servingGC runs the rest of a test or benchmark with the garbage
+// collector's target the served function sets (SetGCPercent: GCPercent
+// unless GOGC sets one), and restores the one before after it.
+func servingGC(tb testing.TB) {
+	tb.Helper()
+	prev := debug.SetGCPercent(100)
+	debug.SetGCPercent(prev)
+	SetGCPercent()
+	tb.Cleanup(func() { debug.SetGCPercent(prev) })
+}
+
+// reportHeapGoal reports the heap size at which the garbage collector
+// next runs, in MB: with a live heap that stays the same between calls,
+// about the heap's peak, which the collector's target trades for CPU.
+func reportHeapGoal(b *testing.B) {
+	b.Helper()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(m.NextGC)/(1<<20), "heap-goal-MB")
 }
 
 // run is one reconcile as Crossplane calls it: decode the request, compose,
@@ -79,6 +102,7 @@ func BenchmarkRunFunction(b *testing.B) {
 	for b.Loop() {
 		c.run(b)
 	}
+	reportHeapGoal(b)
 }
 
 // BenchmarkCodecFloor decodes the production example's request and encodes
@@ -100,6 +124,7 @@ func BenchmarkRunFunctionConverged(b *testing.B) {
 	for b.Loop() {
 		c.run(b)
 	}
+	reportHeapGoal(b)
 }
 
 // BenchmarkCodecFloorConverged is BenchmarkCodecFloor for the steady

@@ -156,4 +156,5 @@ func benchmarkScaled(b *testing.B, req *fnv1.RunFunctionRequest, n int, unit str
 		c.run(b)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), unit)
+	reportHeapGoal(b)
 }

@@ -68,6 +68,10 @@ func (s *slab[T]) next() *T {
 // maxShared is the longest string decoders share.
 const maxShared = 64
 
+// sharedStringsHint is the size a decoder's shared strings start at: the
+// production example's response has about 240.
+const sharedStringsHint = 256
+
 func (d *structDecoder) shared(b []byte) string {
 	if len(b) > maxShared {
 		return string(b)
@@ -91,7 +95,9 @@ func (d *structDecoder) stringValue(s string) *structpb.Value {
 		return v
 	}
 	if d.strVals == nil {
-		d.strVals = map[string]*structpb.Value{}
+		// A response holds a few hundred distinct short strings: sized
+		// once rather than grown through every doubling.
+		d.strVals = make(map[string]*structpb.Value, sharedStringsHint)
 	}
 	v := d.newStringValue(s)
 	d.strVals[s] = v

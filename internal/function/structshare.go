@@ -60,16 +60,23 @@ func sharedStrings[V any](d *structDecoder, m map[string]V, str func(V) (string,
 	var h uint64
 	for k, v := range m {
 		e, ok := str(v)
-		if !ok || !utf8.ValidString(k) || !utf8.ValidString(e) {
+		if !ok {
 			return nil, false
 		}
 		// Sums are independent of the maps' iteration order.
 		h += maphash.String(stringMapSeed, k) ^ (maphash.String(stringMapSeed, e) * 0x9e3779b97f4a7c15)
 	}
 	h ^= uint64(len(m))
+	// A shared Struct holds only valid UTF-8 (see below), so a map equal to
+	// one is valid too and needs no check of its own.
 	for _, c := range d.stringMaps[h] {
 		if sameStrings(c.GetStructValue().GetFields(), m, str) {
 			return c, true
+		}
+	}
+	for k, v := range m {
+		if e, _ := str(v); !utf8.ValidString(k) || !utf8.ValidString(e) {
+			return nil, false
 		}
 	}
 	s := d.structs.next()

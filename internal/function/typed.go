@@ -278,19 +278,13 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 	}
 	s := d.structs.next()
 	s.Fields = make(map[string]*structpb.Value, v.Len())
-	set := func(k string, e *structpb.Value) {
-		if top && k == "status" || clean && k == "creationTimestamp" && isNull(e) {
-			return
-		}
-		s.Fields[k] = e
-	}
 	// The common map types without reflection, which allocates for each
 	// key and value.
 	if v.CanInterface() {
 		switch m := v.Interface().(type) {
 		case map[string]string:
 			for k, e := range m {
-				set(validString(k), d.stringValue(validString(e)))
+				setMember(s, validString(k), d.stringValue(validString(e)), clean, top)
 			}
 			return d.structValue(s), nil
 		case map[string][]byte:
@@ -299,7 +293,7 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 				if e != nil {
 					x = d.stringValue(base64String(e))
 				}
-				set(validString(k), x)
+				setMember(s, validString(k), x, clean, top)
 			}
 			return d.structValue(s), nil
 		case map[string]any:
@@ -308,7 +302,7 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 				if err != nil {
 					return nil, err
 				}
-				set(validString(k), x)
+				setMember(s, validString(k), x, clean, top)
 			}
 			return d.structValue(s), nil
 		}
@@ -320,9 +314,18 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 		if err != nil {
 			return nil, err
 		}
-		set(validString(it.Key().String()), e)
+		setMember(s, validString(it.Key().String()), e, clean, top)
 	}
 	return d.structValue(s), nil
+}
+
+// setMember sets a map's member k in s, but for what a desired object
+// drops: the top-level status and a null creationTimestamp.
+func setMember(s *structpb.Struct, k string, e *structpb.Value, clean, top bool) {
+	if top && k == "status" || clean && k == "creationTimestamp" && isNull(e) {
+		return
+	}
+	s.Fields[k] = e
 }
 
 // walkAny is walk for an element of a map[string]any or []any, such as
