@@ -72,7 +72,11 @@ func podCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", nil, err
 	}
-	out := []string{"--mount", "--propagation", "private", "/bin/bash", "-c", podScript, "pod", root, hostsFile, dir, chroot, strconv.Itoa(len(mounts))}
+	// The working directory (the release's source) and the binary are in
+	// the module and tool caches, under the home directory: under /root
+	// they are bound as they are, under the machine's temporary directory
+	// (a home there) they show at podTmp, as the pod's emptyDir hides /tmp.
+	out := []string{"--mount", "--propagation", "private", "/bin/bash", "-c", podScript, "pod", root, hostsFile, podPath(dir), chroot, strconv.Itoa(len(mounts))}
 	for _, mp := range slices.Sorted(func(yield func(string) bool) {
 		for k := range mounts {
 			if !yield(k) {
@@ -82,7 +86,7 @@ func podCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 	}) {
 		out = append(out, mounts[mp], mp)
 	}
-	return unshare, append(append(out, bin), args...), nil
+	return unshare, append(append(out, podPath(bin)), args...), nil
 }
 
 // podTmp is where a process's root shows the machine's temporary
