@@ -75,7 +75,7 @@ BENCH_COUNT ?= 5
 .PHONY: bench
 bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with local and remote executors and queues.
 	{ for i in $$(seq $(BENCH_COUNT)); do \
-		go test -run '^$$' -bench 'BenchmarkRunFunction(Converged)?$$|BenchmarkCodecFloor' -benchmem -count 1 ./internal/function/ || exit 1; \
+		go test -run '^$$' -bench 'BenchmarkRunFunction(Converged|Fresh)?$$|BenchmarkCodecFloor' -benchmem -count 1 ./internal/function/ || exit 1; \
 	done; \
 	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; } | go run ./internal/cmd/benchratio
 

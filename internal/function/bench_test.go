@@ -105,6 +105,20 @@ func BenchmarkRunFunction(b *testing.B) {
 	reportHeapGoal(b)
 }
 
+// BenchmarkRunFunctionFresh is BenchmarkRunFunction with nothing
+// remembered from earlier calls: every composed object is converted, as
+// on the first call for an XR, after a restart, or when everything
+// changed.
+func BenchmarkRunFunctionFresh(b *testing.B) {
+	c := newCodecCase(b, exampleRequest(b, productionExample))
+	b.ReportAllocs()
+	for b.Loop() {
+		composedStructs.reset()
+		c.run(b)
+	}
+	reportHeapGoal(b)
+}
+
 // BenchmarkCodecFloor decodes the production example's request and encodes
 // the response RunFunction gives for it, without composing anything.
 func BenchmarkCodecFloor(b *testing.B) {

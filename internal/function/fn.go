@@ -113,7 +113,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
 		return
 	}
-	if err := setDesired(rsp, out.Objects, out.Status, out.Ready); err != nil {
+	if err := setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return
 	}

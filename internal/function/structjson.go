@@ -232,7 +232,7 @@ func (d *structDecoder) object(clean, top bool) (*structpb.Struct, error) {
 		if err != nil {
 			return nil, err
 		}
-		drop := (top && k == "status") || (clean && k == "creationTimestamp" && isNull(v))
+		drop := (top && k == memberStatus) || (clean && k == memberCreationTimestamp && isNull(v))
 		if !drop {
 			s.Fields[k] = v
 		}
@@ -251,6 +251,13 @@ func (d *structDecoder) object(clean, top bool) (*structpb.Struct, error) {
 		}
 	}
 }
+
+// The members a desired object drops: its top-level status, and a null
+// creationTimestamp anywhere.
+const (
+	memberStatus            = "status"
+	memberCreationTimestamp = "creationTimestamp"
+)
 
 func isNull(v *structpb.Value) bool {
 	_, ok := v.GetKind().(*structpb.Value_NullValue)

@@ -238,30 +238,17 @@ func (d *structDecoder) walkStruct(v reflect.Value, info *typeInfo, clean, top b
 	// Most of a Kubernetes struct's fields are usually omitted: a hint of
 	// all of them would allocate far more than is used.
 	s.Fields = make(map[string]*structpb.Value, min(len(info.fields), 8))
-fieldLoop:
 	for i := range info.fields {
 		f := &info.fields[i]
-		fv := v
-		for _, x := range f.index {
-			if fv.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					continue fieldLoop
-				}
-				fv = fv.Elem()
-			}
-			fv = fv.Field(x)
-		}
-		if (f.omitEmpty && isEmptyValue(fv)) || (f.omitZero && (f.isZero == nil && fv.IsZero() || (f.isZero != nil && f.isZero(fv)))) {
-			continue
-		}
-		if top && f.name == "status" {
+		fv, ok := f.value(v)
+		if !ok || top && f.name == memberStatus {
 			continue
 		}
 		e, err := d.walkInfo(fv, info.fieldInfo(i, fv), clean, false, false)
 		if err != nil {
 			return nil, err
 		}
-		if clean && f.name == "creationTimestamp" && isNull(e) {
+		if clean && f.name == memberCreationTimestamp && isNull(e) {
 			continue
 		}
 		s.Fields[f.name] = e
@@ -322,7 +309,7 @@ func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool
 // setMember sets a map's member k in s, but for what a desired object
 // drops: the top-level status and a null creationTimestamp.
 func setMember(s *structpb.Struct, k string, e *structpb.Value, clean, top bool) {
-	if top && k == "status" || clean && k == "creationTimestamp" && isNull(e) {
+	if top && k == memberStatus || clean && k == memberCreationTimestamp && isNull(e) {
 		return
 	}
 	s.Fields[k] = e
@@ -407,6 +394,25 @@ type field struct {
 	omitZero  bool
 	isZero    func(reflect.Value) bool
 	quoted    bool
+}
+
+// value is the field's value in v, a struct of the type it is a field
+// of, and whether encoding/json writes it: not if it is omitted, or in an
+// embedded struct a nil pointer leaves out.
+func (f *field) value(v reflect.Value) (reflect.Value, bool) {
+	for _, x := range f.index {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return v, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	if (f.omitEmpty && isEmptyValue(v)) || (f.omitZero && (f.isZero == nil && v.IsZero() || (f.isZero != nil && f.isZero(v)))) {
+		return v, false
+	}
+	return v, true
 }
 
 type isZeroer interface{ IsZero() bool }

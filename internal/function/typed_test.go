@@ -47,26 +47,9 @@ func viaJSONText(v any, desired bool) (*structpb.Struct, error) {
 func TestTypedToStructRandomObjects(t *testing.T) {
 	f := newFiller()
 	trickyFiller := newFiller().SkipFieldsWithPattern(regexp.MustCompile(`^(Any|Anys|Lists|Status|Unstructured)$`))
-	newObjects := []func() any{
-		func() any { return &corev1.Pod{} }, func() any { return &appsv1.Deployment{} }, func() any { return &appsv1.StatefulSet{} },
-		func() any { return &batchv1.Job{} }, func() any { return &corev1.Service{} }, func() any { return &corev1.Secret{} },
-		func() any { return &corev1.ConfigMap{} }, func() any { return &corev1.ServiceAccount{} }, func() any { return &rbacv1.ClusterRole{} },
-		func() any { return &rbacv1.ClusterRoleBinding{} }, func() any { return &rbacv1.Role{} }, func() any { return &rbacv1.RoleBinding{} },
-		func() any { return &policyv1.PodDisruptionBudget{} }, func() any { return &networkingv1.Ingress{} },
-		func() any { return &networkingv1.NetworkPolicy{} }, func() any { return &schedulingv1.PriorityClass{} },
-		func() any { return &v1alpha1.ArmadaStatus{} }, func() any { return &tricky{} },
-	}
 	// The interface fields of tricky are set by hand: randfill cannot.
 	r := randv2.New(randv2.NewPCG(5, 6)) //nolint:gosec // Deterministic test data.
-	fillTricky := func(tr *tricky) {
-		tr.Any = randomJSONValue(r, 0)
-		tr.Anys = []any{randomJSONValue(r, 0), randomJSONObject(r, 0)}
-		tr.Lists = [][]map[string]any{{randomJSONObject(r, 0)}, nil}
-		tr.Status = randomJSONObject(r, 0)
-		tr.Unstructured = &unstructured.Unstructured{Object: randomJSONObject(r, 0)}
-		tr.Raw = json.RawMessage(`{"creationTimestamp": null, "a": [1]}`)
-	}
-	for _, newObject := range newObjects {
+	for _, newObject := range composedTypes {
 		name := reflect.TypeOf(newObject()).Elem().String()
 		t.Run(name, func(t *testing.T) {
 			encoded := 0
@@ -74,7 +57,7 @@ func TestTypedToStructRandomObjects(t *testing.T) {
 				o := newObject()
 				if tr, ok := o.(*tricky); ok {
 					trickyFiller.Fill(tr)
-					fillTricky(tr)
+					fillTricky(tr, r)
 				} else {
 					f.Fill(o)
 				}
@@ -100,11 +83,37 @@ func TestTypedToStructRandomObjects(t *testing.T) {
 	}
 }
 
+// composedTypes makes one empty object of each kind the function
+// composes, the XR status, and tricky.
+var composedTypes = []func() any{
+	func() any { return &corev1.Pod{} }, func() any { return &appsv1.Deployment{} }, func() any { return &appsv1.StatefulSet{} },
+	func() any { return &batchv1.Job{} }, func() any { return &corev1.Service{} }, func() any { return &corev1.Secret{} },
+	func() any { return &corev1.ConfigMap{} }, func() any { return &corev1.ServiceAccount{} }, func() any { return &rbacv1.ClusterRole{} },
+	func() any { return &rbacv1.ClusterRoleBinding{} }, func() any { return &rbacv1.Role{} }, func() any { return &rbacv1.RoleBinding{} },
+	func() any { return &policyv1.PodDisruptionBudget{} }, func() any { return &networkingv1.Ingress{} },
+	func() any { return &networkingv1.NetworkPolicy{} }, func() any { return &schedulingv1.PriorityClass{} },
+	func() any { return &v1alpha1.ArmadaStatus{} }, func() any { return &tricky{} },
+}
+
+// fillTricky sets tricky's interface fields, which randfill cannot.
+func fillTricky(tr *tricky, r *randv2.Rand) {
+	tr.Any = randomJSONValue(r, 0)
+	tr.Anys = []any{randomJSONValue(r, 0), randomJSONObject(r, 0)}
+	tr.Lists = [][]map[string]any{{randomJSONObject(r, 0)}, nil}
+	tr.Status = randomJSONObject(r, 0)
+	tr.Unstructured = &unstructured.Unstructured{Object: randomJSONObject(r, 0)}
+	tr.Raw = json.RawMessage(`{"creationTimestamp": null, "a": [1]}`)
+}
+
 // newFiller fills objects with random values; Kubernetes' types with
 // their own JSON encoding get valid ones.
-func newFiller() *randfill.Filler {
+func newFiller() *randfill.Filler { return newSeededFiller(7) }
+
+// newSeededFiller is newFiller with its own seed: two of the same seed
+// fill equal objects.
+func newSeededFiller(seed int64) *randfill.Filler {
 	return randfill.New().NilChance(0.3).NumElements(0, 3).MaxDepth(12).
-		RandSource(rand.NewSource(7)).
+		RandSource(rand.NewSource(seed)).
 		Funcs(
 			func(q *resource.Quantity, c randfill.Continue) {
 				*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.Format([]string{"DecimalSI", "BinarySI", "DecimalExponent"}[c.Intn(3)]))

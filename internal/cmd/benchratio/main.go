@@ -1,7 +1,7 @@
 // Command benchratio reads `go test -bench` output on stdin, echoes it, and
 // prints each benchmark's median ns/op, B/op and allocs/op over its runs,
 // and the ratio of each BenchmarkRunFunction* to its BenchmarkCodecFloor*
-// (`make bench`): the median of the ratios of their runs paired in order,
+// (a BenchmarkRunFunction*Fresh to the same floor; `make bench`): the median of the ratios of their runs paired in order,
 // the i-th run of one with the i-th of the other, which make bench runs
 // one after the other.
 package main
@@ -74,7 +74,7 @@ func run(in io.Reader, out io.Writer) error {
 		fmt.Fprintln(&sum)
 	}
 	for _, name := range order {
-		floor, ok := results[strings.Replace(name, "RunFunction", "CodecFloor", 1)]
+		floor, ok := results[floorOf(name)]
 		if !strings.Contains(name, "RunFunction") || !ok {
 			continue
 		}
@@ -88,6 +88,13 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	_, err := io.WriteString(out, sum.String())
 	return err
+}
+
+// floorOf names a RunFunction benchmark's codec floor: BenchmarkCodecFloorX
+// for BenchmarkRunFunctionX, and the same floor for a Fresh run, which
+// encodes the same response.
+func floorOf(name string) string {
+	return strings.TrimSuffix(strings.Replace(name, "RunFunction", "CodecFloor", 1), "Fresh")
 }
 
 func median(v []float64) float64 {
