@@ -1,6 +1,7 @@
 package function
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -139,7 +140,7 @@ func TestRunFunctionConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				if string(b) != string(wantWire) {
+				if !bytes.Equal(b, wantWire) {
 					errs <- fmt.Errorf("a concurrent call's response differs from a single call's")
 					return
 				}
