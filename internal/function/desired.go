@@ -31,13 +31,13 @@ func setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects []armada.Objec
 	}
 	var dec structDecoder
 	for _, o := range objects {
-		s := composedStructs.get(xr, o.Key)
-		if !dec.matches(o.Object, s, true) {
+		s := composedStructs.get(xr, o.Key, o.Object)
+		if s == nil {
 			var err error
 			if s, err = dec.typedToStruct(o.Object, true); err != nil {
 				return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
 			}
-			composedStructs.put(xr, o.Key, s)
+			composedStructs.put(xr, o.Key, o.Object, s)
 		}
 		r := &fnv1.Resource{Resource: s, Ready: fnv1.Ready_READY_FALSE}
 		if o.Ready {

@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/crossplane/function-sdk-go/resource"
 )
 
@@ -17,20 +19,27 @@ const structMemoSize = 4096
 var composedStructs = &structMemo{}
 
 // A structMemo remembers, for each XR and composed resource name, the
-// Struct the resource's typed object converted to last time. Crossplane
+// object rendered last time and the Struct it converted to. Crossplane
 // calls the function for every XR every few seconds, and most objects
-// render the same each time: comparing an object with the Struct it gave
-// before (structDecoder.matches) allocates nothing and costs a fraction of
-// converting it again, which builds thousands of maps and Values. A Struct
-// is kept only after it was converted, reused only where the comparison
-// finds it exactly what converting would give, and never changed in place
-// (responses are only encoded), so a response is byte for byte what it
-// would be without the memo.
+// render the same each time: comparing an object with the one rendered
+// before (sameValue) allocates nothing and costs a small part of
+// converting it again, which builds thousands of maps and Values. The memo
+// keeps its own deep copy of each object, which nothing else can change,
+// and only one sameValue finds the same as the object converted; a Struct
+// is reused only for an object sameValue finds the same as that copy, and
+// never changed in place (responses are only encoded), so a response is
+// byte for byte what it would be without the memo.
 type structMemo struct {
 	mu sync.Mutex
-	// m holds the Structs by XR, then by composed resource name.
-	m map[string]map[string]*structpb.Struct
+	// m holds the entries by XR, then by composed resource name.
+	m map[string]map[string]memoEntry
 	n int
+}
+
+// A memoEntry is an object and the Struct it converted to.
+type memoEntry struct {
+	object client.Object
+	s      *structpb.Struct
 }
 
 // xrIdentity names an XR for the memo: one recreated with the same name
@@ -40,20 +49,30 @@ func xrIdentity(xr *resource.Composite) string {
 	return u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName() + "/" + string(u.GetUID())
 }
 
-// get returns the Struct kept for the XR's composed resource, or nil.
-func (c *structMemo) get(xr, name string) *structpb.Struct {
+// get returns the Struct kept for the XR's composed resource if o is the
+// same as the object it was converted from, or nil.
+func (c *structMemo) get(xr, name string, o client.Object) *structpb.Struct {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[xr][name]
+	e, ok := c.m[xr][name]
+	c.mu.Unlock()
+	if !ok || !sameValue(e.object, o) {
+		return nil
+	}
+	return e.s
 }
 
-// put keeps s for the XR's composed resource; the caller must not change
-// it.
-func (c *structMemo) put(xr, name string, s *structpb.Struct) {
+// put keeps s, which o converted to, for the XR's composed resource; the
+// caller must not change s. The memo keeps a copy of o, and nothing if the
+// copy is not the same as o.
+func (c *structMemo) put(xr, name string, o client.Object, s *structpb.Struct) {
+	cp, ok := o.DeepCopyObject().(client.Object)
+	if !ok || !sameValue(cp, o) {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string]map[string]*structpb.Struct{}
+		c.m = map[string]map[string]memoEntry{}
 	}
 	byName := c.m[xr]
 	if _, ok := byName[name]; !ok {
@@ -63,13 +82,13 @@ func (c *structMemo) put(xr, name string, s *structpb.Struct) {
 		c.n++
 	}
 	if byName = c.m[xr]; byName == nil {
-		byName = map[string]*structpb.Struct{}
+		byName = map[string]memoEntry{}
 		c.m[xr] = byName
 	}
-	byName[name] = s
+	byName[name] = memoEntry{object: cp, s: s}
 }
 
-// evictOne forgets an arbitrary Struct.
+// evictOne forgets an arbitrary entry.
 func (c *structMemo) evictOne() {
 	for xr, byName := range c.m {
 		for name := range byName {
@@ -83,7 +102,7 @@ func (c *structMemo) evictOne() {
 	}
 }
 
-// reset forgets every Struct.
+// reset forgets every entry.
 func (c *structMemo) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
@@ -91,9 +92,10 @@ func TestSetDesiredReusesStructs(t *testing.T) {
 func TestStructMemoBounded(t *testing.T) {
 	m := &structMemo{}
 	s := &structpb.Struct{}
+	o := &corev1.ConfigMap{}
 	for i := range structMemoSize + 10 {
-		m.put(fmt.Sprintf("xr-%d", i%7), fmt.Sprintf("o-%d", i), s)
-		m.put(fmt.Sprintf("xr-%d", i%7), fmt.Sprintf("o-%d", i), s) // Again: counted once.
+		m.put(fmt.Sprintf("xr-%d", i%7), fmt.Sprintf("o-%d", i), o, s)
+		m.put(fmt.Sprintf("xr-%d", i%7), fmt.Sprintf("o-%d", i), o, s) // Again: counted once.
 	}
 	n := 0
 	for _, byName := range m.m {
@@ -103,8 +105,28 @@ func TestStructMemoBounded(t *testing.T) {
 		t.Errorf("memo holds %d Structs (counted %d), want %d", n, m.n, structMemoSize)
 	}
 	last := structMemoSize + 9
-	if m.get(fmt.Sprintf("xr-%d", last%7), fmt.Sprintf("o-%d", last)) != s {
+	if m.get(fmt.Sprintf("xr-%d", last%7), fmt.Sprintf("o-%d", last), o) != s {
 		t.Errorf("the Struct put last is gone")
+	}
+}
+
+// TestStructMemoKeepsItsOwnCopy checks that changing an object after its
+// Struct was kept does not make the memo take the changed object for the
+// one converted.
+func TestStructMemoKeepsItsOwnCopy(t *testing.T) {
+	m := &structMemo{}
+	s := &structpb.Struct{}
+	o := &corev1.ConfigMap{Data: map[string]string{"a": "1"}}
+	m.put("xr", "cm", o, s)
+	if m.get("xr", "cm", o) != s {
+		t.Fatal("get(...) of the object just kept = nil, want its Struct")
+	}
+	o.Data["a"] = "2"
+	if m.get("xr", "cm", o) != nil {
+		t.Error("get(...) of the object changed after it was kept = its old Struct, want nil")
+	}
+	if m.get("other-xr", "cm", &corev1.ConfigMap{Data: map[string]string{"a": "1"}}) != nil {
+		t.Error("get(...) for another XR = this XR's Struct, want nil")
 	}
 }
 

@@ -1,0 +1,203 @@
+package function
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+)
+
+// sameValue reports whether a and b hold exactly the same value: the same
+// types all the way down, the same bits in every number (0 and -0
+// differ), the same strings and bytes, nil where the other is nil, the
+// same map members and list elements. It is stricter than equality of
+// their JSON, which is what makes it safe for structMemo: whatever a
+// conversion reads (exported fields, marshalers' unexported state), it
+// reads the same in both, so where sameValue says true both convert
+// alike. Unlike reflect.DeepEqual it keeps no record of visited pointers
+// (composed objects have no cycles) and allocates nothing for the maps
+// composed objects hold, so it costs a small part of a conversion.
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if !va.IsValid() || !vb.IsValid() {
+		return !va.IsValid() && !vb.IsValid()
+	}
+	return va.Type() == vb.Type() && same(va, vb)
+}
+
+// Map types composed objects hold most, compared without reflection.
+var (
+	stringMapType = reflect.TypeFor[map[string]string]()
+	bytesMapType  = reflect.TypeFor[map[string][]byte]()
+	anyMapType    = reflect.TypeFor[map[string]any]()
+)
+
+// same is sameValue for two values of the same type.
+//
+//nolint:gocyclo,cyclop // One case per kind of value.
+func same(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return math.Float64bits(a.Float()) == math.Float64bits(b.Float())
+	case reflect.Complex64, reflect.Complex128:
+		ca, cb := a.Complex(), b.Complex()
+		return math.Float64bits(real(ca)) == math.Float64bits(real(cb)) &&
+			math.Float64bits(imag(ca)) == math.Float64bits(imag(cb))
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() && b.IsNil()
+		}
+		return a.Pointer() == b.Pointer() || same(a.Elem(), b.Elem())
+	case reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() && b.IsNil()
+		}
+		ea, eb := a.Elem(), b.Elem()
+		return ea.Type() == eb.Type() && same(ea, eb)
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !same(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Array:
+		for i := range a.Len() {
+			if !same(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		return sameSlice(a, b)
+	case reflect.Map:
+		return sameMap(a, b)
+	default:
+		// Functions, channels and unsafe pointers: the same only when
+		// both are nil; composed objects hold none.
+		return a.IsNil() && b.IsNil()
+	}
+}
+
+// sameSlice is same for slices: a nil slice encodes as null, an empty one
+// as [], so nil is only the same as nil.
+func sameSlice(a, b reflect.Value) bool {
+	if a.IsNil() || b.IsNil() {
+		return a.IsNil() && b.IsNil()
+	}
+	if a.Len() != b.Len() {
+		return false
+	}
+	if a.Type().Elem().Kind() == reflect.Uint8 {
+		return bytes.Equal(a.Bytes(), b.Bytes())
+	}
+	for i := range a.Len() {
+		if !same(a.Index(i), b.Index(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameMap is same for maps: nil only the same as nil, and the same
+// members.
+func sameMap(a, b reflect.Value) bool {
+	if a.IsNil() || b.IsNil() {
+		return a.IsNil() && b.IsNil()
+	}
+	if a.Len() != b.Len() {
+		return false
+	}
+	if a.Pointer() == b.Pointer() {
+		return true
+	}
+	if a.CanInterface() {
+		switch a.Type() {
+		case stringMapType:
+			return sameStringMaps(a.Interface().(map[string]string), b.Interface().(map[string]string))
+		case bytesMapType:
+			return sameBytesMaps(a.Interface().(map[string][]byte), b.Interface().(map[string][]byte))
+		case anyMapType:
+			return sameAnyMaps(a.Interface().(map[string]any), b.Interface().(map[string]any))
+		}
+	}
+	it := a.MapRange()
+	for it.Next() {
+		vb := b.MapIndex(it.Key())
+		if !vb.IsValid() || !same(it.Value(), vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameStringMaps(a, b map[string]string) bool {
+	for k, va := range a {
+		if vb, ok := b[k]; !ok || va != vb {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBytesMaps(a, b map[string][]byte) bool {
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || (va == nil) != (vb == nil) || !bytes.Equal(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameAnyMaps(a, b map[string]any) bool {
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || !sameAny(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameAny is sameValue for the values unstructured objects hold, without
+// reflection for the common ones.
+func sameAny(a, b any) bool {
+	switch va := a.(type) {
+	case string:
+		vb, ok := b.(string)
+		return ok && va == vb
+	case bool:
+		vb, ok := b.(bool)
+		return ok && va == vb
+	case int64:
+		vb, ok := b.(int64)
+		return ok && va == vb
+	case float64:
+		vb, ok := b.(float64)
+		return ok && math.Float64bits(va) == math.Float64bits(vb)
+	case map[string]any:
+		vb, ok := b.(map[string]any)
+		return ok && (va == nil) == (vb == nil) && len(va) == len(vb) && sameAnyMaps(va, vb)
+	case []any:
+		vb, ok := b.([]any)
+		if !ok || (va == nil) != (vb == nil) || len(va) != len(vb) {
+			return false
+		}
+		for i := range va {
+			if !sameAny(va[i], vb[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return sameValue(a, b)
+	}
+}
