@@ -4,10 +4,11 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/types/known/structpb"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/function-sdk-go/resource"
+
+	"github.com/armadaproject/armada-crossplane/internal/exact"
 )
 
 // structMemoSize bounds structMemo, in composed objects: about 60
@@ -22,11 +23,11 @@ var composedStructs = &structMemo{}
 // object rendered last time and the Struct it converted to. Crossplane
 // calls the function for every XR every few seconds, and most objects
 // render the same each time: comparing an object with the one rendered
-// before (sameValue) allocates nothing and costs a small part of
+// before (exact.Same) allocates nothing and costs a small part of
 // converting it again, which builds thousands of maps and Values. The memo
 // keeps its own deep copy of each object, which nothing else can change,
-// and only one sameValue finds the same as the object converted; a Struct
-// is reused only for an object sameValue finds the same as that copy, and
+// and only one exact.Same finds the same as the object converted; a Struct
+// is reused only for an object exact.Same finds the same as that copy, and
 // never changed in place (responses are only encoded), so a response is
 // byte for byte what it would be without the memo.
 type structMemo struct {
@@ -55,7 +56,7 @@ func (c *structMemo) get(xr, name string, o client.Object) *structpb.Struct {
 	c.mu.Lock()
 	e, ok := c.m[xr][name]
 	c.mu.Unlock()
-	if !ok || !sameValue(e.object, o) {
+	if !ok || !exact.Same(e.object, o) {
 		return nil
 	}
 	return e.s
@@ -66,7 +67,7 @@ func (c *structMemo) get(xr, name string, o client.Object) *structpb.Struct {
 // copy is not the same as o.
 func (c *structMemo) put(xr, name string, o client.Object, s *structpb.Struct) {
 	cp, ok := o.DeepCopyObject().(client.Object)
-	if !ok || !sameValue(cp, o) {
+	if !ok || !exact.Same(cp, o) {
 		return
 	}
 	c.mu.Lock()

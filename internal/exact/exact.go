@@ -1,4 +1,6 @@
-package function
+// Package exact tells whether two values are exactly the same, which is
+// what a memo needs to reuse a result computed from one for the other.
+package exact
 
 import (
 	"bytes"
@@ -6,17 +8,18 @@ import (
 	"reflect"
 )
 
-// sameValue reports whether a and b hold exactly the same value: the same
+// Same reports whether a and b hold exactly the same value: the same
 // types all the way down, the same bits in every number (0 and -0
 // differ), the same strings and bytes, nil where the other is nil, the
-// same map members and list elements. It is stricter than equality of
-// their JSON, which is what makes it safe for structMemo: whatever a
-// conversion reads (exported fields, marshalers' unexported state), it
-// reads the same in both, so where sameValue says true both convert
-// alike. Unlike reflect.DeepEqual it keeps no record of visited pointers
-// (composed objects have no cycles) and allocates nothing for the maps
-// composed objects hold, so it costs a small part of a conversion.
-func sameValue(a, b any) bool {
+// same map members and list elements, unexported fields included. It is
+// stricter than equality of their JSON, which is what makes it safe for a
+// memo: whatever a conversion or an encoder reads (exported fields,
+// marshalers' unexported state), it reads the same in both, so where Same
+// says true both encode alike. Unlike reflect.DeepEqual it keeps no
+// record of visited pointers, so values must not be cyclic (composed
+// objects and configs are trees), and it allocates nothing for string,
+// bytes and unstructured maps, so it costs a small part of an encoding.
+func Same(a, b any) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	if !va.IsValid() || !vb.IsValid() {
 		return !va.IsValid() && !vb.IsValid()
@@ -31,7 +34,7 @@ var (
 	anyMapType    = reflect.TypeFor[map[string]any]()
 )
 
-// same is sameValue for two values of the same type.
+// same is Same for two values of the same type.
 //
 //nolint:gocyclo,cyclop // One case per kind of value.
 func same(a, b reflect.Value) bool {
@@ -167,7 +170,7 @@ func sameAnyMaps(a, b map[string]any) bool {
 	return true
 }
 
-// sameAny is sameValue for the values unstructured objects hold, without
+// sameAny is Same for the values unstructured objects hold, without
 // reflection for the common ones.
 func sameAny(a, b any) bool {
 	switch va := a.(type) {
@@ -198,6 +201,6 @@ func sameAny(a, b any) bool {
 		}
 		return true
 	default:
-		return sameValue(a, b)
+		return Same(a, b)
 	}
 }
