@@ -60,3 +60,10 @@ func (c *specMemo) put(b []byte, v any) {
 	}
 	c.m[typ][string(b)] = v
 }
+
+// reset forgets every spec.
+func (c *specMemo) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m, c.n = nil, 0
+}
