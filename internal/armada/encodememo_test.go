@@ -15,8 +15,8 @@ import (
 // another.
 func TestEncodeMemo(t *testing.T) {
 	type value struct {
-		Name  string
-		Items []string
+		Name  string   `json:"name"`
+		Items []string `json:"items"`
 	}
 	calls := 0
 	enc := func(v value) ([]byte, error) {
@@ -43,7 +43,10 @@ func TestEncodeMemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := json.Marshal(s.v)
+		want, err := json.Marshal(s.v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
 			t.Errorf("step %d: encode(%q, %+v): -want, +got:\n%s", i, s.key, s.v, diff)
 		}

@@ -27,13 +27,6 @@ func Same(a, b any) bool {
 	return va.Type() == vb.Type() && same(va, vb)
 }
 
-// Map types composed objects hold most, compared without reflection.
-var (
-	stringMapType = reflect.TypeFor[map[string]string]()
-	bytesMapType  = reflect.TypeFor[map[string][]byte]()
-	anyMapType    = reflect.TypeFor[map[string]any]()
-)
-
 // same is Same for two values of the same type.
 //
 //nolint:gocyclo,cyclop // One case per kind of value.
@@ -122,13 +115,16 @@ func sameMap(a, b reflect.Value) bool {
 		return true
 	}
 	if a.CanInterface() {
-		switch a.Type() {
-		case stringMapType:
-			return sameStringMaps(a.Interface().(map[string]string), b.Interface().(map[string]string))
-		case bytesMapType:
-			return sameBytesMaps(a.Interface().(map[string][]byte), b.Interface().(map[string][]byte))
-		case anyMapType:
-			return sameAnyMaps(a.Interface().(map[string]any), b.Interface().(map[string]any))
+		switch x := a.Interface().(type) {
+		case map[string]string:
+			y, ok := reflect.TypeAssert[map[string]string](b)
+			return ok && sameStringMaps(x, y)
+		case map[string][]byte:
+			y, ok := reflect.TypeAssert[map[string][]byte](b)
+			return ok && sameBytesMaps(x, y)
+		case map[string]any:
+			y, ok := reflect.TypeAssert[map[string]any](b)
+			return ok && sameAnyMaps(x, y)
 		}
 	}
 	it := a.MapRange()
