@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
@@ -117,15 +119,15 @@ func BenchmarkRunFunctionFresh(b *testing.B) {
 	c := newCodecCase(b, exampleRequest(b, productionExample))
 	b.ReportAllocs()
 	for b.Loop() {
-		forgetAll()
+		forgetAll(c.fn)
 		c.run(b)
 	}
 	reportHeapGoal(b)
 }
 
 // forgetAll empties every memo but the TLS ones.
-func forgetAll() {
-	composedStructs.reset()
+func forgetAll(fn *Function) {
+	fn.structs.reset()
 	specs.reset()
 	armada.ForgetEncodings()
 }
@@ -224,4 +226,49 @@ func floorRatio(t *testing.T, c *codecCase) float64 {
 	t.Logf("RunFunction / codec floor (CPU time) on %s: median %.2f over %d rounds (min %.2f, max %.2f)",
 		productionExample, median, rounds, ratios[0], ratios[len(ratios)-1])
 	return median
+}
+
+// memoXRs is how many Armadas BenchmarkMemoFootprint composes.
+const memoXRs = 40
+
+// BenchmarkMemoFootprint reports the memory the memos keep for each
+// production-sized Armada the function serves (memo-kB/XR): the growth of
+// the live heap, after a collection, from composing memoXRs Armadas, each
+// the production example under its own name and UID, once each, with
+// every memo empty before (TLS's included: each Armada's certificates are
+// issued and kept).
+func BenchmarkMemoFootprint(b *testing.B) {
+	fn := newFunction(b)
+	req := exampleRequest(b, productionExample)
+	reqs := make([]*fnv1.RunFunctionRequest, memoXRs)
+	for i := range reqs {
+		r := proto.CloneOf(req)
+		meta := r.GetObserved().GetComposite().GetResource().GetFields()["metadata"].GetStructValue().GetFields()
+		name := fmt.Sprintf("armada-%d", i)
+		meta["name"] = structpb.NewStringValue(name)
+		meta["uid"] = structpb.NewStringValue(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+		if labels := meta["labels"].GetStructValue(); labels != nil {
+			labels.Fields["crossplane.io/claim-name"] = structpb.NewStringValue(name)
+		}
+		reqs[i] = r
+	}
+	liveHeap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var perXR float64
+	for b.Loop() {
+		forgetAll(fn)
+		before := liveHeap()
+		for _, r := range reqs {
+			rsp, err := fn.RunFunction(context.Background(), r)
+			if err != nil || len(rsp.GetResults()) > 0 {
+				b.Fatalf("RunFunction(...): %v %v", err, rsp.GetResults())
+			}
+		}
+		perXR = float64(liveHeap()-before) / memoXRs / 1024
+	}
+	b.ReportMetric(perXR, "memo-kB/XR")
 }

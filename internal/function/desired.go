@@ -21,8 +21,9 @@ import (
 // gains is carried without code here. The result is what converting
 // through JSON and unstructured maps gives. An object that renders as it
 // did for the same XR before reuses the Struct it converted to then (see
-// structMemo); xr identifies the XR (xrIdentity).
-func setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects []armada.Object, xrStatus any, ready bool) error {
+// structMemo; a Function without one converts every object); xr
+// identifies the XR (xrIdentity).
+func (f *Function) setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects []armada.Object, xrStatus any, ready bool) error {
 	if rsp.GetDesired() == nil {
 		rsp.Desired = &fnv1.State{}
 	}
@@ -31,13 +32,13 @@ func setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects []armada.Objec
 	}
 	var dec structDecoder
 	for _, o := range objects {
-		s := composedStructs.get(xr, o.Key, o.Object)
+		s := f.structs.get(xr, o.Key, o.Object)
 		if s == nil {
 			var err error
 			if s, err = dec.typedToStruct(o.Object, true); err != nil {
 				return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
 			}
-			composedStructs.put(xr, o.Key, o.Object, s)
+			f.structs.put(xr, o.Key, o.Object, s)
 		}
 		r := &fnv1.Resource{Resource: s, Ready: fnv1.Ready_READY_FALSE}
 		if o.Ready {

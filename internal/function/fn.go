@@ -36,6 +36,8 @@ type Function struct {
 
 	log logging.Logger
 	key []byte
+	// structs remembers composed objects' conversions between calls.
+	structs *structMemo
 }
 
 // Option configures a Function.
@@ -45,9 +47,14 @@ type Option func(*Function)
 // Without it each process uses a random key.
 func WithPasswordKey(key []byte) Option { return func(f *Function) { f.key = key } }
 
+// WithMemoObjects sets how many composed objects the function remembers
+// the conversion of between calls (DefaultMemoObjects without it); 0
+// remembers none, and every call converts every object.
+func WithMemoObjects(n int) Option { return func(f *Function) { f.structs = &structMemo{limit: n} } }
+
 // New returns a Function.
 func New(log logging.Logger, opts ...Option) (*Function, error) {
-	f := &Function{log: log}
+	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}}
 	for _, o := range opts {
 		o(f)
 	}
@@ -113,7 +120,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
 		return
 	}
-	if err := setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, out.Ready); err != nil {
+	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/exact"
 )
 
-// structMemoSize bounds structMemo, in composed objects: about 60
-// production-sized Armadas' worth (a few MB); beyond it, an arbitrary
-// entry is evicted and merely converted again when needed.
-const structMemoSize = 4096
-
-// composedStructs remembers the Struct each composed object last converted to.
-var composedStructs = &structMemo{}
+// DefaultMemoObjects is how many composed objects a Function remembers
+// the conversion of unless WithMemoObjects says otherwise: about 28
+// production-sized Armadas' worth, some 16 MB (a production-sized Armada
+// composes 73 objects, and the memo keeps about 7.6 kB for each:
+// BenchmarkMemoFootprint). Beyond it, an arbitrary entry is evicted and
+// merely converted again when needed.
+const DefaultMemoObjects = 2048
 
 // A structMemo remembers, for each XR and composed resource name, the
 // object rendered last time and the Struct it converted to. Crossplane
@@ -31,6 +31,9 @@ var composedStructs = &structMemo{}
 // never changed in place (responses are only encoded), so a response is
 // byte for byte what it would be without the memo.
 type structMemo struct {
+	// limit is how many objects it keeps at most; none if not positive.
+	limit int
+
 	mu sync.Mutex
 	// m holds the entries by XR, then by composed resource name.
 	m map[string]map[string]memoEntry
@@ -53,6 +56,9 @@ func xrIdentity(xr *resource.Composite) string {
 // get returns the Struct kept for the XR's composed resource if o is the
 // same as the object it was converted from, or nil.
 func (c *structMemo) get(xr, name string, o client.Object) *structpb.Struct {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	e, ok := c.m[xr][name]
 	c.mu.Unlock()
@@ -64,8 +70,11 @@ func (c *structMemo) get(xr, name string, o client.Object) *structpb.Struct {
 
 // put keeps s, which o converted to, for the XR's composed resource; the
 // caller must not change s. The memo keeps a copy of o, and nothing if the
-// copy is not the same as o.
+// copy is not the same as o. A nil memo keeps nothing.
 func (c *structMemo) put(xr, name string, o client.Object, s *structpb.Struct) {
+	if c == nil || c.limit <= 0 {
+		return
+	}
 	cp, ok := o.DeepCopyObject().(client.Object)
 	if !ok || !exact.Same(cp, o) {
 		return
@@ -77,7 +86,7 @@ func (c *structMemo) put(xr, name string, o client.Object, s *structpb.Struct) {
 	}
 	byName := c.m[xr]
 	if _, ok := byName[name]; !ok {
-		if c.n >= structMemoSize {
+		if c.n >= c.limit {
 			c.evictOne()
 		}
 		c.n++

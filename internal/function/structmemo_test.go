@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
@@ -24,8 +25,7 @@ import (
 // the one that changed, and composes exactly what converting everything
 // again composes.
 func TestSetDesiredReusesStructs(t *testing.T) {
-	composedStructs.reset()
-	t.Cleanup(composedStructs.reset)
+	f := &Function{structs: &structMemo{limit: DefaultMemoObjects}}
 	req := exampleRequest(t, productionExample)
 	render := func() *armada.Output {
 		t.Helper()
@@ -46,7 +46,7 @@ func TestSetDesiredReusesStructs(t *testing.T) {
 	compose := func(xr string, out *armada.Output) *fnv1.RunFunctionResponse {
 		t.Helper()
 		rsp := response.To(req, response.DefaultTTL)
-		if err := setDesired(rsp, xr, out.Objects, out.Status, out.Ready); err != nil {
+		if err := f.setDesired(rsp, xr, out.Objects, out.Status, out.Ready); err != nil {
 			t.Fatal(err)
 		}
 		return rsp
@@ -57,7 +57,7 @@ func TestSetDesiredReusesStructs(t *testing.T) {
 	changed := second.Objects[len(second.Objects)/2]
 	changed.Object.SetLabels(map[string]string{"changed": "yes"})
 	got := compose("xr", second)
-	composedStructs.reset()
+	f.structs.reset()
 	want := compose("xr", second)
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("setDesired(...) again: -converted afresh, +with earlier Structs:\n%s", diff)
@@ -87,13 +87,14 @@ func TestSetDesiredReusesStructs(t *testing.T) {
 	}
 }
 
-// TestStructMemoBounded checks the memo keeps at most structMemoSize
+// TestStructMemoBounded checks the memo keeps at most its limit of
 // Structs, and keeps the one put last.
 func TestStructMemoBounded(t *testing.T) {
-	m := &structMemo{}
+	const limit = 100
+	m := &structMemo{limit: limit}
 	s := &structpb.Struct{}
 	o := &corev1.ConfigMap{}
-	for i := range structMemoSize + 10 {
+	for i := range limit + 10 {
 		m.put(fmt.Sprintf("xr-%d", i%7), fmt.Sprintf("o-%d", i), o, s)
 		m.put(fmt.Sprintf("xr-%d", i%7), fmt.Sprintf("o-%d", i), o, s) // Again: counted once.
 	}
@@ -101,12 +102,64 @@ func TestStructMemoBounded(t *testing.T) {
 	for _, byName := range m.m {
 		n += len(byName)
 	}
-	if n != structMemoSize || m.n != structMemoSize {
-		t.Errorf("memo holds %d Structs (counted %d), want %d", n, m.n, structMemoSize)
+	if n != limit || m.n != limit {
+		t.Errorf("memo holds %d Structs (counted %d), want %d", n, m.n, limit)
 	}
-	last := structMemoSize + 9
+	last := limit + 9
 	if m.get(fmt.Sprintf("xr-%d", last%7), fmt.Sprintf("o-%d", last), o) != s {
 		t.Errorf("the Struct put last is gone")
+	}
+}
+
+// TestMemoObjects checks that a function converts each object once while
+// its memo has room, and every time with WithMemoObjects(0).
+func TestMemoObjects(t *testing.T) {
+	req := exampleRequest(t, productionExample)
+	cases := map[string]struct {
+		reason string
+		opts   []Option
+		reuse  bool
+	}{
+		"Default": {
+			reason: "By default the second call reuses every Struct of the first.",
+			reuse:  true,
+		},
+		"None": {
+			reason: "WithMemoObjects(0) converts every object on every call.",
+			opts:   []Option{WithMemoObjects(0)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, err := New(logging.NewNopLogger(), append([]Option{WithPasswordKey([]byte("test"))}, tc.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := f.RunFunction(context.Background(), proto.CloneOf(req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := f.RunFunction(context.Background(), proto.CloneOf(req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(first, second, protocmp.Transform()); diff != "" {
+				t.Fatalf("%s\nRunFunction(...) again: -first, +second:\n%s", tc.reason, diff)
+			}
+			reused := 0
+			for name, r := range second.GetDesired().GetResources() {
+				if r.GetResource() == first.GetDesired().GetResources()[name].GetResource() {
+					reused++
+				}
+			}
+			want := 0
+			if tc.reuse {
+				want = len(second.GetDesired().GetResources())
+			}
+			if reused != want {
+				t.Errorf("%s\nsecond call reused %d of %d Structs, want %d", tc.reason, reused, len(second.GetDesired().GetResources()), want)
+			}
+		})
 	}
 }
 
@@ -114,7 +167,7 @@ func TestStructMemoBounded(t *testing.T) {
 // Struct was kept does not make the memo take the changed object for the
 // one converted.
 func TestStructMemoKeepsItsOwnCopy(t *testing.T) {
-	m := &structMemo{}
+	m := &structMemo{limit: 1}
 	s := &structpb.Struct{}
 	o := &corev1.ConfigMap{Data: map[string]string{"a": "1"}}
 	m.put("xr", "cm", o, s)
@@ -135,8 +188,6 @@ func TestStructMemoKeepsItsOwnCopy(t *testing.T) {
 // reuse its Structs, and checks each is what one call alone gives (run
 // with -race, which make test does, it also checks for data races).
 func TestRunFunctionConcurrent(t *testing.T) {
-	composedStructs.reset()
-	t.Cleanup(composedStructs.reset)
 	req := exampleRequest(t, productionExample)
 	fn := newFunction(t)
 	want, err := fn.RunFunction(context.Background(), proto.CloneOf(req))
