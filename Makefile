@@ -73,11 +73,12 @@ unit: ## Run only the tests that need no tool binary and start no server (no etc
 # median of the rounds' ratios.
 BENCH_COUNT ?= 5
 .PHONY: bench
-bench: ## Benchmark RunFunction against its codec floor (ratio printed) and its scaling with local and remote executors and queues.
+bench: ## Benchmark RunFunction against its codec floor (ratio printed), its scaling with local and remote executors and queues, and the memos' memory per Armada.
 	{ for i in $$(seq $(BENCH_COUNT)); do \
 		go test -run '^$$' -bench 'BenchmarkRunFunction(Converged|Fresh)?$$|BenchmarkCodecFloor' -benchmem -count 1 ./internal/function/ || exit 1; \
 	done; \
-	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; } | go run ./internal/cmd/benchratio
+	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; \
+	go test -run '^$$' -bench 'BenchmarkMemoFootprint' -benchtime 3x -benchmem -count 1 ./internal/function/; } | go run ./internal/cmd/benchratio
 
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
