@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,13 +165,21 @@ func BenchmarkCodecFloorConverged(b *testing.B) {
 	}
 }
 
-// maxFloorRatio is how many times its codec floor RunFunction may cost
-// before TestRunFunctionNearCodecFloor fails. The benchmarks show the
-// ratio itself (about 2); this is a loose guard against regressions.
-const maxFloorRatio = 3
+// maxFloorRatio is how many times its codec floor a repeated RunFunction
+// may cost before TestRunFunctionNearCodecFloor fails, and
+// maxFreshFloorRatio a first one, with every memo empty. The benchmarks
+// show the ratios themselves (about 1.6 and 2.3); these are loose guards
+// against regressions. A first call with the configs written by
+// sigs.k8s.io/yaml again measured 3.7 while the repeated call, whose
+// configs the memo holds, stayed at 1.5: only the Fresh guard sees it.
+const (
+	maxFloorRatio      = 3
+	maxFreshFloorRatio = 3.25
+)
 
 // TestRunFunctionNearCodecFloor fails if RunFunction on the production
-// example costs more than maxFloorRatio times its codec floor. It measures
+// example costs more than maxFloorRatio times its codec floor when it
+// repeats a call, or maxFreshFloorRatio on a first call. It measures
 // both in short interleaved rounds on the same machine and takes the median
 // of the rounds' ratios. Cost is the CPU time of the thread that runs them
 // (with the garbage collection work it is charged, not the collector's
@@ -178,15 +187,38 @@ const maxFloorRatio = 3
 // multi-core machine): other work on a shared machine disturbs it far less
 // than elapsed time, and a noisy round does not decide the result.
 func TestRunFunctionNearCodecFloor(t *testing.T) {
-	ratio := floorRatio(t, newCodecCase(t, exampleRequest(t, productionExample)))
-	if ratio > maxFloorRatio {
-		t.Errorf("RunFunction costs %.2f times its codec floor, want at most %d: profile BenchmarkRunFunction", ratio, maxFloorRatio)
+	c := newCodecCase(t, exampleRequest(t, productionExample))
+	cases := map[string]struct {
+		reason string
+		run    func(testing.TB)
+		max    float64
+	}{
+		"Repeated": {
+			reason: "A call that renders what the XR rendered before reuses the memos' work.",
+			run:    c.run,
+			max:    maxFloorRatio,
+		},
+		"Fresh": {
+			reason: "A first call, with every memo empty, converts and encodes everything; the memos must not hide a regression there.",
+			run: func(tb testing.TB) {
+				forgetAll(c.fn)
+				c.run(tb)
+			},
+			max: maxFreshFloorRatio,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if ratio := floorRatio(t, c, tc.run); ratio > tc.max {
+				t.Errorf("%s\nRunFunction costs %.2f times its codec floor, want at most %.2f: profile BenchmarkRunFunction%s", tc.reason, ratio, tc.max, strings.TrimPrefix(name, "Repeated"))
+			}
+		})
 	}
 }
 
 // floorRatio is the median over interleaved rounds of RunFunction's CPU
 // time per call divided by the codec floor's.
-func floorRatio(t *testing.T, c *codecCase) float64 {
+func floorRatio(t *testing.T, c *codecCase, run func(testing.TB)) float64 {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -210,16 +242,16 @@ func floorRatio(t *testing.T, c *codecCase) float64 {
 			n *= 2
 		}
 	}
-	runN, floorN := iters(c.run), iters(c.floor)
+	runN, floorN := iters(run), iters(c.floor)
 	ratios := make([]float64, 0, rounds)
 	for i := range rounds {
-		var run, floor time.Duration
+		var runT, floor time.Duration
 		if i%2 == 0 {
-			run, floor = cost(c.run, runN), cost(c.floor, floorN)
+			runT, floor = cost(run, runN), cost(c.floor, floorN)
 		} else {
-			floor, run = cost(c.floor, floorN), cost(c.run, runN)
+			floor, runT = cost(c.floor, floorN), cost(run, runN)
 		}
-		ratios = append(ratios, float64(run)/float64(max(floor, 1)))
+		ratios = append(ratios, float64(runT)/float64(max(floor, 1)))
 	}
 	slices.Sort(ratios)
 	median := ratios[len(ratios)/2]
