@@ -201,6 +201,7 @@ func TestRunFunctionNearCodecFloor(t *testing.T) {
 		"Fresh": {
 			reason: "A first call, with every memo empty, converts and encodes everything; the memos must not hide a regression there.",
 			run: func(tb testing.TB) {
+				tb.Helper()
 				forgetAll(c.fn)
 				c.run(tb)
 			},
