@@ -9,9 +9,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -20,11 +23,28 @@ import (
 // installHint tells a developer how to get the service binaries.
 const installHint = "install them with `apt-get install -y postgresql redis-server` (`make test` and .ci/run install them)"
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It
-// listens on port 0, reads the port the kernel chose and closes the listener,
-// so another process could in principle take the port before the caller does.
+// FreePort returns a TCP port that was free a moment ago on every
+// interface (components bind ":port"), chosen at random below the kernel's
+// ephemeral range (ip_local_port_range). A port the kernel hands out for
+// port 0 comes from that range, as does every outgoing connection's local
+// port: tests running beside each other, e2e's many connections, could
+// take it between this check and the caller's bind (seen once, a
+// scheduler's "address already in use"). Below the range only another
+// listener can take it, and a random choice among thousands makes that
+// unlikely. If no port there is free, it falls back to one the kernel
+// chooses.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
+	lo, hi := freePortRange()
+	for range 200 {
+		p := lo + mrand.IntN(hi-lo) //nolint:gosec // Port choice, not security.
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", ":"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return p
+	}
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("cannot find a free loopback port: %v", err)
@@ -35,6 +55,21 @@ func FreePort(tb testing.TB) int {
 		tb.Fatalf("unexpected listener address %v", l.Addr())
 	}
 	return addr.Port
+}
+
+// freePortRange is where FreePort looks: from 20000 to the first port of
+// the kernel's ephemeral range (32768 unless ip_local_port_range says
+// otherwise).
+func freePortRange() (lo, hi int) {
+	lo, hi = 20000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
+				hi = n
+			}
+		}
+	}
+	return lo, hi
 }
 
 // RandomPassword returns a random password of 32 hex characters.

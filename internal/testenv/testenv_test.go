@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"context"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,5 +124,23 @@ func TestRedis(t *testing.T) {
 				t.Errorf("%s\nDo(...): want error containing %q, got %q", tc.reason, tc.wantErr, gotErr)
 			}
 		})
+	}
+}
+
+// TestFreePort checks that FreePort's ports lie below the kernel's
+// ephemeral range, where outgoing connections never take them, and can be
+// bound.
+func TestFreePort(t *testing.T) {
+	lo, hi := freePortRange()
+	for range 20 {
+		p := FreePort(t)
+		if p < lo || p >= hi {
+			t.Errorf("FreePort(...) = %d, want a port in [%d, %d)", p, lo, hi)
+		}
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("cannot listen on FreePort's %d: %v", p, err)
+		}
+		_ = l.Close()
 	}
 }
