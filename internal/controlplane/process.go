@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -181,9 +183,14 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
-// moment ago. All listeners are held until every port is chosen so the
-// ports differ; another process could still take one before it is used.
+// freePorts returns n distinct TCP ports that were free a moment ago on
+// every interface, chosen at random below the kernel's ephemeral range
+// (FreePortRange): a port the kernel hands out for port 0 comes from that
+// range, as does every outgoing connection's local port, so a test running
+// beside this one could take it before the component binds it (seen: a
+// provider-kubernetes webhook port "already in use"). All listeners are
+// held until every port is chosen so the ports differ. If no port there is
+// free, it falls back to ones the kernel chooses.
 func freePorts(ctx context.Context, n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	ls := make([]net.Listener, 0, n)
@@ -192,10 +199,21 @@ func freePorts(ctx context.Context, n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
+	lo, hi := FreePortRange()
 	for range n {
-		l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Wrap(err, "cannot find a free loopback port")
+		var l net.Listener
+		for range 200 {
+			p := lo + mrand.IntN(hi-lo) //nolint:gosec // Port choice, not security.
+			if c, err := (&net.ListenConfig{}).Listen(ctx, "tcp", ":"+strconv.Itoa(p)); err == nil {
+				l = c
+				break
+			}
+		}
+		if l == nil {
+			var err error
+			if l, err = (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0"); err != nil {
+				return nil, errors.Wrap(err, "cannot find a free loopback port")
+			}
 		}
 		ls = append(ls, l)
 		addr, ok := l.Addr().(*net.TCPAddr)
@@ -205,4 +223,20 @@ func freePorts(ctx context.Context, n int) ([]int, error) {
 		ports = append(ports, addr.Port)
 	}
 	return ports, nil
+}
+
+// FreePortRange is where free ports are looked for: from 20000 to the
+// first port of the kernel's ephemeral range (32768 unless
+// ip_local_port_range says otherwise), where no outgoing connection's
+// local port lands.
+func FreePortRange() (lo, hi int) {
+	lo, hi = 20000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
+				hi = n
+			}
+		}
+	}
+	return lo, hi
 }

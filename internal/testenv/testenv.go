@@ -14,10 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 )
 
 // installHint tells a developer how to get the service binaries.
@@ -57,20 +58,9 @@ func FreePort(tb testing.TB) int {
 	return addr.Port
 }
 
-// freePortRange is where FreePort looks: from 20000 to the first port of
-// the kernel's ephemeral range (32768 unless ip_local_port_range says
-// otherwise).
-func freePortRange() (lo, hi int) {
-	lo, hi = 20000, 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
-				hi = n
-			}
-		}
-	}
-	return lo, hi
-}
+// freePortRange is where FreePort looks: below the kernel's ephemeral
+// range, as the local control plane does.
+func freePortRange() (lo, hi int) { return controlplane.FreePortRange() }
 
 // RandomPassword returns a random password of 32 hex characters.
 func RandomPassword(tb testing.TB) string {
