@@ -316,6 +316,15 @@ func (c *ControlPlane) Stop() error {
 	return c.stop(c.opts.Logf)
 }
 
+// Keep makes Stop leave the data directory, logs and all, in place, as
+// KeepData would have: test suites call it when a test failed, so the
+// failure can be read after the run (the path is DataDir).
+func (c *ControlPlane) Keep() {
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	c.removeDir = false
+}
+
 func (c *ControlPlane) stop(logf func(string, ...any)) error {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
@@ -390,12 +399,13 @@ func (c *ControlPlane) LogTail(name string, n int) string {
 	return p.tail(n)
 }
 
-// LogTails returns about the last n lines of every process's log, for
-// failure messages.
+// LogTails returns, for failure messages, each process's state (running,
+// stopped by a signal, exited) and about the last n lines of its log.
 func (c *ControlPlane) LogTails(n int) string {
 	var b strings.Builder
 	for _, name := range c.order {
-		fmt.Fprintf(&b, "--- %s (%s)\n%s\n", name, c.procs[name].logPath, c.procs[name].tail(n))
+		p := c.procs[name]
+		fmt.Fprintf(&b, "--- %s (%s): %s\n%s\n", name, p.logPath, p.state(), p.tail(n))
 	}
 	return b.String()
 }

@@ -37,7 +37,8 @@ func StartForTest(t testing.TB, o Options) *ControlPlane {
 	t.Cleanup(func() {
 		unwatch()
 		if t.Failed() {
-			t.Logf("control plane logs (in %s):\n%s", c.dir, c.LogTails(30))
+			c.Keep()
+			t.Logf("control plane logs (all kept in %s):\n%s", c.dir, c.LogTails(30))
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("cannot stop control plane: %v", err)

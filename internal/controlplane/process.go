@@ -120,6 +120,26 @@ func (p *process) stop() error {
 	}
 }
 
+// state describes the process for failure messages: whether it runs, and
+// if so its pid and the kernel's state letter for it (R running, S
+// sleeping, T stopped, Z zombie: /proc/<pid>/stat), or how it ended.
+func (p *process) state() string {
+	if err := p.exited(); err != nil {
+		return err.Error()
+	}
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Sprintf("running as pid %d (cannot read its state: %v)", pid, err)
+	}
+	// pid (comm) state ...: comm may hold spaces, so read after the last ')'.
+	_, rest, _ := bytes.Cut(b[bytes.LastIndexByte(b, ')')+1:], []byte(" "))
+	st, _, _ := bytes.Cut(rest, []byte(" "))
+	return fmt.Sprintf("running as pid %d, state %s", pid, st)
+}
+
 // groups returns the ids of every process group this process has led.
 func (p *process) groups() []int {
 	p.mu.Lock()

@@ -100,3 +100,42 @@ func TestFreePortsDistinct(t *testing.T) {
 		seen[p] = true
 	}
 }
+
+// TestProcessState checks failure messages tell a running process from a
+// stopped (SIGSTOP) or exited one.
+func TestProcessState(t *testing.T) {
+	dir := t.TempDir()
+	p := &process{name: "sleep", path: "/bin/sleep", args: []string{"300"}, logPath: filepath.Join(dir, "sleep.log")}
+	if got := p.state(); !strings.Contains(got, "never started") {
+		t.Errorf("before start: %q, want never started", got)
+	}
+	if err := p.start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { _ = p.stop() })
+	waitState := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		got := p.state()
+		for !strings.Contains(got, want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("state %q, want it to contain %q", got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+			got = p.state()
+		}
+	}
+	waitState("state S")
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitState("state T")
+	if err := p.signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitState("state S")
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitState("sleep exited: signal: killed")
+}

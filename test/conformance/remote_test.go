@@ -75,7 +75,8 @@ func startWorkerClusters(t *testing.T, clusters []string) *workerClusters {
 				continue
 			}
 			if t.Failed() {
-				t.Logf("worker cluster %s logs:\n%s", c, cp.LogTails(15))
+				cp.Keep()
+				t.Logf("worker cluster %s logs (all kept in %s):\n%s", c, cp.DataDir(), cp.LogTails(15))
 			}
 			if err := cp.Stop(); err != nil {
 				t.Errorf("cannot stop worker cluster %s: %v", c, err)

@@ -50,6 +50,11 @@ func TestMain(m *testing.M) {
 	}
 	logf("up in %s", time.Since(start).Round(time.Millisecond))
 	code := m.Run()
+	if code != 0 {
+		// Keep every log of a failed run for reading afterwards.
+		cp.Keep()
+		logf("a test failed: logs and state kept in %s", cp.DataDir())
+	}
 	if err := cp.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "cannot stop the control plane:", err)
 		code = 1

@@ -188,7 +188,8 @@ func startWorkers(t *testing.T, names ...string) []*worker {
 		if w.cp != nil {
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("worker %s logs:\n%s", w.name, w.cp.LogTails(20))
+					w.cp.Keep()
+					t.Logf("worker %s logs (all kept in %s):\n%s", w.name, w.cp.DataDir(), w.cp.LogTails(20))
 				}
 				if err := w.cp.Stop(); err != nil {
 					t.Errorf("cannot stop worker %s: %v", w.name, err)
