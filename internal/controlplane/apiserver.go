@@ -93,7 +93,9 @@ func (c *ControlPlane) apiServerArgs() []string {
 		"--cert-dir=" + filepath.Join(c.dir, "kube-apiserver"),
 		"--tls-cert-file=" + filepath.Join(c.tlsDirs.apiServer, fileTLSCert),
 		"--tls-private-key-file=" + filepath.Join(c.tlsDirs.apiServer, fileTLSKey),
-		"--service-cluster-ip-range=10.0.0.0/24",
+		// Room for some 65,000 Services: TestManyTeams alone composes
+		// about 180 at once beside other tests' (a /24 holds 254).
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--allow-privileged=true",
 		"--service-account-issuer=" + url,
 		"--service-account-key-file=" + c.saPub,

@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/freeport"
 )
 
 // Names of the processes a ControlPlane runs. They name the log files in the
@@ -203,60 +202,11 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
-// freePorts returns n distinct TCP ports that were free a moment ago on
-// every interface, chosen at random below the kernel's ephemeral range
-// (FreePortRange): a port the kernel hands out for port 0 comes from that
-// range, as does every outgoing connection's local port, so a test running
-// beside this one could take it before the component binds it (seen: a
-// provider-kubernetes webhook port "already in use"). All listeners are
-// held until every port is chosen so the ports differ. If no port there is
-// free, it falls back to ones the kernel chooses.
+// freePorts returns n distinct TCP ports for the components, reserved for
+// this process: see package freeport (a port the kernel hands out for port 0
+// can be taken by a test running beside this one before the component
+// binds it; seen: a provider-kubernetes webhook port "already in use").
 func freePorts(ctx context.Context, n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	lo, hi := FreePortRange()
-	for range n {
-		var l net.Listener
-		for range 200 {
-			p := lo + mrand.IntN(hi-lo) //nolint:gosec // Port choice, not security.
-			if c, err := (&net.ListenConfig{}).Listen(ctx, "tcp", ":"+strconv.Itoa(p)); err == nil {
-				l = c
-				break
-			}
-		}
-		if l == nil {
-			var err error
-			if l, err = (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0"); err != nil {
-				return nil, errors.Wrap(err, "cannot find a free loopback port")
-			}
-		}
-		ls = append(ls, l)
-		addr, ok := l.Addr().(*net.TCPAddr)
-		if !ok {
-			return nil, errors.Errorf("cannot find a free loopback port: unexpected address %v", l.Addr())
-		}
-		ports = append(ports, addr.Port)
-	}
-	return ports, nil
-}
-
-// FreePortRange is where free ports are looked for: from 20000 to the
-// first port of the kernel's ephemeral range (32768 unless
-// ip_local_port_range says otherwise), where no outgoing connection's
-// local port lands.
-func FreePortRange() (lo, hi int) {
-	lo, hi = 20000, 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
-				hi = n
-			}
-		}
-	}
-	return lo, hi
+	p, err := freeport.Reserve(ctx, n)
+	return p, errors.Wrap(err, "cannot reserve ports")
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/armadaproject/armada-crossplane/internal/freeport"
 )
 
 func TestPostgres(t *testing.T) {
@@ -128,12 +130,17 @@ func TestRedis(t *testing.T) {
 }
 
 // TestFreePort checks that FreePort's ports lie below the kernel's
-// ephemeral range, where outgoing connections never take them, and can be
-// bound.
+// ephemeral range, where outgoing connections never take them, differ, and
+// can be bound.
 func TestFreePort(t *testing.T) {
-	lo, hi := freePortRange()
+	lo, hi := freeport.Range()
+	seen := map[int]bool{}
 	for range 20 {
 		p := FreePort(t)
+		if seen[p] {
+			t.Errorf("FreePort(...) = %d twice", p)
+		}
+		seen[p] = true
 		if p < lo || p >= hi {
 			t.Errorf("FreePort(...) = %d, want a port in [%d, %d)", p, lo, hi)
 		}
