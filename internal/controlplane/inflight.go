@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,6 +23,25 @@ func (c *ControlPlane) PauseFunction() error {
 // ResumeFunction continues function-armada after PauseFunction.
 func (c *ControlPlane) ResumeFunction() error {
 	return c.procs[ProcFunction].signal(syscall.SIGCONT)
+}
+
+// Restore undoes what fault injection may have left behind when a test
+// failed half-way: it resumes a paused function-armada and starts
+// function-armada and Crossplane core again if they are not running, so
+// the tests after it find a working control plane.
+func (c *ControlPlane) Restore(ctx context.Context) error {
+	fn := c.procs[ProcFunction]
+	if fn.exited() == nil {
+		if err := fn.signal(syscall.SIGCONT); err != nil {
+			return err
+		}
+	} else if err := c.StartFunction(ctx); err != nil {
+		return err
+	}
+	if c.procs[ProcCrossplane].exited() != nil {
+		return c.StartCrossplane(ctx)
+	}
+	return nil
 }
 
 // FunctionUnread returns how many bytes Crossplane has sent on its

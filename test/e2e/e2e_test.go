@@ -451,6 +451,13 @@ func TestFaults(t *testing.T) {
 	ns := "e2e-faults"
 	claim := applyExample(t, "minimal", ns)
 	ctx := context.Background()
+	// A failure half-way must not leave the function paused or stopped,
+	// nor Crossplane stopped, for every later test.
+	t.Cleanup(func() {
+		if err := cp.Restore(ctx); err != nil {
+			t.Errorf("cannot restore the control plane after fault injection: %v", err)
+		}
+	})
 	// The passwords the first process generated: each process derives new
 	// ones from its own random key, so they survive a restart only if the
 	// function reuses what it observes.
