@@ -471,26 +471,40 @@ func TestFaults(t *testing.T) {
 	markHealthy(t, mid)
 
 	// inFlight pauses the function, changes the claim and waits until
-	// Crossplane's call for it is sent and unread.
+	// Crossplane's call for it is sent and unread. A call the function had
+	// already read when paused holds the XR's reconcile until Crossplane
+	// gives up on it, so if no call arrives soon it resumes the function
+	// and tries again.
 	replicas := int64(1)
 	inFlight := func(what string) {
 		t.Helper()
-		if err := cp.PauseFunction(); err != nil {
-			t.Fatal(err)
+		const attempts, patience = 3, 30 * time.Second
+		for attempt := 1; ; attempt++ {
+			if err := cp.PauseFunction(); err != nil {
+				t.Fatal(err)
+			}
+			replicas++
+			if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(c.Object, replicas, "spec", "components", "lookout", "replicas")
+			}); err != nil {
+				t.Fatal(err)
+			}
+			unread, err := 0, error(nil)
+			for start := time.Now(); time.Since(start) < patience; time.Sleep(250 * time.Millisecond) {
+				if unread, err = cp.FunctionUnread(); err == nil && unread > 0 {
+					t.Logf("killing %s with Crossplane's call (%d bytes) unread by the paused function", what, unread)
+					return
+				}
+			}
+			if attempt == attempts {
+				t.Fatalf("no call in flight %s after pausing the function, %d times (last: %d unread bytes, %v)\n%s",
+					patience, attempts, unread, err, cp.LogTails(30))
+			}
+			t.Logf("no call in flight %s after pausing the function; resuming it and trying again", patience)
+			if err := cp.ResumeFunction(); err != nil {
+				t.Fatal(err)
+			}
 		}
-		replicas++
-		if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(c.Object, replicas, "spec", "components", "lookout", "replicas")
-		}); err != nil {
-			t.Fatal(err)
-		}
-		unread := 0
-		waitFor(t, "a reconcile in flight before killing "+what, func() (bool, string) {
-			n, err := cp.FunctionUnread()
-			unread = n
-			return err == nil && n > 0, fmt.Sprintf("%d unread bytes (%v)", n, err)
-		})
-		t.Logf("killing %s with Crossplane's call (%d bytes) unread by the paused function", what, unread)
 	}
 
 	inFlight("function-armada")
