@@ -126,27 +126,44 @@ func deleteClaim(t *testing.T, claim *unstructured.Unstructured) {
 }
 
 // converge marks Jobs and workloads healthy until the claim is Ready,
-// returning how many rounds and function calls it took.
+// logging how many rounds and function calls it took.
 func converge(t *testing.T, claim *unstructured.Unstructured) {
 	t.Helper()
+	convergeAll(t, claim)
+}
+
+// convergeAll is converge for several claims at once: each round marks
+// every claim's Jobs and workloads healthy, so no claim's XR waits out a
+// reconcile backoff while another converges. Each claim has the time one
+// converging alone has.
+func convergeAll(t *testing.T, claims ...*unstructured.Unstructured) {
+	t.Helper()
 	calls, start, rounds := functionCalls(t), time.Now(), 0
-	waitFor(t, "claim Ready", func() (bool, string) {
+	waitWithin(t, time.Duration(len(claims))*timeout, "claims Ready", func() (bool, string) {
 		rounds++
-		_, refs := composed(t, claim)
-		markHealthy(t, refs)
-		c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
-		s, r, m := condition(c, "Ready")
-		// Ready must describe the current spec: a claim's conditions lag
-		// its XR's by a reconcile, so also wait for the running version.
-		want, found, _ := unstructured.NestedString(c.Object, "spec", "version")
-		if !found {
-			want = armada.DefaultVersion
+		for _, claim := range claims {
+			_, refs := composed(t, claim)
+			markHealthy(t, refs)
 		}
-		running, _, _ := unstructured.NestedString(c.Object, "status", "version", "running")
-		return s == "True" && running == want, fmt.Sprintf("Ready=%s %s %s; running %q, want %q", s, r, m, running, want)
+		for _, claim := range claims {
+			c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+			s, r, m := condition(c, "Ready")
+			// Ready must describe the current spec: a claim's conditions
+			// lag its XR's by a reconcile, so also wait for the running
+			// version.
+			want, found, _ := unstructured.NestedString(c.Object, "spec", "version")
+			if !found {
+				want = armada.DefaultVersion
+			}
+			running, _, _ := unstructured.NestedString(c.Object, "status", "version", "running")
+			if s != "True" || running != want {
+				return false, fmt.Sprintf("claim %s/%s: Ready=%s %s %s; running %q, want %q", c.GetNamespace(), c.GetName(), s, r, m, running, want)
+			}
+		}
+		return true, ""
 	})
-	t.Logf("claim Ready %s after the first health report (%d rounds, %d function calls)",
-		time.Since(start).Round(time.Millisecond), rounds, functionCalls(t)-calls)
+	t.Logf("%d claim(s) Ready %s after the first health report (%d rounds, %d function calls)",
+		len(claims), time.Since(start).Round(time.Millisecond), rounds, functionCalls(t)-calls)
 }
 
 // TestExamples applies every example: each becomes Synced, every composed

@@ -42,10 +42,12 @@ func TestTeams(t *testing.T) {
 		applyExample(t, "minimal", "team-c"),
 	}
 	example, teamA, teamB, teamC := claims[0], claims[1], claims[2], claims[3]
-	owner := map[string]string{}
 	for _, c := range claims {
 		claimCondition(t, c, "Synced", "True")
-		converge(t, c)
+	}
+	convergeAll(t, claims...)
+	owner := map[string]string{}
+	for _, c := range claims {
 		claimAccepted(t, c, "True")
 		want := defaultPriorityClassNames(c.GetNamespace(), c.GetName())
 		got, _, _ := unstructured.NestedStringSlice(get(t, claimAPIVersion, "ArmadaClaim", c.GetNamespace(), c.GetName()).Object,
