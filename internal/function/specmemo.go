@@ -41,24 +41,31 @@ func (c *specMemo) put(b []byte, v any) {
 	if c.m == nil {
 		c.m = map[reflect.Type]map[string]any{}
 	}
-	if c.n >= specMemoSize {
-	evict:
-		for _, byJSON := range c.m {
-			for old := range byJSON {
-				delete(byJSON, old)
-				c.n--
-				break evict
-			}
-		}
-	}
 	typ := reflect.TypeOf(v)
+	if _, ok := c.m[typ][string(b)]; !ok {
+		if c.n >= specMemoSize {
+			c.evictOne()
+		}
+		c.n++
+	}
 	if c.m[typ] == nil {
 		c.m[typ] = map[string]any{}
 	}
-	if _, ok := c.m[typ][string(b)]; !ok {
-		c.n++
-	}
 	c.m[typ][string(b)] = v
+}
+
+// evictOne forgets an arbitrary spec.
+func (c *specMemo) evictOne() {
+	for typ, byJSON := range c.m {
+		for old := range byJSON {
+			delete(byJSON, old)
+			c.n--
+			if len(byJSON) == 0 {
+				delete(c.m, typ)
+			}
+			return
+		}
+	}
 }
 
 // reset forgets every spec.

@@ -1,6 +1,8 @@
 package function
 
 import (
+	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,7 +52,7 @@ func TestDecodeSpecMemo(t *testing.T) {
 func TestSpecMemoBounded(t *testing.T) {
 	c := &specMemo{}
 	for i := range 2 * specMemoSize {
-		c.put([]byte{byte(i), byte(i >> 8)}, &v1alpha1.ArmadaSpec{})
+		c.put([]byte(strconv.Itoa(i)), &v1alpha1.ArmadaSpec{})
 	}
 	n := 0
 	for _, byJSON := range c.m {
@@ -58,5 +60,19 @@ func TestSpecMemoBounded(t *testing.T) {
 	}
 	if n != specMemoSize || c.n != specMemoSize {
 		t.Errorf("after %d puts: %d specs kept (counted %d), want %d", 2*specMemoSize, n, c.n, specMemoSize)
+	}
+	// Putting a spec the full memo already holds evicts nothing.
+	last := []byte(strconv.Itoa(2*specMemoSize - 1))
+	before := map[string]bool{}
+	for _, byJSON := range c.m {
+		for k := range byJSON {
+			before[k] = true
+		}
+	}
+	c.put(last, &v1alpha1.ArmadaSpec{})
+	for k := range before {
+		if _, ok := c.get(reflect.TypeFor[*v1alpha1.ArmadaSpec](), []byte(k)); !ok {
+			t.Errorf("putting a kept spec again evicted another")
+		}
 	}
 }
