@@ -29,16 +29,19 @@ func (c *ControlPlane) ResumeFunction() error {
 // failed half-way: it resumes a paused function-armada and starts
 // function-armada and Crossplane core again if they are not running, so
 // the tests after it find a working control plane.
+// A control plane started without either (SkipFunction, KubernetesOnly)
+// is left as it is.
 func (c *ControlPlane) Restore(ctx context.Context) error {
-	fn := c.procs[ProcFunction]
-	if fn.exited() == nil {
-		if err := fn.signal(syscall.SIGCONT); err != nil {
+	if fn, ok := c.procs[ProcFunction]; ok {
+		if fn.exited() == nil {
+			if err := fn.signal(syscall.SIGCONT); err != nil {
+				return err
+			}
+		} else if err := c.StartFunction(ctx); err != nil {
 			return err
 		}
-	} else if err := c.StartFunction(ctx); err != nil {
-		return err
 	}
-	if c.procs[ProcCrossplane].exited() != nil {
+	if xp, ok := c.procs[ProcCrossplane]; ok && xp.exited() != nil {
 		return c.StartCrossplane(ctx)
 	}
 	return nil
