@@ -303,11 +303,14 @@ func remoteObjects(t *testing.T, claim *unstructured.Unstructured) []remote {
 }
 
 // composedSoFar returns the claim's composed resources, none before its
-// XR exists.
+// XR exists. Crossplane names the XR in the claim's spec.resourceRef
+// before it creates it, so the name alone does not say it exists (seen:
+// "XR of claim not found" moments after apply).
 func composedSoFar(t *testing.T, claim *unstructured.Unstructured) []ref {
 	t.Helper()
 	c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
-	if name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name"); name == "" {
+	name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
+	if name == "" || get(t, claimAPIVersion, "XArmada", "", name) == nil {
 		return nil
 	}
 	_, refs := composed(t, claim)
