@@ -56,15 +56,8 @@ func (c *specMemo) put(b []byte, v any) {
 
 // evictOne forgets an arbitrary spec.
 func (c *specMemo) evictOne() {
-	for typ, byJSON := range c.m {
-		for old := range byJSON {
-			delete(byJSON, old)
-			c.n--
-			if len(byJSON) == 0 {
-				delete(c.m, typ)
-			}
-			return
-		}
+	if evictOne(c.m) {
+		c.n--
 	}
 }
 

@@ -100,16 +100,25 @@ func (c *structMemo) put(xr, name string, o client.Object, s *structpb.Struct) {
 
 // evictOne forgets an arbitrary entry.
 func (c *structMemo) evictOne() {
-	for xr, byName := range c.m {
-		for name := range byName {
-			delete(byName, name)
-			c.n--
-			if len(byName) == 0 {
-				delete(c.m, xr)
-			}
-			return
-		}
+	if evictOne(c.m) {
+		c.n--
 	}
+}
+
+// evictOne deletes an arbitrary entry of a two-level map, and the inner
+// map it leaves empty, and reports whether there was one.
+func evictOne[K1, K2 comparable, V any](m map[K1]map[K2]V) bool {
+	for k1, inner := range m {
+		for k2 := range inner {
+			delete(inner, k2)
+			if len(inner) == 0 {
+				delete(m, k1)
+			}
+			return true
+		}
+		delete(m, k1) // Empty.
+	}
+	return false
 }
 
 // reset forgets every entry.
