@@ -120,19 +120,19 @@ func testStart(t *testing.T, o Options) {
 	if err := c.StopCrossplane(); err != nil {
 		t.Fatalf("cannot stop Crossplane: %v", err)
 	}
-	waitProcState(t, c, ProcFunction, "state T")
+	waitState(t, c.procs[ProcFunction], "state T")
 	if err := c.Restore(ctx); err != nil {
 		t.Fatalf("cannot restore: %v", err)
 	}
-	waitProcState(t, c, ProcFunction, "state S")
-	waitProcState(t, c, ProcCrossplane, "running")
+	waitState(t, c.procs[ProcFunction], "state S")
+	waitState(t, c.procs[ProcCrossplane], "running")
 	if err := c.StopFunction(); err != nil {
 		t.Fatalf("cannot stop function: %v", err)
 	}
 	if err := c.Restore(ctx); err != nil {
 		t.Fatalf("cannot restore: %v", err)
 	}
-	waitProcState(t, c, ProcFunction, "running")
+	waitState(t, c.procs[ProcFunction], "running")
 	if err := c.Restore(ctx); err != nil {
 		t.Fatalf("cannot restore a running control plane: %v", err)
 	}
@@ -155,18 +155,6 @@ func testStart(t *testing.T, o Options) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "logs", ProcCrossplane+".log")); err != nil {
 		t.Errorf("cannot find Crossplane log after Stop: %v", err)
-	}
-}
-
-// waitProcState waits until a process's state contains want.
-func waitProcState(t *testing.T, c *ControlPlane, name, want string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for got := c.procs[name].state(); !strings.Contains(got, want); got = c.procs[name].state() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %q, want it to contain %q", name, got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

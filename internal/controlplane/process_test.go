@@ -113,29 +113,29 @@ func TestProcessState(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() { _ = p.stop() })
-	waitState := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		got := p.state()
-		for !strings.Contains(got, want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("state %q, want it to contain %q", got, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-			got = p.state()
-		}
-	}
-	waitState("state S")
+	waitState(t, p, "state S")
 	if err := p.signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitState("state T")
+	waitState(t, p, "state T")
 	if err := p.signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waitState("state S")
+	waitState(t, p, "state S")
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitState("sleep exited: signal: killed")
+	waitState(t, p, "sleep exited: signal: killed")
+}
+
+// waitState waits until the process's state contains want.
+func waitState(t *testing.T, p *process, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for got := p.state(); !strings.Contains(got, want); got = p.state() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: state %q, want it to contain %q", p.name, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
