@@ -50,9 +50,9 @@ type definition struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Spec       struct {
-		Group      string `json:"group"`
-		Scope      string `json:"scope"`
-		Names      struct{ Kind string } `json:"names"`
+		Group      string                 `json:"group"`
+		Scope      string                 `json:"scope"`
+		Names      struct{ Kind string }  `json:"names"`
 		ClaimNames *struct{ Kind string } `json:"claimNames,omitempty"`
 		Versions   []struct {
 			Name   string `json:"name"`
