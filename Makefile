@@ -59,10 +59,11 @@ test: system-deps tools armada-bins cluster-bins provider-sql ## Run every test:
 e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
-# UNIT_PKGS are the packages whose tests start no server: not
-# internal/provider (a kube-apiserver) nor internal/testenv (etcd,
-# kube-apiserver, PostgreSQL and Redis).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$')
+# UNIT_PKGS are the packages whose tests start no server and need no tool
+# binary: not internal/provider (a kube-apiserver), internal/testenv (etcd,
+# kube-apiserver, PostgreSQL and Redis) nor internal/docscheck (the
+# Crossplane CLI and Graphviz; make docs-check runs it).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$' -e '/internal/docscheck$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
