@@ -18,6 +18,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -122,7 +124,7 @@ func objects(text string) ([]string, error) {
 	var out []string
 	for {
 		doc, err := r.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {
@@ -156,7 +158,7 @@ func TestDocsCommands(t *testing.T) {
 			t.Run(strings.NewReplacer("/", "_", ":", "_").Replace(where), func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", b.Text)
+				cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", b.Text) //nolint:gosec // Runs the docs' own blocks, as a reader would.
 				cmd.Dir = root
 				out, err := cmd.CombinedOutput()
 				if err != nil {
