@@ -107,7 +107,7 @@ xpkg: $(CROSSPLANE_CLI) ## Build the Function, Configuration (and Provider) pack
 	go run ./internal/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
 
 .PHONY: install-env
-install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For the README's Install section: a local OCI registry and control plane with nothing installed.
+install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For docs/guides/install.md: a local OCI registry and control plane with nothing installed.
 	go run ./internal/cmd/installenv
 
 .PHONY: reviewable
@@ -135,7 +135,8 @@ docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the 
 ##@ Tools
 
 # The conformance tests start private PostgreSQL and Redis instances from
-# Debian's packages; install them when they are missing.
+# Debian's packages, and the docs checks render the diagrams with its
+# Graphviz; install them when they are missing.
 .PHONY: system-deps
 system-deps: ## Install Debian's postgresql, redis-server and graphviz if missing (needs root).
 	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/dot ]]; then \
