@@ -184,7 +184,7 @@ func TestDocsDiagrams(t *testing.T) {
 		t.Fatalf("no diagram sources in docs/diagrams: %v", err)
 	}
 	for _, src := range srcs {
-		want, err := exec.Command(dot, "-Tsvg", src).Output() //nolint:gosec // The repository's own files.
+		want, err := exec.CommandContext(context.Background(), dot, "-Tsvg", src).Output() //nolint:gosec // The repository's own files.
 		if err != nil {
 			t.Fatalf("dot %s: %v", src, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,14 +30,7 @@ type Block struct {
 
 // Runnable reports whether the block is marked to be run by the docs
 // checks: a fence such as "```sh runnable".
-func (b Block) Runnable() bool {
-	for _, f := range b.Flags {
-		if f == "runnable" {
-			return true
-		}
-	}
-	return false
-}
+func (b Block) Runnable() bool { return slices.Contains(b.Flags, "runnable") }
 
 // A Link is one Markdown link or image target outside code.
 type Link struct {

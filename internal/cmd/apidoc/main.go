@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -82,13 +83,14 @@ func Generate(root string) ([]byte, error) {
 // order puts provider-armada's managed resource before its configs, and
 // each config before its cluster-scoped twin; kinds not listed keep their
 // place after these.
-var order = []string{"XArmada", "XArmadaQueue", "Armada", "ArmadaQueue", "Queue", "ProviderConfig", "ClusterProviderConfig", "ProviderConfigUsage", "ClusterProviderConfigUsage"}
+var order = []string{
+	"XArmada", "XArmadaQueue", "Armada", "ArmadaQueue",
+	"Queue", "ProviderConfig", "ClusterProviderConfig", "ProviderConfigUsage", "ClusterProviderConfigUsage",
+}
 
 func rank(kind string) int {
-	for i, k := range order {
-		if k == kind {
-			return i
-		}
+	if i := slices.Index(order, kind); i >= 0 {
+		return i
 	}
 	return len(order)
 }
