@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/freeport"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -145,8 +147,19 @@ func objects(text string) ([]string, error) {
 }
 
 // TestDocsCommands runs every command block marked runnable ("```sh
-// runnable") from the repository root, as a reader would paste it.
+// runnable") from the repository root, as a reader would paste it, with
+// the pinned Crossplane CLI on PATH as `crossplane`, CROSSPLANE_BINARY the
+// pinned core (so render needs no Docker), PORT a free port and TMPDIR a
+// fresh directory: the variables the docs name for these.
 func TestDocsCommands(t *testing.T) {
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(tools.CLI, filepath.Join(bin, "crossplane")); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, p := range pages(t) {
 		for _, b := range p.Blocks {
@@ -158,8 +171,18 @@ func TestDocsCommands(t *testing.T) {
 			t.Run(strings.NewReplacer("/", "_", ":", "_").Replace(where), func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
+				ports, err := freeport.Reserve(ctx, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
 				cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", b.Text) //nolint:gosec // Runs the docs' own blocks, as a reader would.
 				cmd.Dir = root
+				cmd.Env = append(os.Environ(),
+					"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+					"CROSSPLANE_BINARY="+tools.Core,
+					"PORT="+strconv.Itoa(ports[0]),
+					"TMPDIR="+t.TempDir(),
+				)
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Errorf("%s: runnable block failed: %v\n%s\n%s", where, err, b.Text, out)
