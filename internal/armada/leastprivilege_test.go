@@ -259,7 +259,8 @@ func TestComposedSubjectsLeastPrivilege(t *testing.T) {
 
 // TestConfigRefusesUngrantedRights checks that a config override turning
 // on what the composed roles do not grant (impersonation, Kubernetes-native
-// token auth) is refused on the claim, naming the field, in any case.
+// token auth, kubelet stats) is refused on the claim, naming the field, in
+// any case.
 func TestConfigRefusesUngrantedRights(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -286,6 +287,13 @@ func TestConfigRefusesUngrantedRights(t *testing.T) {
 				s.Components.Executor.Config = rawConfig(t, map[string]any{"executorApiConnection": map[string]any{"kubernetesNativeAuth": map[string]any{"enabled": true}}})
 			},
 			want: []string{"spec.components.executor.config.executorApiConnection.kubernetesNativeAuth.enabled"},
+		},
+		"ExecutorReadsKubeletStats": {
+			reason: "Queue usage metrics read every node's kubelet stats through nodes/proxy.",
+			mutate: func(s *v1alpha1.ArmadaSpec) {
+				s.Components.Executor.Config = rawConfig(t, map[string]any{"metric": map[string]any{"exposeQueueUsageMetrics": true}})
+			},
+			want: []string{"spec.components.executor.config.metric.exposeQueueUsageMetrics"},
 		},
 		"BinocularsImpersonates": {
 			reason: "Binoculars would read logs as the caller, impersonating its groups.",

@@ -154,30 +154,43 @@ func (in *Install) JobAccess(home, ns, prefix string) (local, remote []Object) {
 	return local, remote
 }
 
-// ungrantedKeys are config keys, per component, that make Armada call the
-// Kubernetes API with rights this function does not grant: impersonating
-// the job's submitter (users and, with them, any group they name) and
-// minting tokens for the executor's ServiceAccount.
-var ungrantedKeys = map[string][][]string{
-	"executor":   {{"kubernetes", "impersonateUsers"}, {"executorApiConnection", "kubernetesNativeAuth", "enabled"}},
-	"binoculars": {{"impersonateUsers"}},
+// An ungrantedKey is a config key that makes Armada call the Kubernetes
+// API with rights this function does not grant, and what it would need.
+type ungrantedKey struct {
+	component string
+	key       []string
+	needs     string
+}
+
+// ungrantedKeys: impersonating the job's submitter (users and, with them,
+// any group they name), minting tokens for the executor's ServiceAccount,
+// and reading kubelet stats through nodes/proxy (whose "get" also reaches
+// the kubelet's exec).
+var ungrantedKeys = []ungrantedKey{
+	{component: "executor", key: []string{"kubernetes", "impersonateUsers"}, needs: "impersonation of any user and group"},
+	{component: "executor", key: []string{"executorApiConnection", "kubernetesNativeAuth", "enabled"}, needs: "serviceaccounts/token"},
+	{component: "executor", key: []string{"metric", "exposeQueueUsageMetrics"}, needs: "nodes/proxy on every node"},
+	{component: "binoculars", key: []string{"impersonateUsers"}, needs: "impersonation of any user and group"},
 }
 
 // checkUngranted refuses a config override that turns on an ungranted key.
 // Armada reads keys case-insensitively, and so does this check.
 func checkUngranted(p *field.Path, component string, cfg map[string]any) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range ungrantedKeys[component] {
-		v, ok := lookupFold(cfg, key)
+	for _, u := range ungrantedKeys {
+		if u.component != component {
+			continue
+		}
+		v, ok := lookupFold(cfg, u.key)
 		if !ok || !strings.EqualFold(fmt.Sprint(v), "true") {
 			continue
 		}
 		fp := p
-		for _, k := range key {
+		for _, k := range u.key {
 			fp = fp.Child(k)
 		}
-		errs = append(errs, field.Forbidden(fp, fmt.Sprintf("the %s's ServiceAccount may not impersonate users or groups nor mint tokens "+
-			"(it would reach beyond the Armada's job namespaces; see docs/guides/least-privilege.md): remove it or set it to false", component)))
+		errs = append(errs, field.Forbidden(fp, fmt.Sprintf("it needs %s, which the %s's ServiceAccount is not granted: it would reach "+
+			"beyond the Armada's job namespaces (docs/guides/least-privilege.md); remove it or set it to false", u.needs, component)))
 	}
 	return errs
 }
