@@ -326,3 +326,65 @@ func TestConfigRefusesUngrantedRights(t *testing.T) {
 		})
 	}
 }
+
+// TestTokensOnlyWhereTheAPIIsCalled checks, for random specs with local
+// and remote executors, that every composed pod template and
+// ServiceAccount has automountServiceAccountToken set, and true only for
+// the instances of components that call the Kubernetes API (KubeAPI rows:
+// scheduler, binoculars, executors).
+func TestTokensOnlyWhereTheAPIIsCalled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 7)) //nolint:gosec // A fixed seed keeps the property test reproducible.
+	opts := Options{Rand: KeyedRand([]byte("k"), "xr")}
+	templates := 0
+	for i := range 40 {
+		s := randomSpec(rng)
+		if rng.IntN(2) == 0 {
+			r := remoteSpec()
+			s.Scheduling, s.ExecutorAPI, s.Executors = r.Scheduling, r.ExecutorAPI, r.Executors
+		}
+		in, errs := New(claimed(s))
+		if len(errs) > 0 {
+			t.Fatalf("case %d: New: %v", i, errs)
+		}
+		out, err := Render(in, Options{Rand: opts.Rand, Observed: Observed{Jobs: migrated(t, s)}})
+		if err != nil {
+			t.Fatalf("case %d: Render: %v", i, err)
+		}
+		api := map[string]bool{}
+		for _, inst := range instances(in) {
+			if inst.KubeAPI {
+				api[in.object(inst.Name)] = true
+			}
+		}
+		for j := range out.Objects {
+			o := &out.Objects[j]
+			m := toJSONMap(o.Object)
+			if u, ok := o.Object.(*unstructured.Unstructured); ok && u.GetKind() == "Object" {
+				_, m = manifest(t, o)
+			}
+			name, _, _ := unstructured.NestedString(m, "metadata", "name")
+			var got any
+			var sa string
+			switch m["kind"] {
+			case "ServiceAccount":
+				got, sa = m["automountServiceAccountToken"], name
+			case "Deployment", "StatefulSet", "Job":
+				templates++
+				got, _, _ = unstructured.NestedFieldNoCopy(m, "spec", "template", "spec", "automountServiceAccountToken")
+				sa, _, _ = unstructured.NestedString(m, "spec", "template", "spec", "serviceAccountName")
+			case "CronJob":
+				templates++
+				got, _, _ = unstructured.NestedFieldNoCopy(m, "spec", "jobTemplate", "spec", "template", "spec", "automountServiceAccountToken")
+				sa, _, _ = unstructured.NestedString(m, "spec", "jobTemplate", "spec", "template", "spec", "serviceAccountName")
+			default:
+				continue
+			}
+			if want := api[sa]; got != want {
+				t.Errorf("case %d: %s %s (ServiceAccount %q) automountServiceAccountToken = %v, want %t", i, m["kind"], name, sa, got, want)
+			}
+		}
+	}
+	if templates == 0 {
+		t.Error("no pod template composed")
+	}
+}
