@@ -63,7 +63,7 @@ func fixedRoles(t *testing.T) map[string]rbacv1.ClusterRole {
 		t.Fatal(err)
 	}
 	out := map[string]rbacv1.ClusterRole{}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
 		var r rbacv1.ClusterRole
 		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
 			t.Fatalf("cannot decode %s: %v", fixedRolesFile, err)

@@ -131,10 +131,15 @@ func TestComposedIdentitiesLeastPrivilege(t *testing.T) {
 	// What each composed identity needs, by ServiceAccount.
 	needs := map[string][]access{
 		executorSA: {
-			{verb: "list", resource: "pods"}, {verb: "watch", resource: "nodes"}, {verb: "list", resource: "events"},
-			{verb: "create", resource: "pods", ns: ns}, {verb: "delete", resource: "pods", ns: ns},
-			{verb: "create", resource: "pods", ns: jobs}, {verb: "patch", resource: "pods", ns: jobs},
-			{verb: "create", resource: "services", ns: jobs}, {verb: "create", group: "networking.k8s.io", resource: "ingresses", ns: jobs},
+			{verb: "list", resource: "pods"},
+			{verb: "watch", resource: "nodes"},
+			{verb: "list", resource: "events"},
+			{verb: "create", resource: "pods", ns: ns},
+			{verb: "delete", resource: "pods", ns: ns},
+			{verb: "create", resource: "pods", ns: jobs},
+			{verb: "patch", resource: "pods", ns: jobs},
+			{verb: "create", resource: "services", ns: jobs},
+			{verb: "create", group: "networking.k8s.io", resource: "ingresses", ns: jobs},
 		},
 		binocularsSA: {{verb: "get", resource: "pods", sub: "log", ns: ns}, {verb: "get", resource: "pods", sub: "log", ns: jobs}},
 	}
@@ -153,7 +158,7 @@ func TestComposedIdentitiesLeastPrivilege(t *testing.T) {
 	if err := kube().List(ctx, sas, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(sas.Items))
 	for _, sa := range sas.Items {
 		names = append(names, sa.Name)
 	}
