@@ -70,7 +70,7 @@ func beyondReach(ns, other string, own bool) []access {
 		{verb: "impersonate", resource: "groups"},
 		{verb: "impersonate", resource: "serviceaccounts", ns: "kube-system"},
 		{verb: "impersonate", resource: "serviceaccounts", ns: other},
-		{verb: "impersonate", group: "authentication.k8s.io", resource: "userextras", name: "scopes"},
+		{verb: "impersonate", group: "authentication.k8s.io", resource: "userextras", sub: "scopes"},
 		{verb: "create", resource: "serviceaccounts", sub: "token", ns: "kube-system"},
 		{verb: "create", resource: "serviceaccounts", sub: "token", ns: other},
 		{verb: "create", resource: "pods"},
