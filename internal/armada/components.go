@@ -98,8 +98,13 @@ type component struct {
 	KubeAPI bool
 	// ClusterRules are granted cluster-wide to its ServiceAccount, through
 	// the fixed ClusterRole FixedClusterRoles ships (in a worker cluster,
-	// a ClusterRole of the install's own; see remote.go).
+	// a ClusterRole of the install's own; see remote.go). Only reads that
+	// Armada makes cluster-wide belong here (docs/dev/rbac.md).
 	ClusterRules []rbacv1.PolicyRule
+	// JobRules are granted in each of the Armada's job namespaces only,
+	// through RoleBindings there to the fixed ClusterRole
+	// FixedJobRoleName names (rbac.go): every write Armada makes.
+	JobRules []rbacv1.PolicyRule
 	// PerExecutor rows are rendered once per spec.executors entry.
 	PerExecutor bool
 	// LeaderElected rows run as a StatefulSet with a headless Service and,
@@ -194,16 +199,17 @@ var components = []component{
 		Name: "binoculars", Image: "armada-binoculars", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers, KubeAPI: true,
-		ClusterRules: binocularsRules,
-		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },
-		Config:       binocularsConfig,
-		ConfigType:   "internal/binoculars/configuration.BinocularsConfig",
+		JobRules:   binocularsJobRules,
+		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },
+		Config:     binocularsConfig,
+		ConfigType: "internal/binoculars/configuration.BinocularsConfig",
 	},
 	{
 		Name: "executor", Image: "armada-executor", Args: []string{"--config", configPath},
 		Metrics: []string{"metric", "port"},
 		HTTP:    true, Probe: probeHTTP, KubeAPI: true, PerExecutor: true, MaxReplicas: 1,
 		ClusterRules: executorRules,
+		JobRules:     executorJobRules,
 		Clients:      []link{{Key: "executorApiConnection", Target: "scheduler", User: userExecutor}},
 		Settings:     func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Executor },
 		Config:       executorConfig,
@@ -211,27 +217,36 @@ var components = []component{
 	},
 }
 
-// executorRules is the executor's ClusterRole, as Armada's executor chart
-// has it.
+// executorRules are the executor's cluster-wide reads. Armada's executor
+// (v0.22.x internal/executor/context/cluster_context.go) runs one shared
+// informer factory with no namespace for pods, nodes, events, services,
+// ingresses and endpointslices, and waits for all of them to sync before
+// it starts: it needs get, list and watch on each in every namespace.
+// Armada's chart grants much more (every write cluster-wide, impersonation
+// of any user and group, serviceaccounts/token, tokenreviews and
+// nodes/proxy); docs/dev/rbac.md says why each is left out.
 var executorRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection", "patch", "update"}},
-	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch", "delete", "deletecollection", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection"}},
+	{APIGroups: []string{""}, Resources: []string{"pods", "events", "services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch", "create", "delete", "deletecollection"}},
-	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}},
-	{APIGroups: []string{""}, Resources: []string{"users", "groups"}, Verbs: []string{"impersonate"}},
-	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
 }
 
-// binocularsRules lets binoculars read job logs and cordon nodes. Armada's
-// chart grants impersonation too; binoculars only needs it with
-// impersonateUsers, which this function leaves off.
-var binocularsRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+// executorJobRules are the executor's writes, each in the namespace of the
+// job it runs (cluster_context.go: SubmitPod, AddAnnotation,
+// DeletePodWithCondition, SubmitService, SubmitIngress, DeleteService,
+// DeleteIngress).
+var executorJobRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "delete"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"create", "delete"}},
+}
+
+// binocularsJobRules let binoculars read a job's logs
+// (internal/binoculars/service/logs.go: Pods(ns).GetLogs). It needs
+// nothing cluster-wide: its cordon API patches nodes, which this
+// function does not grant (docs/guides/least-privilege.md), and it
+// impersonates only with impersonateUsers, which is refused.
+var binocularsJobRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 }
 

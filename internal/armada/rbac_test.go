@@ -14,7 +14,7 @@ import (
 // referenced role and the worker cluster's config it goes to ("" for this
 // cluster, directly or through spec.clusterScope).
 type rbacObject struct {
-	key, kind, name, roleRef, cluster string
+	key, kind, name, roleRefKind, roleRef, cluster string
 }
 
 // rbacObjects lists the (Cluster)Roles and bindings of out, unwrapping
@@ -42,7 +42,8 @@ func rbacObjects(t *testing.T, out *Output, clusterScope string) []rbacObject {
 		}
 		name, _, _ := unstructured.NestedString(m, "metadata", "name")
 		ref, _, _ := unstructured.NestedString(m, "roleRef", "name")
-		objs = append(objs, rbacObject{key: o.Key, kind: kind, name: name, roleRef: ref, cluster: cluster})
+		refKind, _, _ := unstructured.NestedString(m, "roleRef", "kind")
+		objs = append(objs, rbacObject{key: o.Key, kind: kind, name: name, roleRefKind: refKind, roleRef: ref, cluster: cluster})
 	}
 	return objs
 }
@@ -50,7 +51,8 @@ func rbacObjects(t *testing.T, out *Output, clusterScope string) []rbacObject {
 // TestCrossplaneComposesNoClusterRole is a property test of least
 // privilege: for random specs, claimed and namespaced, with local and
 // remote executors, nothing composed for this cluster is a ClusterRole, and
-// every ClusterRoleBinding there refers to a fixed ClusterRole: what
+// every ClusterRoleBinding there, and every RoleBinding to a ClusterRole,
+// refers to a fixed ClusterRole: what
 // Crossplane may bind (cluster/rbac). A worker cluster's bindings refer to
 // the ClusterRole composed in that same cluster.
 func TestCrossplaneComposesNoClusterRole(t *testing.T) {
@@ -59,8 +61,10 @@ func TestCrossplaneComposesNoClusterRole(t *testing.T) {
 	for _, r := range FixedClusterRoles() {
 		fixed[r.Name] = true
 	}
-	if !fixed[FixedClusterRoleName("executor")] || !fixed[FixedClusterRoleName("binoculars")] {
-		t.Fatalf("fixed ClusterRoles %v lack the executor's or binoculars'", fixed)
+	for _, want := range []string{FixedClusterRoleName("executor"), FixedJobRoleName("executor"), FixedJobRoleName("binoculars")} {
+		if !fixed[want] {
+			t.Fatalf("fixed ClusterRoles %v lack %s", fixed, want)
+		}
 	}
 	ref := &v1alpha1.ProviderConfigRef{Name: "in-cluster"}
 	opts := Options{Rand: KeyedRand([]byte("k"), "xr")}
@@ -92,6 +96,11 @@ func TestCrossplaneComposesNoClusterRole(t *testing.T) {
 					localBindings++
 					if !fixed[o.roleRef] {
 						t.Errorf("case %d (namespaced %t): %s binds ClusterRole %s, not a fixed one", i, in.Namespaced(), o.key, o.roleRef)
+					}
+				case o.cluster == "" && o.kind == "RoleBinding" && o.roleRefKind == "ClusterRole":
+					localBindings++
+					if !fixed[o.roleRef] {
+						t.Errorf("case %d (namespaced %t): %s binds ClusterRole %s in a namespace, not a fixed one", i, in.Namespaced(), o.key, o.roleRef)
 					}
 				case o.kind == "ClusterRole":
 					remoteRoles++

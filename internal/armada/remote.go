@@ -316,7 +316,7 @@ func dropNullTimestamps(m map[string]any) {
 }
 
 // remoteClusterObjects are what every worker cluster needs once: the
-// namespace, the executor's ClusterRole, Armada's PriorityClasses and,
+// namespace, the executor's two ClusterRoles, Armada's PriorityClasses and,
 // with a private CA, the CA (public, so copied through the Object).
 func (r *renderer) remoteClusterObjects() {
 	in := r.in
@@ -328,8 +328,15 @@ func (r *renderer) remoteClusterObjects() {
 			r.add(p+"priorityclass-"+pc.Name, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), false)
 		}
 		for i := range components {
-			if comp := &components[i]; comp.PerExecutor && len(comp.ClusterRules) > 0 {
+			comp := &components[i]
+			if !comp.PerExecutor {
+				continue
+			}
+			if len(comp.ClusterRules) > 0 {
 				r.add(p+comp.Name+"-clusterrole", in.clusterRole(comp.Name, comp.ClusterRules), false)
+			}
+			if len(comp.JobRules) > 0 {
+				r.add(p+comp.Name+jobsSuffix+"-clusterrole", in.clusterRole(comp.Name+jobsSuffix, comp.JobRules), false)
 			}
 		}
 		if in.trustsCA() {

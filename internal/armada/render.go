@@ -259,9 +259,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 			r.add(name+"-leader-rolebinding", binding, r.exists(name+"-leader-rolebinding"))
 		}
 	}
-	if len(inst.ClusterRules) > 0 {
-		r.addClusterScoped(name+"-clusterrolebinding", in.clusterRoleBinding(in.instanceClusterRole(inst), name), r.exists(name+"-clusterrolebinding"))
-	}
+	r.instanceRBAC(inst)
 
 	observed, running := r.opt.Observed.Workloads[name]
 	version, reason := in.Spec.Version, g.waitingFor(inst)

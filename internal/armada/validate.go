@@ -409,10 +409,14 @@ func validateConfig(p *field.Path, version, component string, raw *runtime.RawEx
 	if err != nil {
 		return field.ErrorList{field.Invalid(p, "", err.Error())}
 	}
-	if cfg == nil || !slices.Contains(SupportedVersions, version) {
+	if cfg == nil {
 		return nil
 	}
-	return checkConfigKeys(p, version, component, cfg)
+	errs := checkUngranted(p, component, cfg)
+	if !slices.Contains(SupportedVersions, version) {
+		return errs
+	}
+	return append(errs, checkConfigKeys(p, version, component, cfg)...)
 }
 
 // queueName is a queue name the function accepts: it is also part of the

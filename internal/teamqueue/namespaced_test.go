@@ -41,12 +41,14 @@ func TestRenderNamespaced(t *testing.T) {
 		errs   field.ErrorList
 	}{
 		"SameNamespace": {
-			reason: "A queue beside its Armada composes the Queue directly; only the jobs' namespace goes through an Object.",
+			reason: "A queue beside its Armada composes the Queue directly; only the jobs' namespace and the RoleBindings in it go through Objects.",
 			xr:     namespacedQueue("armada", nil),
 			target: namespacedTarget(t, cpc),
 			want: []obj{
 				{Key: "queue", Kind: "Queue", Namespace: "armada"},
 				{Key: "namespace-team-ml-jobs", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
+				{Key: "namespace-team-ml-jobs-binoculars-jobs", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
+				{Key: "namespace-team-ml-jobs-executor-local-jobs", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
 			},
 		},
 		"OwnClusterScopeWins": {
@@ -56,6 +58,8 @@ func TestRenderNamespaced(t *testing.T) {
 			want: []obj{
 				{Key: "queue", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
 				{Key: "namespace-team-ml-jobs", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
+				{Key: "namespace-team-ml-jobs-binoculars-jobs", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
+				{Key: "namespace-team-ml-jobs-executor-local-jobs", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
 			},
 		},
 		"NoClusterScope": {

@@ -1,8 +1,10 @@
 // Package teamqueue renders a team's queue on a shared Armada (an
 // XArmadaQueue, claimed with an ArmadaQueueClaim): a provider-armada Queue
 // owned by the team's groups, in the target Armada's namespace where its
-// ProviderConfig lives, and the namespaces the team's jobs run in. It is
-// pure: spec and target in, typed objects out.
+// ProviderConfig lives, the namespaces the team's jobs run in, and the
+// RoleBindings there that let the target's executors and binoculars work
+// in them (armada.JobAccess). It is pure: spec and target in, typed
+// objects out.
 package teamqueue
 
 import (
@@ -180,6 +182,16 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 		// Jobs run wherever the Armada has executors: the namespace must
 		// exist in each worker cluster too.
 		out.Objects = append(out.Objects, target.InWorkerClusters(home, "team-"+name+"-"+key, obj)...)
+		// The Armada's executors and binoculars may work in it, and in no
+		// namespace that is not a job namespace.
+		local, remote := target.JobAccess(home, ns, key+"-")
+		for _, o := range local {
+			if xr.Namespace != "" {
+				o = target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
+			}
+			out.Objects = append(out.Objects, o)
+		}
+		out.Objects = append(out.Objects, remote...)
 	}
 	return out, nil
 }

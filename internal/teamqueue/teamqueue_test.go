@@ -79,7 +79,7 @@ func TestRender(t *testing.T) {
 						"armada-armada-0abc57-default": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "0.25"}},
 					},
 				},
-				keys: []string{KeyQueue, "namespace-team-ml-jobs"},
+				keys: []string{KeyQueue, "namespace-team-ml-jobs", "namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs"},
 				status: v1alpha1.ArmadaQueueStatus{
 					Queue: "ml", Armada: "armada/armada", Endpoint: "armada-server.armada.svc:50051", Namespaces: []string{"team-ml-jobs"},
 				},
@@ -144,7 +144,8 @@ func TestRender(t *testing.T) {
 
 // TestNamespacesInWorkerClusters checks that a team's job namespaces are
 // created in every worker cluster its Armada's executors run in, as
-// provider-kubernetes Objects for that cluster, beside this cluster's.
+// provider-kubernetes Objects for that cluster, beside this cluster's, and
+// that each remote executor is bound to its job rules there.
 func TestNamespacesInWorkerClusters(t *testing.T) {
 	in := target(t, func(s *v1alpha1.ArmadaSpec) {
 		s.ExecutorAPI = &v1alpha1.ExecutorAPI{URL: "executors.example.com:443"}
@@ -172,6 +173,10 @@ func TestNamespacesInWorkerClusters(t *testing.T) {
 	want := map[string]string{
 		"cluster-worker-a-team-ml-namespace-team-ml-jobs":    "worker-a:team-ml-jobs",
 		"cluster-pc-worker-b-team-ml-namespace-team-ml-jobs": "worker-b:team-ml-jobs",
+		// Each remote executor may work in it in its own cluster.
+		"cluster-worker-a-namespace-team-ml-jobs-executor-a-jobs":    "worker-a:armada:armada:armada-executor-a-jobs",
+		"cluster-worker-a-namespace-team-ml-jobs-executor-a2-jobs":   "worker-a:armada:armada:armada-executor-a2-jobs",
+		"cluster-pc-worker-b-namespace-team-ml-jobs-executor-b-jobs": "worker-b:armada:armada:armada-executor-b-jobs",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("team namespaces in worker clusters: -want, +got:\n%s", diff)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -317,9 +318,25 @@ func TestNamespaced(t *testing.T) {
 				t.Errorf("team b's ArmadaQueue composed a %v directly, want only provider-kubernetes Objects", k)
 			}
 		}
-		if len(raw) != 2 {
-			t.Errorf("team b's ArmadaQueue composed %d resources, want 2 Objects (queue and namespace)", len(raw))
+		// The queue, the namespace, and the RoleBindings there of team a's
+		// executor and binoculars (docs/guides/least-privilege.md).
+		if len(raw) != 4 {
+			t.Errorf("team b's ArmadaQueue composed %d resources, want 4 Objects (queue, namespace and two RoleBindings)", len(raw))
 		}
+		waitFor(t, "team a's executor and binoculars bound in team b's job namespace", func() (bool, string) {
+			rbs := &rbacv1.RoleBindingList{}
+			if err := kube().List(context.Background(), rbs, client.InNamespace(jobs)); err != nil {
+				return false, err.Error()
+			}
+			var roles []string
+			for _, rb := range rbs.Items {
+				roles = append(roles, rb.RoleRef.Name)
+			}
+			sort.Strings(roles)
+			roles = slices.Compact(roles)
+			want := []string{armada.FixedJobRoleName("binoculars"), armada.FixedJobRoleName("executor")}
+			return slices.Equal(roles, want), fmt.Sprintf("RoleBindings in %s bind %v, want %v", jobs, roles, want)
+		})
 		if err := members[teams[1]].Delete(context.Background(), q); err != nil {
 			t.Fatalf("a member with only namespace rights cannot delete their ArmadaQueue: %v", err)
 		}
