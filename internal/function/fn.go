@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -105,7 +104,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
-	if errs := in.CheckPriorityClassOwners(oxr.Resource.GetName(), priorityClassOwners(req)); len(errs) > 0 {
+	if errs := in.CheckPriorityClasses(requiredByName(req, priorityClassRequirement), append(xr.ComposedPriorityClasses, observedKeys(observed, priorityClassRequirement)...)); len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
@@ -160,24 +159,6 @@ func requirePriorityClasses(rsp *fnv1.RunFunctionResponse, names []string) {
 		}
 	}
 	rsp.Requirements = &fnv1.Requirements{Resources: sel}
-}
-
-// priorityClassOwners maps each required PriorityClass that exists to the
-// composite resource controlling it ("" when none does).
-func priorityClassOwners(req *fnv1.RunFunctionRequest) map[string]string {
-	required, err := request.GetRequiredResources(req)
-	if err != nil {
-		return nil
-	}
-	owners := map[string]string{}
-	for key, items := range required {
-		for _, r := range items {
-			if strings.HasPrefix(key, priorityClassRequirement) {
-				owners[r.Resource.GetName()] = armada.OwnerOf(r.Resource.GetLabels())
-			}
-		}
-	}
-	return owners
 }
 
 // decodeXR reads the fields rendering needs from an XR of either shape: a
