@@ -31,7 +31,9 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	name, ns := xr.Target()
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}}
+	sel := map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}
+	namespaceSelectors(xr, sel)
+	rsp.Requirements = &fnv1.Requirements{Resources: sel}
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -61,14 +63,23 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid"))
 		return
 	}
-	out, errs := teamqueue.Render(xr, target)
-	if len(errs) > 0 {
-		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+	sel[queueRequirement] = queueSelector(xr, target)
+	if !allFetched(required, sel) {
+		// Crossplane calls again with what exists of the names.
 		return
 	}
 	observed, err := request.GetObservedComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
+		return
+	}
+	if errs := teamqueue.CheckReach(xr, target, queueExisting(required, observed)); len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+		return
+	}
+	out, errs := teamqueue.Render(xr, target)
+	if len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
 	o := armada.Observe(unstructuredOf(observed))
