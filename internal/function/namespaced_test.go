@@ -133,7 +133,7 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 
 	// The target, and the job namespace and Queue names, free.
 	req.RequiredResources = map[string]*fnv1.Resources{
-		targetRequirement: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}},
+		targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}},
 		"namespace-team-ml-jobs": {}, queueRequirement: {},
 	}
 	rsp, err = newFunction(t).RunFunction(context.Background(), req)
