@@ -119,6 +119,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
 		return
 	}
+	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
 	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return

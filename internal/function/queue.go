@@ -87,6 +87,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		out.Objects[i].Ready = o.Ready[out.Objects[i].Key] || (out.Objects[i].Key != teamqueue.KeyQueue && o.Keys[out.Objects[i].Key])
 	}
 	ready := o.Ready[teamqueue.KeyQueue]
+	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
 	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, ready); err != nil {
 		response.Fatal(rsp, err)
 		return

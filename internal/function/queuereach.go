@@ -5,8 +5,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/response"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
@@ -73,4 +75,13 @@ func queueExisting(required map[string][]resource.Required, observed map[resourc
 		found.Composed[string(name)] = true
 	}
 	return found
+}
+
+// warnNotAdopted reports, on the XR and its claim, each namespace in
+// another cluster that existed before the Object composing it, which the
+// Object therefore only observes (see armada.NotAdopted).
+func warnNotAdopted(rsp *fnv1.RunFunctionResponse, foreign []string) {
+	for _, msg := range foreign {
+		response.Warning(rsp, errors.New(msg)).TargetCompositeAndClaim()
+	}
 }
