@@ -96,8 +96,14 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.ConditionTrue(rsp, "QueueReady", "Available").
 			WithMessage("Queue " + out.Status.Queue + " exists in Armada " + out.Status.Armada).TargetCompositeAndClaim()
 	} else {
-		response.ConditionFalse(rsp, "QueueReady", "Creating").
-			WithMessage("Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada).TargetCompositeAndClaim()
+		msg := "Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada
+		if why, unsynced := o.Unsynced[teamqueue.KeyQueue]; unsynced {
+			// Such as a queue of this name that Armada has and the Queue
+			// did not create, which provider-armada neither adopts nor
+			// deletes: the team reads it here.
+			msg += ": " + why
+		}
+		response.ConditionFalse(rsp, "QueueReady", "Creating").WithMessage(msg).TargetCompositeAndClaim()
 	}
 	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
 }

@@ -25,10 +25,12 @@ func namespaceJSON(name, annotations string) string {
 	return `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "` + name + `", "annotations": {` + annotations + `}}}`
 }
 
-// queueMRJSON is the team queue's provider-armada Queue, with labels.
-func queueMRJSON(labels string) string {
+// queueMRJSON is the team queue's provider-armada Queue, with labels and,
+// if given, conditions.
+func queueMRJSON(labels string, conditions ...string) string {
 	return `{"apiVersion": "armada.m.armadaproject.io/v1alpha1", "kind": "Queue", ` +
-		`"metadata": {"name": "armada-queue-ml", "namespace": "armada", "labels": {` + labels + `}}}`
+		`"metadata": {"name": "armada-queue-ml", "namespace": "armada", "labels": {` + labels + `}}, ` +
+		`"status": {"conditions": [` + strings.Join(conditions, ", ") + `]}}`
 }
 
 func TestRunFunctionTeamQueue(t *testing.T) {
@@ -164,5 +166,33 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestRunFunctionTeamQueueUnsynced: why provider-armada cannot create the
+// team's queue (here, a queue of that name Armada has and the Queue did not
+// create) reaches the claim's QueueReady condition.
+func TestRunFunctionTeamQueueUnsynced(t *testing.T) {
+	req := requestFor(teamQueueXR)
+	req.RequiredResources = map[string]*fnv1.Resources{
+		targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(validXR)}}},
+		"namespace-team-ml-jobs": {}, queueRequirement: {},
+	}
+	why := "observe failed: queue ml already exists in Armada and this Queue did not create it: it is not adopted (nor ever deleted)"
+	req.Observed.Resources = map[string]*fnv1.Resource{"queue": {Resource: resource.MustStructJSON(queueMRJSON(`"crossplane.io/composite": "ml-x2"`,
+		`{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "`+why+`"}`))}}
+	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == "QueueReady" {
+			got = c.GetMessage()
+		}
+	}
+	want := "Waiting for provider-armada to create queue ml in Armada armada/armada: " + why
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("QueueReady message: -want, +got:\n%s", diff)
 	}
 }
