@@ -104,7 +104,8 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
-	if errs := in.CheckPriorityClasses(requiredByName(req, priorityClassRequirement), append(xr.ComposedPriorityClasses, observedKeys(observed, priorityClassRequirement)...)); len(errs) > 0 {
+	composedPCs := slices.Concat(xr.ComposedPriorityClasses, observedKeys(observed, priorityClassRequirement))
+	if errs := in.CheckPriorityClasses(requiredByName(req, priorityClassRequirement), composedPCs); len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}

@@ -60,7 +60,10 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		return m
 	}
 	namespaces := func(ns ...string) string {
-		b, _ := json.Marshal(ns)
+		b, err := json.Marshal(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return strings.Replace(teamQueueXR, `"namespaces": ["team-ml-jobs"]`, `"namespaces": `+string(b), 1)
 	}
 	type want struct {

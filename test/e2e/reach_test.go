@@ -29,20 +29,19 @@ import (
 //   - a PriorityClass the platform created, not this Armada;
 //   - ingress.tlsSecretName naming the Secret of the Armada's private CA.
 func TestTenantReach(t *testing.T) {
-	ctx := context.Background()
 	const victim = "e2e-victim"
 	namespace(t, victim)
-	if err := kube().Create(ctx, &corev1.Secret{
+	if err := kube().Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "victim-db", Namespace: victim},
 		StringData: map[string]string{"password": "victim's"},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	platformPC := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-platform-critical"}, Value: 100000}
-	if err := kube().Create(ctx, platformPC); err != nil {
+	if err := kube().Create(context.Background(), platformPC); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube().Delete(ctx, platformPC) })
+	t.Cleanup(func() { _ = kube().Delete(context.Background(), platformPC) })
 	victimState := func() map[string]string { return reachState(t, victim, platformPC.Name) }
 	before := victimState()
 	if len(before) != 3 {
@@ -66,10 +65,10 @@ func TestTenantReach(t *testing.T) {
 		member := tenant(t, ns)
 		queue := teamQueueClaim(target.GetNamespace(), ns, target.GetName())
 		_ = unstructured.SetNestedStringSlice(queue.Object, []string{victim}, "spec", "namespaces")
-		if err := member.Create(ctx, queue); err != nil {
+		if err := member.Create(context.Background(), queue); err != nil {
 			t.Fatalf("the tenant cannot create its queue claim: %v", err)
 		}
-		t.Cleanup(func() { _ = kube().Delete(ctx, queue) })
+		t.Cleanup(func() { _ = kube().Delete(context.Background(), queue) })
 		refusedUntouched(t, queue, before, victimState, "spec.namespaces[0]", "namespace "+victim+" already exists and was not created by this queue")
 
 		// The Armada's own namespace is refused too, and the platform's by
