@@ -33,8 +33,8 @@ var (
 // observed Object (observed, by composition resource name) shows it
 // created its namespace, it may only observe and create; once it has, it
 // keeps the management policies it was composed with; if it found the
-// namespace already there, it only observes. It returns a message for
-// each namespace found already there.
+// namespace already there (and still sees it), it only observes. It
+// returns a message for each namespace found already there.
 func NotAdopted(objs []Object, observed map[string]*unstructured.Unstructured) []string {
 	var foreign []string
 	for _, o := range objs {
@@ -50,7 +50,7 @@ func NotAdopted(objs []Object, observed map[string]*unstructured.Unstructured) [
 		switch {
 		case seen != nil && seen.GetAnnotations()[annotationCreateSucceeded] != "":
 			// Its own namespace: as composed.
-		case seen != nil && hasAtProvider(seen):
+		case seen != nil && hasAtProvider(seen) && !unsynced(seen):
 			_ = unstructured.SetNestedSlice(u.Object, slices.Clone(observeOnly), "spec", "managementPolicies")
 			name, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "manifest", "metadata", "name")
 			pc, _, _ := unstructured.NestedString(u.Object, "spec", "providerConfigRef", "name")
@@ -62,6 +62,14 @@ func NotAdopted(objs []Object, observed map[string]*unstructured.Unstructured) [
 	}
 	slices.Sort(foreign)
 	return foreign
+}
+
+// unsynced says whether the Object's last reconcile failed, such as an
+// Observe-only Object whose namespace has since gone: what it saw before
+// no longer holds, so it may create the namespace again.
+func unsynced(u *unstructured.Unstructured) bool {
+	status, _ := condition(u, "Synced")
+	return status == "False"
 }
 
 // hasAtProvider says whether provider-kubernetes has seen the Object's

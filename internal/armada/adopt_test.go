@@ -45,6 +45,16 @@ func TestNotAdopted(t *testing.T) {
 				"namespace armada already exists in the cluster of provider config worker-a and was not created here: it is observed only, never changed or deleted",
 			}},
 		},
+		"GoneSince": {
+			reason: "An Object that found its namespace there, which has gone since (its reconcile fails), may create it again.",
+			observed: map[string]*unstructured.Unstructured{ns: func() *unstructured.Unstructured {
+				u := object(nil, existing)
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Synced", "status": "False", "message": "external resource does not exist"}},
+					"status", "conditions")
+				return u
+			}()},
+			want: want{policies: createOnly, rolePolicies: composedAs},
+		},
 		"ObservedNotReached": {
 			reason:   "An Object that has not reached its cluster yet says nothing of the namespace.",
 			observed: map[string]*unstructured.Unstructured{ns: object(nil, nil)},
