@@ -37,7 +37,10 @@ func TestTenantReach(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	platformPC := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-platform-critical"}, Value: 100000}
+	// Non-preemptible, as a claim's classes are by default: nothing
+	// immutable stops Crossplane from applying over it.
+	never := corev1.PreemptNever
+	platformPC := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-platform-critical"}, Value: 100000, PreemptionPolicy: &never}
 	if err := kube().Create(context.Background(), platformPC); err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +112,8 @@ func TestTenantReach(t *testing.T) {
 
 	t.Run("PriorityClass", func(t *testing.T) {
 		claim, _ := tenantClaim(t, "e2e-tenant-pc", func(c *unstructured.Unstructured) {
-			// The platform class's very value, so nothing but ownership
-			// stops Crossplane from adopting it.
+			// The platform class's very value and preemption, so nothing
+			// but ownership stops Crossplane from adopting it.
 			_ = unstructured.SetNestedSlice(c.Object, []any{map[string]any{"name": platformPC.Name, "priority": int64(platformPC.Value)}},
 				"spec", "scheduling", "priorityClasses")
 		})
@@ -173,7 +176,7 @@ func untouched(t *testing.T, before map[string]string, state func() map[string]s
 	time.Sleep(3 * time.Second)
 	after := state()
 	unchanged(t, before, after)
-	t.Logf("%s: %d objects unchanged", when, len(after))
+	t.Logf("%s: %d objects compared", when, len(after))
 }
 
 // settledState waits until state holds still for a few seconds (nothing
