@@ -32,7 +32,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys and the fixed RBAC in cluster/rbac.
+generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys, the fixed RBAC in cluster/rbac and docs/reference/api.md.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
 	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
@@ -45,6 +45,7 @@ generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
 	go run ./internal/cmd/armadakeys -out internal/armada/configkeys
 	go run ./internal/cmd/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
+	go run ./internal/cmd/apidoc -out docs/reference/api.md
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -58,10 +59,11 @@ test: system-deps tools armada-bins cluster-bins provider-sql ## Run every test:
 e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
-# UNIT_PKGS are the packages whose tests start no server: not
-# internal/provider (a kube-apiserver) nor internal/testenv (etcd,
-# kube-apiserver, PostgreSQL and Redis).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$')
+# UNIT_PKGS are the packages whose tests start no server and need no tool
+# binary: not internal/provider (a kube-apiserver), internal/testenv (etcd,
+# kube-apiserver, PostgreSQL and Redis) nor internal/docscheck (the
+# Crossplane CLI and Graphviz; make docs-check runs it).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$' -e '/internal/docscheck$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
@@ -105,27 +107,42 @@ xpkg: $(CROSSPLANE_CLI) ## Build the Function, Configuration (and Provider) pack
 	go run ./internal/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
 
 .PHONY: install-env
-install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For the README's Install section: a local OCI registry and control plane with nothing installed.
+install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For docs/guides/install.md: a local OCI registry and control plane with nothing installed.
 	go run ./internal/cmd/installenv
 
 .PHONY: reviewable
 reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
 
 .PHONY: check-diff
+GENERATED := apis package internal/providers/crds internal/armada/configkeys cluster/rbac docs/reference
 check-diff: generate ## Fail if generated files are not committed and current.
-	@git diff --exit-code -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac)" || { git status --porcelain -- apis package internal/providers/crds internal/armada/configkeys cluster/rbac; echo "generated files are not committed"; exit 1; }
+	@git diff --exit-code -- $(GENERATED) || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "generated files are not committed"; exit 1; }
+
+# The diagrams' sources are Graphviz files beside the SVGs they render to;
+# dot's output is deterministic for one Graphviz version (Debian's).
+DIAGRAMS := $(wildcard docs/diagrams/*.dot)
+.PHONY: docs-diagrams
+docs-diagrams: system-deps ## Render docs/diagrams/*.dot to SVG with Graphviz.
+	@for f in $(DIAGRAMS); do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; echo "$${f%.dot}.svg"; done
+
+.PHONY: docs-check
+docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run.
+	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/docscheck/
+	go test -count=1 -run 'TestFlowTableDoc' ./internal/armada/
+	go test -count=1 ./internal/cmd/apidoc/
 
 ##@ Tools
 
 # The conformance tests start private PostgreSQL and Redis instances from
-# Debian's packages; install them when they are missing.
+# Debian's packages, and the docs checks render the diagrams with its
+# Graphviz; install them when they are missing.
 .PHONY: system-deps
-system-deps: ## Install Debian's postgresql and redis-server if missing (needs root).
-	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server ]]; then \
-		echo "installing postgresql and redis-server (the tests run private instances)"; \
+system-deps: ## Install Debian's postgresql, redis-server and graphviz if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/dot ]]; then \
+		echo "installing postgresql, redis-server (the tests run private instances) and graphviz (the docs' diagrams)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server graphviz >/dev/null; \
 	fi
 
 .PHONY: tools

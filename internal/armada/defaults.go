@@ -65,7 +65,7 @@ const (
 )
 
 // Pinned versions of the in-cluster backing services. Each is what the
-// project's examples and goldens are rendered with; see the README for why.
+// project's examples and goldens are rendered with; see docs/guides/backing-services.md for why.
 const (
 	// cnpgImage is the operand image CloudNativePG v1.29.0 defaults to
 	// (pkg/versions.DefaultImageName), pinned so that an operator upgrade

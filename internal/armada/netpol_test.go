@@ -431,10 +431,11 @@ func TestNetworkPoliciesSwitch(t *testing.T) {
 	}
 }
 
-// TestREADMEFlowTable checks the README's table of what NetworkPolicies
-// allow is FlowTable's, for the example it names.
-func TestREADMEFlowTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestFlowTableDoc checks the network-policy guide's table of what
+// NetworkPolicies allow is FlowTable's, for the example it names.
+func TestFlowTableDoc(t *testing.T) {
+	const page = "../../docs/guides/network-policies.md"
+	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,10 +443,10 @@ func TestREADMEFlowTable(t *testing.T) {
 	_, rest, ok := strings.Cut(string(b), begin)
 	got, _, ok2 := strings.Cut(rest, end)
 	if !ok || !ok2 {
-		t.Fatalf("README.md has no %q ... %q block", begin, end)
+		t.Fatalf("%s has no %q ... %q block", page, begin, end)
 	}
 	in, _ := converged(t, exampleSpecs(t, "../../examples/production.yaml")[0])
 	if diff := cmp.Diff(FlowTable(in), got); diff != "" {
-		t.Errorf("README.md's flow table differs from FlowTable (-want +got):\n%s", diff)
+		t.Errorf("%s's flow table differs from FlowTable (-want +got):\n%s", page, diff)
 	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // supportedOverrides are the keys the composition sets that a user's
-// config may still override (lower-case dotted paths). The README lists
-// them beside the owned keys.
+// config may still override (lower-case dotted paths). docs/guides/config-overrides.md
+// lists them beside the owned keys.
 var supportedOverrides = []string{
 	// The origins the browser may call from: the composition allows the
 	// ingress hosts; a site may need others.

@@ -6,8 +6,8 @@ import "slices"
 // Everything the function renders differently per release, and every fact
 // about a release the tests check, is a field here or generated from the
 // row (the config keys each component reads, configkeys/v<version>.json,
-// make generate), so supporting a new release is adding its row (see the
-// README, "Armada releases").
+// make generate), so supporting a new release is adding its row (see
+// docs/dev/releasing.md).
 //
 // Every release's images are gresearch/armada-<component>:<Version>, and
 // every release's migrations run the same way (components.go): a new

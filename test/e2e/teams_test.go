@@ -15,7 +15,7 @@ import (
 )
 
 // defaultPriorityClassNames are the PriorityClass names a new Armada gets
-// when its spec names none, as the README documents them:
+// when its spec names none, as docs/guides/teams.md documents them:
 // <namespace>-<name>-<6 hex digits of sha256("<namespace>/<name>")>-default
 // and -preemptible.
 func defaultPriorityClassNames(ns, name string) []string {

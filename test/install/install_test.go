@@ -189,7 +189,7 @@ func TestInstall(t *testing.T) {
 const upgradeVersion = "v0.0.2-test"
 
 // upgrade publishes the packages at upgradeVersion and follows the
-// README's upgrade: point the Configuration at the new version, which
+// docs/guides/install.md's upgrade: point the Configuration at the new version, which
 // Crossplane refuses while the Function dependency is older (it does not
 // upgrade dependencies by default), then move the Function too.
 func upgrade(t *testing.T, kube client.Client, cliPath, host string, cfg xpkg.Built) {
@@ -255,7 +255,7 @@ func setPackage(t *testing.T, kube client.Client, kind, name, ref string) {
 	}
 }
 
-// uninstall follows the README: deleting the Configuration removes the
+// uninstall follows docs/guides/install.md: deleting the Configuration removes the
 // XRD and Composition, and deleting the dependencies leaves no package.
 func uninstall(t *testing.T, kube client.Client, deps []dependency) {
 	t.Helper()

@@ -212,7 +212,7 @@ func TestExamplesValidate(t *testing.T) {
 }
 
 // TestPackageManifestsValidate checks the hand-written manifests the
-// package and the README ship (the activation policy, the RBAC for
+// package and docs/guides/install.md ship (the activation policy, the RBAC for
 // Crossplane) against Crossplane's CRDs and Kubernetes' schemas.
 func TestPackageManifestsValidate(t *testing.T) {
 	tools, err := xprender.FindTools()

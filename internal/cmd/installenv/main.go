@@ -1,4 +1,4 @@
-// Command installenv starts what the README's Install section needs to run
+// Command installenv starts what docs/guides/install.md needs to run
 // as pasted, locally and without Docker or internet (`make install-env`):
 // an OCI registry on 127.0.0.1, the packages configuration-armada depends
 // on that are not ours (provider-kubernetes) mirrored into it under their
@@ -97,7 +97,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("export KUBECONFIG=%s REGISTRY=%s\n", cp.Kubeconfig(), host)
-	logf("ready: paste the export line above into another shell and follow the README's Install section; Ctrl-C stops everything")
+	logf("ready: paste the export line above into another shell and follow docs/guides/install.md; Ctrl-C stops everything")
 	<-ctx.Done()
 	return nil
 }

@@ -133,7 +133,7 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 	fn.SetAPIVersion("pkg.crossplane.io/v1")
 	fn.SetKind("Function")
 	if err := c.Get(ctx, client.ObjectKey{Name: "function-armada"}, fn); err != nil {
-		return nil, errors.Wrap(err, "cannot find Function function-armada: install Crossplane v2 and the function-armada package first (see README)")
+		return nil, errors.Wrap(err, "cannot find Function function-armada: install Crossplane v2 and function-armada first (see docs/guides/own-cluster.md)")
 	}
 	for _, f := range []string{
 		"cluster/rbac/crossplane-armada.yaml", "cluster/rbac/armada-crossplane-roles.yaml",
