@@ -73,10 +73,14 @@ type ArmadaQueueSpec struct {
 	Permissions []armadav1.QueuePermission `json:"permissions,omitempty"`
 
 	// Namespaces the team's jobs run in. Each is created in the target
-	// Armada's executor cluster, labelled with the queue's name.
+	// Armada's executor cluster, labelled with the queue's name. Each must
+	// not exist yet (or be this queue's own), and is never the target
+	// Armada's namespace or the platform's (kube-*, default,
+	// crossplane-system): an existing namespace is refused, never adopted.
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.all(n, !n.startsWith('kube-') && n != 'default' && n != 'crossplane-system')",message="spec.namespaces cannot name the platform's namespaces (kube-*, default, crossplane-system): name a namespace for the team's jobs that does not exist yet"
 	// +listType=set
 	// +optional
 	Namespaces []string `json:"namespaces,omitempty"`

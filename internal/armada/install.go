@@ -31,6 +31,8 @@ type Install struct {
 	// composed (see scope.go).
 	isNamespaced bool
 	clusterScope *clusterRef
+	// owner marks what the install composes that could be adopted by name.
+	owner Owner
 }
 
 // Internal basic-auth users the components authenticate to each other

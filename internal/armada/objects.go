@@ -123,7 +123,7 @@ func (in *Install) priorityClass(name string, value int32, preemptible bool) *sc
 	}
 	return &schedulingv1.PriorityClass{
 		TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
-		ObjectMeta:       metav1.ObjectMeta{Name: name, Labels: in.labels("priorityclass")},
+		ObjectMeta:       metav1.ObjectMeta{Name: name, Labels: in.labels("priorityclass"), Annotations: in.owner.annotations()},
 		Value:            value,
 		PreemptionPolicy: &policy,
 		Description:      "Armada priority class managed by function-armada for " + in.Namespace + "/" + in.Name,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -17,6 +18,10 @@ import (
 func namespacedXR(s v1alpha1.ArmadaSpec, ref *v1alpha1.ProviderConfigRef) XR {
 	return XR{Name: "armada", Namespace: "armada", Spec: s, ClusterScope: ref}
 }
+
+// ignoreOwnerMark ignores the ownership mark, which names the claim for a
+// claimed XR and the Armada for a namespaced one.
+var ignoreOwnerMark = cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == AnnotationOwner })
 
 // clusterScopedKinds are what a namespaced XR cannot compose directly.
 var clusterScopedKinds = map[string]bool{"PriorityClass": true, "ClusterRole": true, "ClusterRoleBinding": true, "Namespace": true}
@@ -78,14 +83,14 @@ func TestNamespacedRendersTheSameArmada(t *testing.T) {
 			}
 			kind := l.Object.GetObjectKind().GroupVersionKind().Kind
 			if !clusterScopedKinds[kind] || l.Object.GetNamespace() != "" {
-				if diff := cmp.Diff(toJSONMap(l.Object), toJSONMap(n.Object)); diff != "" {
+				if diff := cmp.Diff(toJSONMap(l.Object), toJSONMap(n.Object), ignoreOwnerMark); diff != "" {
 					t.Errorf("case %d: %s differs (-claimed +namespaced):\n%s", i, l.Key, diff)
 				}
 				continue
 			}
 			wrapped++
 			u, m := manifest(t, n)
-			if diff := cmp.Diff(stripNullTimestamps(toJSONMap(l.Object)), m); diff != "" {
+			if diff := cmp.Diff(stripNullTimestamps(toJSONMap(l.Object)), m, ignoreOwnerMark); diff != "" {
 				t.Errorf("case %d: %s's manifest is not the claim's object (-claimed +namespaced):\n%s", i, l.Key, diff)
 			}
 			pc, _, _ := unstructured.NestedStringMap(u.Object, "spec", "providerConfigRef")

@@ -55,12 +55,15 @@ var (
 // know the schema ran (crossplane render, an older XRD, a direct XR), and
 // every rejection must name the field.
 func New(xr XR) (*Install, field.ErrorList) {
-	in := &Install{Name: xr.Name, Namespace: xr.Spec.Namespace, Spec: *xr.Spec.DeepCopy()}
-	var errs field.ErrorList
+	in := &Install{Name: xr.Name, Namespace: xr.Spec.Namespace, Spec: *xr.Spec.DeepCopy(), owner: ownerOf(xr)}
+	errs := ownNamespace(xr)
+	if len(errs) > 0 {
+		in.Namespace = xr.Labels[labelClaimNamespace]
+	}
 	switch {
 	case xr.Namespace != "":
 		in.isNamespaced = true
-		errs = in.namespaced(xr)
+		errs = append(errs, in.namespaced(xr)...)
 	case xr.Labels[labelClaimName] != "":
 		in.Name = xr.Labels[labelClaimName]
 	}
@@ -70,6 +73,7 @@ func New(xr XR) (*Install, field.ErrorList) {
 	applyDefaults(&in.Spec, priorityClassPrefix(in.Namespace, in.Name, xr.ComposedPriorityClasses))
 	errs = append(errs, validateSpec(field.NewPath("spec"), &in.Spec)...)
 	in.resolveConnections()
+	errs = append(errs, in.checkSecretInputs(&xr.Spec)...)
 	if in.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
 	}

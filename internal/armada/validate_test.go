@@ -50,10 +50,20 @@ func TestNew(t *testing.T) {
 			xr:     claimed(spec()),
 			want:   want{name: "armada", namespace: "armada"},
 		},
-		"ExplicitNamespaceWins": {
-			reason: "spec.namespace wins over the claim's namespace.",
-			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Namespace = "elsewhere" })),
-			want:   want{name: "armada", namespace: "elsewhere"},
+		"ClaimNamespaceElsewhereRefused": {
+			reason: "A claim composes into its own namespace only: spec.namespace naming another is refused, and the install stays in the claim's.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Namespace = "victim" })),
+			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Forbidden(field.NewPath("spec", "namespace"), "")}},
+		},
+		"ClaimNamespaceItsOwn": {
+			reason: "A claim may name its own namespace.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Namespace = "armada" })),
+			want:   want{name: "armada", namespace: "armada"},
+		},
+		"DirectXRChoosesNamespace": {
+			reason: "An XR the platform creates without a claim chooses its namespace.",
+			xr:     XR{Name: "direct", Spec: spec(func(s *v1alpha1.ArmadaSpec) { s.Namespace = "elsewhere" })},
+			want:   want{name: "direct", namespace: "elsewhere"},
 		},
 		"DirectXRNeedsNamespace": {
 			reason: "An XR created without a claim must say where to install.",

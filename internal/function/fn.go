@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -105,7 +104,8 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
-	if errs := in.CheckPriorityClassOwners(oxr.Resource.GetName(), priorityClassOwners(req)); len(errs) > 0 {
+	composedPCs := slices.Concat(xr.ComposedPriorityClasses, observedKeys(observed, priorityClassRequirement))
+	if errs := in.CheckPriorityClasses(requiredByName(req, priorityClassRequirement), composedPCs); len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
@@ -120,6 +120,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
 		return
 	}
+	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
 	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return
@@ -160,24 +161,6 @@ func requirePriorityClasses(rsp *fnv1.RunFunctionResponse, names []string) {
 		}
 	}
 	rsp.Requirements = &fnv1.Requirements{Resources: sel}
-}
-
-// priorityClassOwners maps each required PriorityClass that exists to the
-// composite resource controlling it ("" when none does).
-func priorityClassOwners(req *fnv1.RunFunctionRequest) map[string]string {
-	required, err := request.GetRequiredResources(req)
-	if err != nil {
-		return nil
-	}
-	owners := map[string]string{}
-	for key, items := range required {
-		for _, r := range items {
-			if strings.HasPrefix(key, priorityClassRequirement) {
-				owners[r.Resource.GetName()] = armada.OwnerOf(r.Resource.GetLabels())
-			}
-		}
-	}
-	return owners
 }
 
 // decodeXR reads the fields rendering needs from an XR of either shape: a

@@ -98,6 +98,25 @@ func ownedPriorityClass(name string) map[string]*fnv1.Resources {
 	}
 }
 
+// platformPriorityClass is a required PriorityClass nothing composed.
+func platformPriorityClass(name string) map[string]*fnv1.Resources {
+	return map[string]*fnv1.Resources{
+		"priorityclass-" + name: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+			"metadata": {"name": "` + name + `"}, "value": 1000000}`)}}},
+	}
+}
+
+// markedPriorityClass is a required PriorityClass carrying an ownership
+// mark.
+func markedPriorityClass(name, mark string) map[string]*fnv1.Resources {
+	return map[string]*fnv1.Resources{
+		"priorityclass-" + name: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+			"metadata": {"name": "` + name + `", "annotations": {"armadaproject.io/owner": "` + mark + `"}}, "value": 1000}`)}}},
+	}
+}
+
 // withExplicitPriorityClass gives the XR one priority class named shared.
 func withExplicitPriorityClass(xr string) string {
 	return strings.Replace(xr, `"auth"`, `"scheduling": {"priorityClasses": [{"name": "shared", "priority": 1000}]}, "auth"`, 1)
@@ -126,7 +145,50 @@ func TestRunFunctionAcceptedCondition(t *testing.T) {
 			want: &fnv1.Condition{
 				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: ReasonRefused,
 				Message: ptrTo(`invalid XArmada: spec.scheduling.priorityClasses[0].name: Invalid value: "shared": PriorityClass shared ` +
-					`already belongs to XArmada another-armada; PriorityClasses are cluster-wide, so choose names no other Armada in this cluster uses`),
+					`already belongs to composite resource another-armada; PriorityClasses are cluster-wide, so choose names no other Armada in this cluster uses`),
+				Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+		"PriorityClassExistsUnmarked": {
+			reason:   "A PriorityClass that exists without this Armada's mark (the platform's) is refused, not adopted.",
+			xr:       withExplicitPriorityClass(validXR),
+			required: platformPriorityClass("shared"),
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: ReasonRefused,
+				Message: ptrTo(`invalid XArmada: spec.scheduling.priorityClasses[0].name: Invalid value: "shared": PriorityClass shared ` +
+					`already exists and was not created by this Armada; it is not adopted: choose another name, ` +
+					`or leave spec.scheduling.priorityClasses unset for names of this Armada's own`),
+				Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+		"PriorityClassMarked": {
+			reason:   "A PriorityClass carrying this claim's mark is its own.",
+			xr:       withExplicitPriorityClass(validXR),
+			required: markedPriorityClass("shared", "ArmadaClaim armada/armada"),
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: ReasonAccepted,
+				Message: ptrTo("The spec is valid and every name it composes is free"),
+				Target:  fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+		"ClaimNamespaceElsewhere": {
+			reason: "A claim composes into its own namespace only.",
+			xr:     strings.Replace(validXR, `"auth"`, `"namespace": "victim", "auth"`, 1),
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: ReasonRefused,
+				Message: ptrTo("invalid XArmada: spec.namespace: Forbidden: a claim composes only into its own namespace (armada), not victim; " +
+					"remove spec.namespace, or apply the claim in namespace victim if you may"),
+				Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+			},
+		},
+		"IngressServesComposedSecret": {
+			reason: "A Secret the function composes is not a tenant's input.",
+			xr: strings.Replace(validXR, `"auth"`, `"ingress": {"grpcHost": "g.example.com", "restHost": "r.example.com", `+
+				`"lookoutHost": "l.example.com", "tlsSecretName": "armada-tls"}, "auth"`, 1),
+			want: &fnv1.Condition{
+				Type: ConditionAccepted, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: ReasonRefused,
+				Message: ptrTo(`invalid XArmada: spec.ingress.tlsSecretName: Invalid value: "armada-tls": names the Secret the function ` +
+					`composes with the private CA's key and the TLS keys; name a Secret of your own in namespace armada`),
 				Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 			},
 		},

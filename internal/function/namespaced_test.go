@@ -131,7 +131,11 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 		t.Errorf("target requirement: -want, +got:\n%s", diff)
 	}
 
-	req.RequiredResources = map[string]*fnv1.Resources{targetRequirement: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}}}
+	// The target, and the job namespace and Queue names, free.
+	req.RequiredResources = map[string]*fnv1.Resources{
+		targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}},
+		"namespace-team-ml-jobs": {}, queueRequirement: {},
+	}
 	rsp, err = newFunction(t).RunFunction(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/teamqueue"
 )
@@ -31,7 +32,9 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	name, ns := xr.Target()
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}}
+	sel := map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}
+	namespaceSelectors(xr, sel)
+	rsp.Requirements = &fnv1.Requirements{Resources: sel}
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -43,27 +46,14 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	kind := oxr.Resource.GetKind()
-	if len(targets) == 0 {
-		target := "ArmadaClaim"
-		if xr.Namespace != "" {
-			target = kindNamespacedArmada
-		}
-		response.Fatal(rsp, errors.Errorf("invalid %s: spec.armada.name: Not found: no %s %q in namespace %q", kind, target, name, ns))
-		return
-	}
-	txr, err := decodeXR(targets[0].Resource.Object)
+	target, err := targetInstall(xr, kind, targets)
 	if err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot decode the target Armada"))
+		response.Fatal(rsp, err)
 		return
 	}
-	target, errs := armada.New(txr)
-	if len(errs) > 0 {
-		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid"))
-		return
-	}
-	out, errs := teamqueue.Render(xr, target)
-	if len(errs) > 0 {
-		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+	sel[queueRequirement] = queueSelector(xr, target)
+	if !allFetched(required, sel) {
+		// Crossplane calls again with what exists of the names.
 		return
 	}
 	observed, err := request.GetObservedComposedResources(req)
@@ -71,23 +61,68 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
 		return
 	}
+	if errs := teamqueue.CheckReach(xr, target, queueExisting(required, observed)); len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+		return
+	}
+	out, errs := teamqueue.Render(xr, target)
+	if len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+		return
+	}
 	o := armada.Observe(unstructuredOf(observed))
 	for i := range out.Objects {
 		out.Objects[i].Ready = o.Ready[out.Objects[i].Key] || (out.Objects[i].Key != teamqueue.KeyQueue && o.Keys[out.Objects[i].Key])
 	}
 	ready := o.Ready[teamqueue.KeyQueue]
+	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
 	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, ready); err != nil {
 		response.Fatal(rsp, err)
 		return
 	}
+	queueReady(rsp, out.Status, ready, o.Unsynced[teamqueue.KeyQueue])
+	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
+}
+
+// targetInstall is the team queue's target Armada, from the XRs Crossplane
+// found for it: an error names spec.armada.name when there is none.
+func targetInstall(xr teamqueue.XR, kind string, targets []resource.Required) (*armada.Install, error) {
+	name, ns := xr.Target()
+	if len(targets) == 0 {
+		target := "ArmadaClaim"
+		if xr.Namespace != "" {
+			target = kindNamespacedArmada
+		}
+		return nil, errors.Errorf("invalid %s: spec.armada.name: Not found: no %s %q in namespace %q", kind, target, name, ns)
+	}
+	txr, err := decodeXR(targets[0].Resource.Object)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot decode the target Armada")
+	}
+	target, errs := armada.New(txr)
+	if len(errs) > 0 {
+		return nil, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid")
+	}
+	return target, nil
+}
+
+// queueReady reports on the XR and its claim whether the team's queue
+// exists in Armada, and if not, why provider-armada has not created it
+// (unsynced, the Queue's Synced message).
+func queueReady(rsp *fnv1.RunFunctionResponse, s v1alpha1.ArmadaQueueStatus, ready bool, unsynced string) {
 	if ready {
 		response.ConditionTrue(rsp, "QueueReady", "Available").
-			WithMessage("Queue " + out.Status.Queue + " exists in Armada " + out.Status.Armada).TargetCompositeAndClaim()
-	} else {
-		response.ConditionFalse(rsp, "QueueReady", "Creating").
-			WithMessage("Waiting for provider-armada to create queue " + out.Status.Queue + " in Armada " + out.Status.Armada).TargetCompositeAndClaim()
+			WithMessage("Queue " + s.Queue + " exists in Armada " + s.Armada).TargetCompositeAndClaim()
+		return
 	}
-	f.log.Debug("Composed team queue", "xr", xr.Name, "queue", out.Status.Queue, "ready", ready)
+	msg := "Waiting for provider-armada to create queue " + s.Queue + " in Armada " + s.Armada
+	if unsynced != "" {
+		// Such as a queue of this name that Armada has and the Queue did
+		// not create, which provider-armada neither adopts nor deletes:
+		// the team reads it here.
+		msg += ": " + unsynced
+	}
+	response.ConditionFalse(rsp, "QueueReady", "Creating").WithMessage(msg).TargetCompositeAndClaim()
 }
 
 // decodeTeamQueue reads a team queue XR of either shape: an XArmadaQueue,

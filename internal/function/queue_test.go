@@ -2,6 +2,8 @@ package function
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,40 +20,128 @@ const teamQueueXR = `{
 	"spec": {"armada": {"name": "armada", "namespace": "armada"}, "groupOwners": ["team-ml"], "namespaces": ["team-ml-jobs"]}
 }`
 
+// namespaceJSON is a Namespace as Crossplane returns it, with annotations.
+func namespaceJSON(name, annotations string) string {
+	return `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "` + name + `", "annotations": {` + annotations + `}}}`
+}
+
+// queueMRJSON is the team queue's provider-armada Queue, with labels and,
+// if given, conditions.
+func queueMRJSON(labels string, conditions ...string) string {
+	return `{"apiVersion": "armada.m.armadaproject.io/v1alpha1", "kind": "Queue", ` +
+		`"metadata": {"name": "armada-queue-ml", "namespace": "armada", "labels": {` + labels + `}}, ` +
+		`"status": {"conditions": [` + strings.Join(conditions, ", ") + `]}}`
+}
+
 func TestRunFunctionTeamQueue(t *testing.T) {
-	withTarget := func(targets ...string) *fnv1.RunFunctionRequest {
-		req := requestFor(teamQueueXR)
-		rs := &fnv1.Resources{}
-		for _, x := range targets {
-			rs.Items = append(rs.Items, &fnv1.Resource{Resource: resource.MustStructJSON(x)})
+	// request is the team queue xr with required resources by requirement
+	// name; a requirement absent from required is not fetched yet.
+	request := func(xr string, required map[string][]string) *fnv1.RunFunctionRequest {
+		req := requestFor(xr)
+		if required == nil {
+			return req
 		}
-		req.RequiredResources = map[string]*fnv1.Resources{targetRequirement: rs}
+		req.RequiredResources = map[string]*fnv1.Resources{}
+		for key, objs := range required {
+			rs := &fnv1.Resources{}
+			for _, x := range objs {
+				rs.Items = append(rs.Items, &fnv1.Resource{Resource: resource.MustStructJSON(x)})
+			}
+			req.RequiredResources[key] = rs
+		}
 		return req
+	}
+	// free is every name fetched and free, with target.
+	free := func(target ...string) map[string][]string {
+		return map[string][]string{targetRequirement: target, "namespace-team-ml-jobs": nil, queueRequirement: nil}
+	}
+	with := func(m map[string][]string, key string, objs ...string) map[string][]string {
+		m[key] = objs
+		return m
+	}
+	namespaces := func(ns ...string) string {
+		b, err := json.Marshal(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Replace(teamQueueXR, `"namespaces": ["team-ml-jobs"]`, `"namespaces": `+string(b), 1)
 	}
 	type want struct {
 		fatal     string
 		desired   []string
-		requested bool
+		requested []string
 	}
+	asked := []string{"namespace-team-ml-jobs", targetRequirement}
+	all := []string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}
 	cases := map[string]struct {
 		reason string
 		req    *fnv1.RunFunctionRequest
 		want   want
 	}{
 		"AsksForTheTarget": {
-			reason: "Before Crossplane fetched the target Armada the function asks for it and composes nothing yet.",
-			req:    requestFor(teamQueueXR),
-			want:   want{requested: true, desired: []string{}},
+			reason: "Before Crossplane fetched the target Armada the function asks for it and the job namespaces, and composes nothing yet.",
+			req:    request(teamQueueXR, nil),
+			want:   want{requested: asked, desired: []string{}},
 		},
 		"UnknownTarget": {
 			reason: "A target Armada that does not exist is a Fatal result naming spec.armada.name.",
-			req:    withTarget(),
-			want:   want{requested: true, desired: []string{}, fatal: `invalid XArmadaQueue: spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada"`},
+			req:    request(teamQueueXR, map[string][]string{targetRequirement: nil}),
+			want:   want{requested: asked, desired: []string{}, fatal: `invalid XArmadaQueue: spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada"`},
+		},
+		"AsksForTheNames": {
+			reason: "With the target, the function asks for the Queue of its name too, and composes nothing until it knows what exists.",
+			req:    request(teamQueueXR, map[string][]string{targetRequirement: {validXR}}),
+			want:   want{requested: all, desired: []string{}},
 		},
 		"Composes": {
-			reason: "With the target, the queue and the jobs' namespace are composed.",
-			req:    withTarget(validXR),
-			want:   want{requested: true, desired: []string{"namespace-team-ml-jobs", "queue"}},
+			reason: "With the target, and the names free, the queue and the jobs' namespace are composed.",
+			req:    request(teamQueueXR, free(validXR)),
+			want:   want{requested: all, desired: []string{"namespace-team-ml-jobs", "queue"}},
+		},
+		"NamespaceExists": {
+			reason: "A job namespace that exists without this queue's mark (another team's, with its Secrets) is refused, not adopted.",
+			req:    request(teamQueueXR, with(free(validXR), "namespace-team-ml-jobs", namespaceJSON("team-ml-jobs", ""))),
+			want: want{requested: all, desired: []string{}, fatal: "invalid XArmadaQueue: spec.namespaces[0]: Forbidden: namespace team-ml-jobs already exists " +
+				"and was not created by this queue; it is not adopted (nor ever deleted) by this queue: name a namespace that does not exist yet"},
+		},
+		"NamespaceOfAnotherQueue": {
+			reason: "A job namespace another queue composed is refused, naming that queue.",
+			req: request(teamQueueXR, with(free(validXR), "namespace-team-ml-jobs",
+				namespaceJSON("team-ml-jobs", `"armadaproject.io/owner": "ArmadaQueueClaim team-y/ml"`))),
+			want: want{requested: all, desired: []string{}, fatal: "invalid XArmadaQueue: spec.namespaces[0]: Forbidden: namespace team-ml-jobs already exists " +
+				"and belongs to ArmadaQueueClaim team-y/ml; it is not adopted (nor ever deleted) by this queue: name a namespace that does not exist yet"},
+		},
+		"NamespaceMarked": {
+			reason: "A job namespace carrying this queue's mark is its own.",
+			req: request(teamQueueXR, with(free(validXR), "namespace-team-ml-jobs",
+				namespaceJSON("team-ml-jobs", `"armadaproject.io/owner": "ArmadaQueueClaim team-ml/ml"`))),
+			want: want{requested: all, desired: []string{"namespace-team-ml-jobs", "queue"}},
+		},
+		"ArmadasNamespace": {
+			reason: "The target Armada's own namespace is never a team's job namespace.",
+			req:    request(namespaces("armada"), map[string][]string{targetRequirement: {validXR}, "namespace-armada": {namespaceJSON("armada", "")}, queueRequirement: nil}),
+			want: want{requested: []string{"namespace-armada", queueRequirement, targetRequirement}, desired: []string{}, fatal: "invalid XArmadaQueue: " +
+				"spec.namespaces[0]: Forbidden: namespace armada is Armada armada/armada's own; name a namespace for the team's jobs that does not exist yet"},
+		},
+		"PlatformNamespaces": {
+			reason: "Kubernetes' and Crossplane's namespaces are never a team's job namespaces, existing or not.",
+			req: request(namespaces("kube-system", "crossplane-system"), map[string][]string{
+				targetRequirement: {validXR}, "namespace-kube-system": nil, "namespace-crossplane-system": nil, queueRequirement: nil,
+			}),
+			want: want{requested: []string{"namespace-crossplane-system", "namespace-kube-system", queueRequirement, targetRequirement}, desired: []string{}, fatal: "invalid XArmadaQueue: " +
+				"[spec.namespaces[0]: Forbidden: namespace kube-system is the platform's; name a namespace for the team's jobs that does not exist yet, " +
+				"spec.namespaces[1]: Forbidden: namespace crossplane-system is the platform's; name a namespace for the team's jobs that does not exist yet]"},
+		},
+		"QueueOfAnotherClaim": {
+			reason: "A Queue of the same name another claim composed is refused, not adopted.",
+			req:    request(teamQueueXR, with(free(validXR), queueRequirement, queueMRJSON(`"crossplane.io/composite": "other-x9"`))),
+			want: want{requested: all, desired: []string{}, fatal: `invalid XArmadaQueue: spec.queueName: Invalid value: "ml": queue ml of Armada armada/armada ` +
+				`already exists and belongs to composite resource other-x9; choose another spec.queueName (it defaults to the claim's name)`},
+		},
+		"QueueComposedBefore": {
+			reason: "The Queue Crossplane composed for this XR before marks existed is its own.",
+			req:    request(teamQueueXR, with(free(validXR), queueRequirement, queueMRJSON(`"crossplane.io/composite": "ml-x2"`))),
+			want:   want{requested: all, desired: []string{"namespace-team-ml-jobs", "queue"}},
 		},
 	}
 	for name, tc := range cases {
@@ -70,10 +160,42 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 			for k := range rsp.GetDesired().GetResources() {
 				desired = append(desired, k)
 			}
-			got := want{fatal: fatal, desired: desired, requested: rsp.GetRequirements().GetResources()[targetRequirement] != nil}
+			requested := []string{}
+			for k := range rsp.GetRequirements().GetResources() {
+				requested = append(requested, k)
+			}
+			got := want{fatal: fatal, desired: desired, requested: requested}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestRunFunctionTeamQueueUnsynced: why provider-armada cannot create the
+// team's queue (here, a queue of that name Armada has and the Queue did not
+// create) reaches the claim's QueueReady condition.
+func TestRunFunctionTeamQueueUnsynced(t *testing.T) {
+	req := requestFor(teamQueueXR)
+	req.RequiredResources = map[string]*fnv1.Resources{
+		targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(validXR)}}},
+		"namespace-team-ml-jobs": {}, queueRequirement: {},
+	}
+	why := "observe failed: queue ml already exists in Armada and this Queue did not create it: it is not adopted (nor ever deleted)"
+	req.Observed.Resources = map[string]*fnv1.Resource{"queue": {Resource: resource.MustStructJSON(queueMRJSON(`"crossplane.io/composite": "ml-x2"`,
+		`{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "`+why+`"}`))}}
+	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == "QueueReady" {
+			got = c.GetMessage()
+		}
+	}
+	want := "Waiting for provider-armada to create queue ml in Armada armada/armada: " + why
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("QueueReady message: -want, +got:\n%s", diff)
 	}
 }

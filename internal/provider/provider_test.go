@@ -13,6 +13,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/provider/queue"
 )
 
 // armadaQueue is Armada's Queue message.
@@ -160,6 +161,42 @@ func TestQueue(t *testing.T) {
 		if q.GetDeletionTimestamp() != nil {
 			t.Error("the Queue is being deleted after an outage")
 		}
+	})
+
+	t.Run("NotAdopted", func(t *testing.T) {
+		// A queue Armada already has, which the Queue did not create (made
+		// with armadactl, or another team's of the same name), is neither
+		// changed nor deleted: the Queue reports it; with the adopt
+		// annotation it takes it over.
+		s := startArmada(ctx, t)
+		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
+		s.SetQueue(&api.Queue{Name: "theirs", PriorityFactor: 5})
+		theirs, _ := s.Queue("theirs")
+		e.create(ctx, t, newQueue(ns, "theirs", v1alpha1.QueueParameters{PriorityFactor: "1"}))
+		e.waitFor(ctx, t, ns, "theirs", conditions("", xpv2.ReasonReconcileError,
+			"observe failed: queue theirs already exists in Armada and this Queue did not create it: it is not adopted (nor ever deleted)"))
+		if err := e.kube.Delete(ctx, newQueue(ns, "theirs", v1alpha1.QueueParameters{})); err != nil {
+			t.Fatalf("cannot delete Queue: %v", err)
+		}
+		e.waitFor(ctx, t, ns, "theirs", gone)
+		got, ok := s.Queue("theirs")
+		if d := cmp.Diff(theirs, got); !ok || d != "" {
+			t.Errorf("Armada's queue theirs after the Queue came and went (found %t): -before, +after:\n%s", ok, d)
+		}
+		if calls := s.Calls(); calls["UpdateQueue"] != 0 || calls["DeleteQueue"] != 0 {
+			t.Errorf("UpdateQueue called %d times, DeleteQueue %d times on a queue not the Queue's; want 0", calls["UpdateQueue"], calls["DeleteQueue"])
+		}
+
+		adopt := newQueue(ns, "theirs", v1alpha1.QueueParameters{PriorityFactor: "2"})
+		adopt.SetAnnotations(map[string]string{queue.AnnotationAdopt: "true"})
+		e.create(ctx, t, adopt)
+		e.waitFor(ctx, t, ns, "theirs", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
+		waitArmada(t, s, "theirs", func(q *armadaQueue, _ bool) string {
+			if q.GetPriorityFactor() != 2 {
+				return fmt.Sprintf("priority factor %v, want 2 once adopted", q.GetPriorityFactor())
+			}
+			return ""
+		})
 	})
 
 	t.Run("OrphanWithoutDeletePolicy", func(t *testing.T) {

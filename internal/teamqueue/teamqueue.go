@@ -153,7 +153,9 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 		Endpoint:   target.Endpoints().GRPC,
 		Namespaces: slices.Clone(xr.Spec.Namespaces),
 	}}
+	owner := xr.Owner()
 	queue := target.Queue(name, p, "team-queue")
+	owner.Stamp(queue)
 	if xr.Namespace != "" && xr.Namespace != target.Namespace {
 		// The Queue lives beside the Armada's provider-armada config.
 		out.Objects = append(out.Objects, target.ObjectIn(xr.Namespace, xr.Name+"-"+KeyQueue, KeyQueue, *ref, queue, true))
@@ -173,6 +175,7 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 				"app.kubernetes.io/part-of":    "armada",
 			}},
 		}
+		owner.Stamp(obj)
 		key := keyNamespacePrefix + ns
 		if xr.Namespace != "" {
 			out.Objects = append(out.Objects, target.ObjectIn(home, xr.Name+"-"+key, key, *ref, obj, false))

@@ -636,7 +636,7 @@ func TestSharedClusterPriorityClasses(t *testing.T) {
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": legacy[0], "priority": int64(1000)}},
 			"spec", "scheduling", "priorityClasses")
 	})
-	msg := claimAccepted(t, second, "False", "spec.scheduling.priorityClasses[0].name", legacy[0], "already belongs to XArmada")
+	msg := claimAccepted(t, second, "False", "spec.scheduling.priorityClasses[0].name", legacy[0], "already belongs to ArmadaClaim e2e-shared-a/"+first.GetName())
 	t.Logf("refusal on the second claim: %s", msg)
 	unchanged(t, before, snapshot(t, first))
 }

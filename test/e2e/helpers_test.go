@@ -175,7 +175,8 @@ func claimCondition(t *testing.T, claim *unstructured.Unstructured, typ, want st
 	})
 }
 
-// claimAccepted waits until the claim itself (not its cluster-scoped XR,
+// claimAccepted waits until the claim itself (an ArmadaClaim or
+// ArmadaQueueClaim, by its kind; not its cluster-scoped XR,
 // which a team may not be able to read) reports the function's Accepted
 // condition with status want; a refusal must also have reason Refused and
 // a message containing every one of parts. It returns the message.
@@ -183,7 +184,7 @@ func claimAccepted(t *testing.T, claim *unstructured.Unstructured, want string, 
 	t.Helper()
 	var msg string
 	waitFor(t, fmt.Sprintf("claim %s/%s Accepted=%s naming %q", claim.GetNamespace(), claim.GetName(), want, parts), func() (bool, string) {
-		c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
+		c := get(t, claimAPIVersion, claim.GetKind(), claim.GetNamespace(), claim.GetName())
 		if c == nil {
 			return false, "claim not found"
 		}

@@ -41,16 +41,16 @@ func namespacedArmada(t *testing.T, ns string) *unstructured.Unstructured {
 }
 
 // teamMember is a user whose only rights are a Role in namespace ns over
-// namespaced Armadas (what Crossplane's aggregated edit role grants for the
-// XR kind; the local control plane runs no RBAC manager to aggregate it),
-// and a client impersonating them.
+// namespaced Armadas and claims (what Crossplane's aggregated edit role
+// grants for the XR and claim kinds; the local control plane runs no RBAC
+// manager to aggregate it), and a client impersonating them.
 func teamMember(t *testing.T, ns, user string) client.Client {
 	t.Helper()
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "armada-editor", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"platform.armadaproject.io"},
-			Resources: []string{"armadas", "armadaqueues"},
+			Resources: []string{"armadas", "armadaqueues", "armadaclaims", "armadaqueueclaims"},
 			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 		}},
 	}

@@ -102,7 +102,7 @@ func TestTeams(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		msg := claimAccepted(t, teamC, "False", "spec.scheduling.priorityClasses[0].name", teamADefault, "already belongs to XArmada")
+		msg := claimAccepted(t, teamC, "False", "spec.scheduling.priorityClasses[0].name", teamADefault, "already belongs to")
 		t.Logf("on team c's claim: %s", msg)
 		time.Sleep(3 * time.Second)
 		unchanged(t, before, snapshot(t, teamA, teamC))

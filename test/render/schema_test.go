@@ -295,3 +295,36 @@ func TestSchemaNamespaced(t *testing.T) {
 		t.Run(name, func(t *testing.T) { validateOne(t, tools, xrd, tc.reason, tc.xr, tc.want) })
 	}
 }
+
+// TestSchemaQueue proves the team queue XRD refuses, before the function
+// runs, job namespaces that are the platform's.
+func TestSchemaQueue(t *testing.T) {
+	tools, err := xprender.FindTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(namespaces string) string {
+		return `apiVersion: platform.armadaproject.io/v1alpha1
+kind: ArmadaQueueClaim
+metadata: {name: ml, namespace: team-ml}
+spec:
+  armada: {name: armada, namespace: armada}
+  groupOwners: [team-ml]
+  namespaces: ` + namespaces + "\n"
+	}
+	platform := "spec.namespaces cannot name the platform's namespaces (kube-*, default, crossplane-system)"
+	cases := map[string]struct {
+		reason string
+		claim  string
+		want   []string
+	}{
+		"TeamNamespace": {reason: "A namespace of the team's own is accepted.", claim: claim("[team-ml-jobs]")},
+		"KubeSystem":    {reason: "Kubernetes' namespaces are the platform's.", claim: claim("[team-ml-jobs, kube-system]"), want: []string{platform}},
+		"Default":       {reason: "default is the platform's.", claim: claim("[default]"), want: []string{platform}},
+		"Crossplane":    {reason: "Crossplane's namespace is the platform's.", claim: claim("[crossplane-system]"), want: []string{platform}},
+	}
+	xrd := filepath.Join(root, "package", "xarmada", "queue-definition.yaml")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) { validateOne(t, tools, xrd, tc.reason, tc.claim, tc.want) })
+	}
+}

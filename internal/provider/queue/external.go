@@ -67,6 +67,14 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.Ext
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get queue")
 	}
+	if !createdOrImported(cr) {
+		if meta.WasDeleted(cr) {
+			// Never this Queue's: deleting the Queue leaves it.
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		return managed.ExternalObservation{}, errors.Errorf("queue %s already exists in Armada and this Queue did not create it: "+
+			"it is not adopted (nor ever deleted); choose another name, or set the annotation %s to take it over", name, AnnotationAdopt)
+	}
 	cr.Status.AtProvider = Observation(got)
 	cr.SetConditions(xpv2.Available())
 	li := LateInitialize(&cr.Spec.ForProvider, got)
@@ -137,4 +145,30 @@ func (e *External) desired(cr *v1alpha1.Queue) (*api.Queue, error) {
 		return nil, err
 	}
 	return ToAPI(name, cr.Spec.ForProvider)
+}
+
+// AnnotationAdopt on a Queue lets it take over a queue Armada already has,
+// which it did not create: whoever may edit the Queue may manage that
+// queue. Without it, or an Observe-only Queue, such a queue is refused.
+const AnnotationAdopt = "armadaproject.io/adopt"
+
+// createdOrImported says whether the queue Armada holds under cr's name is
+// cr's to manage: cr created it (crossplane-runtime records when), cr only
+// observes it, or it was explicitly adopted. Otherwise it is someone
+// else's queue that only shares the name, and the provider neither
+// changes nor deletes it.
+func createdOrImported(cr *v1alpha1.Queue) bool {
+	if !meta.GetExternalCreateSucceeded(cr).IsZero() || cr.GetAnnotations()[AnnotationAdopt] == "true" {
+		return true
+	}
+	policies := cr.GetManagementPolicies()
+	if len(policies) == 0 {
+		return false // the default: every action
+	}
+	for _, p := range policies {
+		if p == xpv2.ManagementActionCreate || p == xpv2.ManagementActionAll {
+			return false
+		}
+	}
+	return true
 }
