@@ -110,6 +110,10 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		return
 	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
+	if err := checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "invalid "+kind))
+		return
+	}
 
 	out, err := armada.Render(in, armada.Options{
 		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),

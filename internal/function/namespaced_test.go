@@ -60,7 +60,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), requestFor(tc.xr))
+			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(requestFor(tc.xr), testPolicies...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,8 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 		t.Errorf("target requirement: -want, +got:\n%s", diff)
 	}
 
-	req.RequiredResources = map[string]*fnv1.Resources{targetRequirement: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}}}
+	req = withPolicies(req, testPolicies...)
+	req.RequiredResources[targetRequirement] = &fnv1.Resources{Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}}
 	rsp, err = newFunction(t).RunFunction(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,10 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	}
 	name, ns := xr.Target()
 	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}}
+	tenant := tenantNamespace(&oxr.Resource.Unstructured)
+	if tenant != "" {
+		requireTenancyPolicies(rsp, tenant)
+	}
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -59,6 +63,10 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	target, errs := armada.New(txr)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid"))
+		return
+	}
+	if err := checkQueueTenancy(req, tenant, xr, target); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "invalid "+kind))
 		return
 	}
 	out, errs := teamqueue.Render(xr, target)

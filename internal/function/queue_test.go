@@ -25,7 +25,8 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		for _, x := range targets {
 			rs.Items = append(rs.Items, &fnv1.Resource{Resource: resource.MustStructJSON(x)})
 		}
-		req.RequiredResources = map[string]*fnv1.Resources{targetRequirement: rs}
+		req = withPolicies(req, testPolicies...)
+		req.RequiredResources[targetRequirement] = rs
 		return req
 	}
 	type want struct {
