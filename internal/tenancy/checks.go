@@ -133,9 +133,12 @@ func (p Policy) checkImages(sp *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorL
 		if ref == "" || p.allowsImage(ref) {
 			return
 		}
-		errs = append(errs, field.Forbidden(path, p.rule("imageRegistries", fmt.Sprintf("%q is not from an allowed registry", ref))))
+		errs = append(errs, field.Forbidden(path, p.rule("imageRegistries", fmt.Sprintf("%q is not from an allowed registry", strings.TrimSuffix(ref, "/")))))
 	}
-	check(sp.Child("imageRegistry"), strings.TrimSuffix(s.ImageRegistry, "/"))
+	// The registry prefixes image names: check it as an image under it.
+	if reg := strings.TrimSuffix(s.ImageRegistry, "/"); reg != "" {
+		check(sp.Child("imageRegistry"), reg+"/")
+	}
 	comps := components(s.Components)
 	for _, name := range slices.Sorted(maps.Keys(comps)) {
 		if img := comps[name].Image; img != nil {
@@ -153,12 +156,12 @@ func (p Policy) checkImages(sp *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorL
 
 // allowsImage reports whether an image reference (or a registry with a
 // path) starts with one of the policy's registries at a "/" boundary. A
-// reference whose first part is not a host (no "." or ":", not
-// "localhost") is on Docker Hub.
+// reference without a host (no "/", or a first part without "." or ":"
+// that is not "localhost") is on Docker Hub.
 func (p Policy) allowsImage(ref string) bool {
 	ref = strings.SplitN(ref, "@", 2)[0]
-	first, _, _ := strings.Cut(ref, "/")
-	if !strings.ContainsAny(first, ".:") && first != "localhost" {
+	first, _, path := strings.Cut(ref, "/")
+	if !path || (!strings.ContainsAny(first, ".:") && first != "localhost") {
 		ref = "docker.io/" + ref
 	}
 	for _, r := range p.Spec.ImageRegistries {
