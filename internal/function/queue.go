@@ -31,11 +31,18 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	name, ns := xr.Target()
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}}
 	tenant := tenantNamespace(&oxr.Resource.Unstructured)
 	if tenant != "" {
 		requireTenancyPolicies(rsp, tenant)
 	}
+	if err := checkQueueTarget(req, tenant, xr); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "invalid "+oxr.Resource.GetKind()))
+		return
+	}
+	if rsp.Requirements == nil {
+		rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{}}
+	}
+	rsp.Requirements.Resources[targetRequirement] = targetSelector(xr, name, ns)
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -65,7 +72,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid"))
 		return
 	}
-	if err := checkQueueTenancy(req, tenant, xr, target); err != nil {
+	if err := checkQueueScope(req, tenant, xr, target); err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "invalid "+kind))
 		return
 	}

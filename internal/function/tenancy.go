@@ -38,22 +38,29 @@ func requireTenancyPolicies(rsp *fnv1.RunFunctionResponse, ns string) {
 }
 
 // tenancyPolicy is the policy governing namespace ns among the required
-// resources. Before Crossplane has fetched them it is the built-in
-// default, the strictest, so a first call never composes more than the
-// policy will allow; Crossplane calls again with them before it applies
-// anything.
-func tenancyPolicy(req *fnv1.RunFunctionRequest, ns string) (tenancy.Policy, error) {
+// resources; fetched is false until Crossplane has fetched them. Before
+// then nothing is checked: Crossplane fetches what the function requires
+// and calls it again before it applies anything, and it stops at the first
+// Fatal result, so refusing on a guess would refuse for good. (The
+// response of a call without the policies is never the one Crossplane
+// applies: the function always requires them.)
+func tenancyPolicy(req *fnv1.RunFunctionRequest, ns string) (p tenancy.Policy, fetched bool, err error) {
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
-		return tenancy.Policy{}, err
+		return tenancy.Policy{}, false, err
 	}
 	var found []*unstructured.Unstructured
 	for _, key := range []string{tenancyRequirementNamespace, tenancyRequirementDefault} {
-		for _, r := range required[key] {
+		rs, ok := required[key]
+		if !ok {
+			return tenancy.Policy{}, false, nil
+		}
+		for _, r := range rs {
 			found = append(found, r.Resource)
 		}
 	}
-	return tenancy.Select(ns, found)
+	p, err = tenancy.Select(ns, found)
+	return p, err == nil, err
 }
 
 // tenantNamespace is the namespace of the tenant an XR belongs to: a
@@ -75,8 +82,8 @@ func checkArmadaTenancy(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespo
 		return nil
 	}
 	requireTenancyPolicies(rsp, tenant)
-	p, err := tenancyPolicy(req, tenant)
-	if err != nil {
+	p, fetched, err := tenancyPolicy(req, tenant)
+	if !fetched {
 		return err
 	}
 	errs := p.CheckArmada(tenancy.Armada{Namespace: tenant, Spec: &in.Spec, Written: &xr.Spec, ClusterScope: armada.ClusterScopeRef(xr.ClusterScope)})
@@ -86,21 +93,41 @@ func checkArmadaTenancy(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespo
 	return nil
 }
 
-// checkQueueTenancy refuses a team queue its tenant's policy does not
-// allow: an Armada in another namespace not listed, or a cluster-scope
-// config not allowed.
-func checkQueueTenancy(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR, target *armada.Install) error {
+// queueTenancy is the tenancy policy of a team queue's tenant and what it
+// checks of the queue; ok is false for a queue no tenant owns (a
+// cluster-scoped XArmadaQueue the platform created without a claim) and
+// until Crossplane has fetched the policies.
+func queueTenancy(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR) (p tenancy.Policy, q tenancy.TeamQueue, ok bool, err error) {
 	if tenant == "" {
-		return nil
+		return p, q, false, nil
 	}
-	p, err := tenancyPolicy(req, tenant)
-	if err != nil {
+	p, fetched, err := tenancyPolicy(req, tenant)
+	name, ns := xr.Target()
+	return p, tenancy.TeamQueue{Namespace: tenant, ArmadaNamespace: ns, ArmadaName: name}, fetched, err
+}
+
+// checkQueueTarget refuses a team queue on an Armada its tenant's policy
+// does not list, before the function asks for that Armada.
+func checkQueueTarget(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR) error {
+	p, q, ok, err := queueTenancy(req, tenant, xr)
+	if !ok {
 		return err
 	}
-	name, ns := xr.Target()
-	ref, inherited := xr.ScopeRef(target)
-	errs := p.CheckTeamQueue(tenancy.TeamQueue{Namespace: tenant, ArmadaNamespace: ns, ArmadaName: name, ClusterScope: ref, Inherited: inherited})
-	if len(errs) > 0 {
+	if errs := p.CheckQueueTarget(q); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	return nil
+}
+
+// checkQueueScope refuses the cluster-scope config a team queue would
+// compose through on target unless its tenant's policy allows it.
+func checkQueueScope(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR, target *armada.Install) error {
+	p, q, ok, err := queueTenancy(req, tenant, xr)
+	if !ok {
+		return err
+	}
+	q.ClusterScope, q.Inherited = xr.ScopeRef(target)
+	if errs := p.CheckQueueScope(q); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	return nil

@@ -90,8 +90,13 @@ func TestRunFunctionTenancy(t *testing.T) {
 			want:   want{composed: true},
 		},
 		"NotFetchedYet": {
-			reason: "Before Crossplane fetched the policies the built-in default applies: a worker cluster is refused for now.",
+			reason: "Before Crossplane fetched the policies nothing is refused (Crossplane stops at a Fatal result); it calls again with them before applying.",
 			req:    requestFor(workers),
+			want:   want{composed: true},
+		},
+		"NoPolicyFound": {
+			reason: "Fetched and none found: the built-in default refuses a worker cluster.",
+			req:    withPolicies(requestFor(workers)),
 			want: want{refusal: `invalid XArmada: spec.executors[0].cluster.providerConfigRef: Forbidden: ClusterProviderConfig "worker-a": not allowed by ` +
 				`the built-in tenancy policy (there is no ArmadaTenancyPolicy named after the namespace or "default") spec.providerConfigs.workerClusters`},
 		},
@@ -149,3 +154,48 @@ func TestRunFunctionTenancy(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFunctionTeamQueueTenancy checks a team queue on an Armada in
+// another namespace is refused, before the function asks for that Armada,
+// unless the team's policy lists it.
+func TestRunFunctionTeamQueueTenancy(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		policies  []string
+		refusal   string
+		requested bool
+	}{
+		"NotListed": {
+			reason:  "Without a policy listing the Armada, the queue is refused naming spec.armada and the rule, and the Armada is not fetched.",
+			refusal: `invalid XArmadaQueue: spec.armada: Forbidden: Armada armada/armada is in another namespace and does not allow team "team-ml": not allowed by ` + builtinPolicy + ` spec.queueArmadas`,
+		},
+		"Listed": {
+			reason:    "The team's policy lists the Armada: the function asks for it.",
+			policies:  testPolicies,
+			requested: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(requestFor(teamQueueXR), tc.policies...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			refusal := ""
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == ConditionAccepted && c.GetStatus() == fnv1.Status_STATUS_CONDITION_FALSE {
+					refusal = c.GetMessage()
+				}
+			}
+			if diff := cmp.Diff(tc.refusal, refusal); diff != "" {
+				t.Errorf("%s\nrefusal: -want, +got:\n%s", tc.reason, diff)
+			}
+			if got := rsp.GetRequirements().GetResources()[targetRequirement] != nil; got != tc.requested {
+				t.Errorf("%s\ntarget requested: got %v, want %v", tc.reason, got, tc.requested)
+			}
+		})
+	}
+}
+
+// builtinPolicy is how a refusal names the built-in policy.
+const builtinPolicy = `the built-in tenancy policy (there is no ArmadaTenancyPolicy named after the namespace or "default")`

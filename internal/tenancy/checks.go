@@ -105,24 +105,36 @@ type TeamQueue struct {
 // CheckTeamQueue refuses a team queue on an Armada in another namespace
 // the policy does not list, and a cluster-scope config it does not allow.
 func (p Policy) CheckTeamQueue(q TeamQueue) field.ErrorList {
-	var errs field.ErrorList
-	sp := field.NewPath("spec")
-	if q.ArmadaNamespace != q.Namespace && !slices.ContainsFunc(p.Spec.QueueArmadas, func(r tenancyv1.ArmadaRef) bool {
+	return append(p.CheckQueueTarget(q), p.CheckQueueScope(q)...)
+}
+
+// CheckQueueTarget refuses a team queue on an Armada in another namespace
+// the policy does not list. It needs only the queue's spec, so the
+// function checks it before it asks for the target: a tenant learns
+// nothing of Armadas it may not use.
+func (p Policy) CheckQueueTarget(q TeamQueue) field.ErrorList {
+	if q.ArmadaNamespace == q.Namespace || slices.ContainsFunc(p.Spec.QueueArmadas, func(r tenancyv1.ArmadaRef) bool {
 		return r.Namespace == q.ArmadaNamespace && r.Name == q.ArmadaName
 	}) {
-		errs = append(errs, field.Forbidden(sp.Child("armada"),
-			p.rule("queueArmadas", fmt.Sprintf("Armada %s/%s is in another namespace and does not allow team %q", q.ArmadaNamespace, q.ArmadaName, q.Namespace))))
+		return nil
 	}
-	if r := q.ClusterScope; r != nil {
-		path := sp.Child("clusterScope", "providerConfigRef")
-		if q.Inherited && !allowsRef(p.Spec.ProviderConfigs.ClusterScope, r.Kind, r.Name) {
-			errs = append(errs, field.Forbidden(path, p.rule("providerConfigs.clusterScope",
-				fmt.Sprintf("unset, so the queue would compose through the target Armada's %s %q", kindOf(r.Kind), r.Name))))
-		} else {
-			errs = append(errs, p.checkClusterScope(path, r)...)
-		}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "armada"),
+		p.rule("queueArmadas", fmt.Sprintf("Armada %s/%s is in another namespace and does not allow team %q", q.ArmadaNamespace, q.ArmadaName, q.Namespace)))}
+}
+
+// CheckQueueScope refuses the cluster-scope config a team queue composes
+// through, its own or its target's, unless the policy allows it.
+func (p Policy) CheckQueueScope(q TeamQueue) field.ErrorList {
+	r := q.ClusterScope
+	if r == nil {
+		return nil
 	}
-	return errs
+	path := field.NewPath("spec", "clusterScope", "providerConfigRef")
+	if q.Inherited && !allowsRef(p.Spec.ProviderConfigs.ClusterScope, r.Kind, r.Name) {
+		return field.ErrorList{field.Forbidden(path, p.rule("providerConfigs.clusterScope",
+			fmt.Sprintf("unset, so the queue would compose through the target Armada's %s %q", kindOf(r.Kind), r.Name)))}
+	}
+	return p.checkClusterScope(path, r)
 }
 
 // checkImages refuses an image registry or image the tenant chose outside
