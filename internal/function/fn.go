@@ -110,8 +110,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		return
 	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
-	if err := checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "invalid "+kind))
+	if refuse(rsp, kind, checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr)) {
 		return
 	}
 

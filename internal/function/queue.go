@@ -31,18 +31,10 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	name, ns := xr.Target()
-	tenant := tenantNamespace(&oxr.Resource.Unstructured)
-	if tenant != "" {
-		requireTenancyPolicies(rsp, tenant)
-	}
-	if err := checkQueueTarget(req, tenant, xr); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "invalid "+oxr.Resource.GetKind()))
+	if refuse(rsp, oxr.Resource.GetKind(), checkQueueTarget(req, rsp, oxr, xr)) {
 		return
 	}
-	if rsp.Requirements == nil {
-		rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{}}
-	}
-	rsp.Requirements.Resources[targetRequirement] = targetSelector(xr, name, ns)
+	require(rsp, targetRequirement, targetSelector(xr, name, ns))
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -72,8 +64,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "target Armada "+ns+"/"+name+" is invalid"))
 		return
 	}
-	if err := checkQueueScope(req, tenant, xr, target); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "invalid "+kind))
+	if refuse(rsp, kind, checkQueueScope(req, oxr, xr, target)) {
 		return
 	}
 	out, errs := teamqueue.Render(xr, target)

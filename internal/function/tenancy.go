@@ -1,10 +1,13 @@
 package function
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/response"
 
 	tenancyv1 "github.com/armadaproject/armada-crossplane/apis/tenancy/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
@@ -22,19 +25,24 @@ const (
 // requireTenancyPolicies asks Crossplane for the ArmadaTenancyPolicies
 // that may govern namespace ns, beside whatever else rsp requires.
 func requireTenancyPolicies(rsp *fnv1.RunFunctionResponse, ns string) {
-	if rsp.Requirements == nil {
+	apiVersion := tenancyv1.Group + "/" + tenancyv1.Version
+	require(rsp, tenancyRequirementNamespace, &fnv1.ResourceSelector{
+		ApiVersion: apiVersion, Kind: tenancyv1.Kind, Match: &fnv1.ResourceSelector_MatchName{MatchName: ns},
+	})
+	require(rsp, tenancyRequirementDefault, &fnv1.ResourceSelector{
+		ApiVersion: apiVersion, Kind: tenancyv1.Kind, Match: &fnv1.ResourceSelector_MatchName{MatchName: tenancyv1.DefaultPolicyName},
+	})
+}
+
+// require adds a resource requirement to the response's others.
+func require(rsp *fnv1.RunFunctionResponse, name string, sel *fnv1.ResourceSelector) {
+	if rsp.GetRequirements() == nil {
 		rsp.Requirements = &fnv1.Requirements{}
 	}
-	if rsp.Requirements.Resources == nil {
+	if rsp.GetRequirements().GetResources() == nil {
 		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
 	}
-	apiVersion := tenancyv1.Group + "/" + tenancyv1.Version
-	rsp.Requirements.Resources[tenancyRequirementNamespace] = &fnv1.ResourceSelector{
-		ApiVersion: apiVersion, Kind: tenancyv1.Kind, Match: &fnv1.ResourceSelector_MatchName{MatchName: ns},
-	}
-	rsp.Requirements.Resources[tenancyRequirementDefault] = &fnv1.ResourceSelector{
-		ApiVersion: apiVersion, Kind: tenancyv1.Kind, Match: &fnv1.ResourceSelector_MatchName{MatchName: tenancyv1.DefaultPolicyName},
-	}
+	rsp.Requirements.Resources[name] = sel
 }
 
 // tenancyPolicy is the policy governing namespace ns among the required
@@ -106,9 +114,14 @@ func queueTenancy(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR) 
 	return p, tenancy.TeamQueue{Namespace: tenant, ArmadaNamespace: ns, ArmadaName: name}, fetched, err
 }
 
-// checkQueueTarget refuses a team queue on an Armada its tenant's policy
-// does not list, before the function asks for that Armada.
-func checkQueueTarget(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR) error {
+// checkQueueTarget asks for the tenancy policies of a team queue's tenant
+// and refuses a queue on an Armada the policy does not list, before the
+// function asks for that Armada.
+func checkQueueTarget(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite, xr teamqueue.XR) error {
+	tenant := tenantNamespace(&oxr.Resource.Unstructured)
+	if tenant != "" {
+		requireTenancyPolicies(rsp, tenant)
+	}
 	p, q, ok, err := queueTenancy(req, tenant, xr)
 	if !ok {
 		return err
@@ -121,8 +134,8 @@ func checkQueueTarget(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.
 
 // checkQueueScope refuses the cluster-scope config a team queue would
 // compose through on target unless its tenant's policy allows it.
-func checkQueueScope(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR, target *armada.Install) error {
-	p, q, ok, err := queueTenancy(req, tenant, xr)
+func checkQueueScope(req *fnv1.RunFunctionRequest, oxr *resource.Composite, xr teamqueue.XR, target *armada.Install) error {
+	p, q, ok, err := queueTenancy(req, tenantNamespace(&oxr.Resource.Unstructured), xr)
 	if !ok {
 		return err
 	}
@@ -131,4 +144,14 @@ func checkQueueScope(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.X
 		return errs.ToAggregate()
 	}
 	return nil
+}
+
+// refuse reports err, if any, as a Fatal result refusing an XR of kind,
+// and says whether it did.
+func refuse(rsp *fnv1.RunFunctionResponse, kind string, err error) bool {
+	if err == nil {
+		return false
+	}
+	response.Fatal(rsp, errors.Wrap(err, "invalid "+kind))
+	return true
 }

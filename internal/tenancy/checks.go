@@ -215,7 +215,7 @@ func (p Policy) checkPulsarValues(path *field.Path, raw *runtime.RawExtension) f
 }
 
 // allowedPath reports whether a value path is an allowed path or under one.
-func allowedPath(allowed []string, leaf []string) bool {
+func allowedPath(allowed, leaf []string) bool {
 	joined := strings.Join(leaf, ".")
 	for _, a := range allowed {
 		if joined == a || strings.HasPrefix(joined, a+".") {

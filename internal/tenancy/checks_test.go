@@ -314,10 +314,10 @@ func TestCheckTeamQueue(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
-	pol := func(name string, max int64) *unstructured.Unstructured {
+	pol := func(name string, ceiling int64) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "platform.armadaproject.io/v1alpha1", "kind": "ArmadaTenancyPolicy",
-			"metadata": map[string]any{"name": name}, "spec": map[string]any{"maxPriority": max},
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"maxPriority": ceiling},
 		}}
 	}
 	cases := map[string]struct {
