@@ -57,11 +57,8 @@ func TestRenderTeamQueue(t *testing.T) {
 		t.Logf("validate: %s", lastLine(v))
 	}
 
-	empty := filepath.Join(t.TempDir(), "none.yaml")
-	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: x}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opt.RequiredResources = empty
+	// The team's policy lets it attach to the Armada, which is missing.
+	opt.RequiredResources = withPolicies(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: x}\n"))
 	if _, err := tools.Render(ctx, opt); err == nil || !strings.Contains(err.Error(), `spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada-prod"`) {
 		t.Errorf("rendering without the target Armada: got %v, want a Fatal naming spec.armada.name", err)
 	}
