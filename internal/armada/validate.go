@@ -99,7 +99,8 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("deletionPolicy"), s.DeletionPolicy, deletionPolicies))
 	}
 	if s.ImageRegistry != "" && !imageRegistry.MatchString(s.ImageRegistry) {
-		errs = append(errs, field.Invalid(p.Child("imageRegistry"), s.ImageRegistry, "must be a registry host with an optional :port and path, such as registry.example.com/mirror"))
+		errs = append(errs, field.Invalid(p.Child("imageRegistry"), s.ImageRegistry,
+			"must be a registry host with an optional :port and path, such as registry.example.com/mirror"))
 	}
 	errs = append(errs, validatePostgres(p.Child("postgres"), &s.Postgres)...)
 	errs = append(errs, validateRedis(p.Child("redis"), &s.Redis)...)
