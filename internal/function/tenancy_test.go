@@ -70,7 +70,7 @@ func examplePolicies(tb testing.TB) *fnv1.Resources {
 // condition, composing nothing, what the policy does not allow.
 func TestRunFunctionTenancy(t *testing.T) {
 	workers := strings.Replace(validXR, `"spec": {`, `"spec": {"executors": [{"clusterId": "w", "pool": "default", "cluster": {"providerConfigRef": {"name": "worker-a"}}}],
-		"executorApi": {"url": "https://armada.example:443"},`, 1)
+		"executorApi": {"url": "armada.example:443"},`, 1)
 	allowWorker := `{"apiVersion": "platform.armadaproject.io/v1alpha1", "kind": "ArmadaTenancyPolicy", "metadata": {"name": "armada"},
 		"spec": {"providerConfigs": {"workerClusters": [{"name": "worker-a"}]}}}`
 	allowWorkerByDefault := strings.Replace(allowWorker, `"name": "armada"`, `"name": "default"`, 1)

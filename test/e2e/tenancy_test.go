@@ -94,7 +94,7 @@ func TestTenancyPolicy(t *testing.T) {
 					"providerConfigRef": map[string]any{"kind": "ClusterProviderConfig", "name": "victim-cluster"},
 				}},
 			}, "spec", "executors")
-			_ = unstructured.SetNestedField(c.Object, "https://armada.example:443", "spec", "executorApi", "url")
+			_ = unstructured.SetNestedField(c.Object, "armada.example:443", "spec", "executorApi", "url")
 		}, `spec.executors[1].cluster.providerConfigRef: Forbidden: ClusterProviderConfig "victim-cluster"`,
 			`ArmadaTenancyPolicy "tenancy-b" spec.providerConfigs.workerClusters`)
 		fixed(t, b, func(c *unstructured.Unstructured) {
