@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -326,6 +327,61 @@ func snapshot(t *testing.T, claims ...*unstructured.Unstructured) map[string]str
 		}
 	}
 	return out
+}
+
+// settled waits until the claims' composition has settled and returns its
+// snapshot: every claim's XR Synced, every object it references existing,
+// and two snapshots a second apart equal. A "before" snapshot taken while
+// the claim is still composing would report objects the composition was
+// about to create as changed (a ProviderConfig "missing", then created).
+func settled(t *testing.T, claims ...*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	var last map[string]string
+	waitFor(t, "the claims' composed objects settled", func() (bool, string) {
+		for _, c := range claims {
+			xr, _ := composed(t, c)
+			if s, r, m := condition(xr, "Synced"); s != "True" {
+				last = nil
+				return false, fmt.Sprintf("XR of %s/%s Synced=%s %s: %s", c.GetNamespace(), c.GetName(), s, r, m)
+			}
+		}
+		now := snapshot(t, claims...)
+		for k, v := range now {
+			if v == "missing" {
+				last = nil
+				return false, k + " is referenced but does not exist yet"
+			}
+		}
+		prev := last
+		last = now
+		if prev == nil {
+			time.Sleep(time.Second)
+			return false, "first snapshot taken"
+		}
+		if !maps.Equal(prev, now) {
+			time.Sleep(time.Second)
+			return false, fmt.Sprintf("%d of %d objects changed within a second", diffCount(prev, now), len(now))
+		}
+		return true, ""
+	})
+	return last
+}
+
+// diffCount is the number of keys whose values differ between a and b,
+// counting keys only one of them has.
+func diffCount(a, b map[string]string) int {
+	n := 0
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			n++
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // unchanged reports every object whose snapshot changed, appeared or went.
