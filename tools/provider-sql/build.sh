@@ -7,18 +7,17 @@
 # cache.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+source ../progress.sh
 version=v0.16.0
 out="${PROVIDER_SQL_BIN:-$HOME/.cache/armada-crossplane/bin/provider-sql-${version}}"
-start=${SECONDS}
 if [[ -x "${out}" ]]; then
   echo "provider-sql ${version} is built: ${out}"
   exit 0
 fi
 mkdir -p "$(dirname "${out}")"
-echo "building provider-sql ${version}... [$((SECONDS - start))s elapsed]"
 # Build into a temporary name and rename, so an interrupted build never
 # leaves a truncated binary that a later run would mistake for complete.
-GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${out}.tmp" \
+GOFLAGS=-mod=mod gobuild "provider-sql ${version}" -ldflags "-s -w" -o "${out}.tmp" \
   github.com/crossplane-contrib/provider-sql/cmd/provider
 mv "${out}.tmp" "${out}"
-echo "provider-sql ${version} ready: ${out} [$((SECONDS - start))s elapsed]"
+echo "provider-sql ${version} ready: ${out}"
