@@ -60,9 +60,23 @@ $(CONTROLLER_GEN):
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	tools/progress.sh progress golangci-lint $(GOLANGCI_LINT) run ./...
 
+# TEST_BINS are the tool binaries the tests run; `make bins` builds them
+# alone (.ci/run does, to time the builds apart from the tests).
+TEST_BINS = tools armada-bins cluster-bins provider-sql
+
 .PHONY: test
-test: system-deps tools armada-bins cluster-bins provider-sql ## Run every test: unit, render, Armada conformance, control plane and e2e.
+test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
 	go test -count=1 -timeout 50m ./...
+
+.PHONY: bins
+bins: $(TEST_BINS) ## Build every tool binary the tests run (cached).
+
+# TIMINGS_FILE is where .ci/run, and the builds it runs, record each step's
+# wall time (tools/progress.sh).
+TIMINGS_FILE ?= $(CURDIR)/_output/timings.tsv
+.PHONY: timings
+timings: ## Print each step's wall time from the last .ci/run, the builds inside a step indented under it.
+	@tools/timings.sh $(TIMINGS_FILE)
 
 .PHONY: e2e
 e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
