@@ -23,6 +23,7 @@ export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
 GEN_DIR := $(CURDIR)/_output/gen
+GEN_BIN := $(CURDIR)/_output/bin
 
 # prometheus-operator's CRDs are generated from its pinned API types
 # (tools/promcrds, internal/providers) and committed.
@@ -37,11 +38,12 @@ help: ## Show this help.
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys and the fixed RBAC in cluster/rbac.
-	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)/bin
-	@# The generators in one go build: their packages compile once, links overlap.
-	tools/progress.sh gobuild generators -o $(GEN_DIR)/bin/ ./internal/xrdgen ./internal/cmd/armadakeys ./internal/cmd/rbacgen
+	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
+	@# The generators in one go install: their packages compile once, links
+	@# overlap, and a binary already up to date is not linked again.
+	GOBIN=$(GEN_BIN) tools/progress.sh progress generators go install ./internal/xrdgen ./internal/cmd/armadakeys ./internal/cmd/rbacgen
 	tools/progress.sh progress controller-gen $(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=$(GEN_DIR)
-	$(GEN_DIR)/bin/xrdgen -crds $(GEN_DIR) -out package/xarmada
+	$(GEN_BIN)/xrdgen -crds $(GEN_DIR) -out package/xarmada
 	@rm -rf package/provider/crds && mkdir -p package/provider/crds
 	cp $(GEN_DIR)/armada.m.armadaproject.io_*.yaml package/provider/crds/
 	@# The same controller-gen, in the module that pins prometheus-operator's types.
@@ -50,8 +52,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition,
 	@rm -rf internal/providers/crds && mkdir -p $(PROM_CRDS)
 	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
-	tools/progress.sh progress armadakeys $(GEN_DIR)/bin/armadakeys -out internal/armada/configkeys
-	$(GEN_DIR)/bin/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
+	tools/progress.sh progress armadakeys $(GEN_BIN)/armadakeys -out internal/armada/configkeys
+	$(GEN_BIN)/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
 
 $(CONTROLLER_GEN):
 	tools/build-tool.sh tools/gen $@ sigs.k8s.io/controller-tools/cmd/controller-gen
