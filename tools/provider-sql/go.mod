@@ -2,7 +2,7 @@
 // beside provider-kubernetes, so composed Databases and Roles are created
 // in a real PostgreSQL. Every module it shares with tools/crossplane is
 // required at tools/crossplane's version (but crossplane-runtime and
-// lib/pq: see TestProviderSQLSharesCrossplaneVersions), so the build cache
+// lib/pq: see internal/controlplane TestToolModulesShareVersions), so the build cache
 // compiles the Kubernetes libraries once for both.
 module github.com/armadaproject/armada-crossplane/tools/provider-sql
 
@@ -170,7 +170,7 @@ require (
 	gomodules.xyz/jsonpatch/v2 v2.5.0 // indirect
 	gonum.org/v1/gonum v0.17.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260523011958-0a33c5d7ca68 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/grpc v1.82.1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
