@@ -28,7 +28,7 @@ func TestToolModulesShareVersions(t *testing.T) {
 			module: "tools/provider-sql", with: "tools/crossplane",
 			differ: map[string]string{
 				"github.com/crossplane/crossplane-runtime/v2": "provider-sql v0.16.0 imports apis/common, which crossplane-runtime v2.4.0 no longer has",
-				"github.com/lib/pq": "provider-sql v0.16.0 requires a newer lib/pq than Crossplane's; only provider-sql builds it",
+				"github.com/lib/pq":                           "provider-sql v0.16.0 requires a newer lib/pq than Crossplane's; only provider-sql builds it",
 			},
 		},
 	}
