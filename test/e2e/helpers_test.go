@@ -62,16 +62,27 @@ func claimOf(t *testing.T, docs []*unstructured.Unstructured) *unstructured.Unst
 }
 
 // namespace creates a namespace that enforces and warns on the restricted
-// Pod Security Standard, and deletes it when the test ends.
+// Pod Security Standard, and deletes it when the test ends. A namespace of
+// the same name still being deleted (an earlier run of the test, with
+// -count) is waited for first.
 func namespace(t *testing.T, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 		"pod-security.kubernetes.io/warn":    "restricted",
 	}}}
-	if err := kube().Create(context.Background(), ns); err != nil {
+	waitFor(t, "namespace "+name+" created", func() (bool, string) {
+		err := kube().Create(context.Background(), ns.DeepCopy())
+		if err == nil {
+			return true, ""
+		}
+		old := &corev1.Namespace{}
+		if kerrors.IsAlreadyExists(err) && kube().Get(context.Background(), client.ObjectKey{Name: name}, old) == nil && old.DeletionTimestamp != nil {
+			return false, "an earlier namespace " + name + " is still being deleted"
+		}
 		t.Fatalf("cannot create namespace %s: %v", name, err)
-	}
+		return false, ""
+	})
 	t.Cleanup(func() { _ = kube().Delete(context.Background(), ns) })
 }
 
