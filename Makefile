@@ -9,7 +9,11 @@ CACHE_DIR        ?= $(HOME)/.cache/armada-crossplane
 BIN_DIR          := $(CACHE_DIR)/bin
 CROSSPLANE_CLI   := $(BIN_DIR)/crossplane-cli-v2.5.0
 CROSSPLANE_CORE  := $(BIN_DIR)/crossplane-core-v2.4.0
-GOLANGCI_LINT    := $(BIN_DIR)/golangci-lint-v2.15.0
+# modver DIR,MODULE: the version tools/DIR/go.mod pins of MODULE, so that
+# each tool's version is written once, in its module.
+modver = $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "$(2)") print $$(i+1)}' tools/$(1)/go.mod)
+GOLANGCI_LINT    := $(BIN_DIR)/golangci-lint-$(call modver,lint,github.com/golangci/golangci-lint/v2)
+CONTROLLER_GEN   := $(BIN_DIR)/controller-gen-$(call modver,gen,sigs.k8s.io/controller-tools)
 # Armada's binaries live in $(ARMADA_BIN_ROOT)/armada-vX.Y.Z, one directory
 # per release of the function's version table (internal/armada/versions.go),
 # which ARMADA_VERSIONS reads; it is evaluated only where used.
@@ -19,10 +23,11 @@ export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
 GEN_DIR := $(CURDIR)/_output/gen
+GEN_BIN := $(CURDIR)/_output/bin
 
 # prometheus-operator's CRDs are generated from its pinned API types
 # (tools/promcrds, internal/providers) and committed.
-PROM_OPERATOR_VERSION := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring") print $$(i+1)}' tools/promcrds/go.mod)
+PROM_OPERATOR_VERSION := $(call modver,promcrds,github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring)
 PROM_CRDS := internal/providers/crds/prometheus-operator-$(PROM_OPERATOR_VERSION)
 
 .PHONY: help
@@ -32,30 +37,51 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys, the fixed RBAC in cluster/rbac and docs/reference/api.md.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition, provider-armada's CRDs from apis/, prometheus-operator's CRDs, Armada's config keys, the fixed RBAC in cluster/rbac and docs/reference/api.md.
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
-	cd tools/gen && go tool controller-gen object crd:crdVersions=v1 paths=../../apis/... output:crd:artifacts:config=$(GEN_DIR)
-	go run ./internal/xrdgen -crds $(GEN_DIR) -out package/xarmada
+	@# The generators in one go install: their packages compile once, links
+	@# overlap, and a binary already up to date is not linked again.
+	GOBIN=$(GEN_BIN) tools/progress.sh progress generators go install ./internal/xrdgen ./internal/cmd/armadakeys ./internal/cmd/rbacgen
+	tools/progress.sh progress controller-gen $(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=$(GEN_DIR)
+	$(GEN_BIN)/xrdgen -crds $(GEN_DIR) -out package/xarmada
 	@rm -rf package/provider/crds && mkdir -p package/provider/crds
 	cp $(GEN_DIR)/armada.m.armadaproject.io_*.yaml package/provider/crds/
 	@mkdir -p cluster/tenancy
 	cp $(GEN_DIR)/platform.armadaproject.io_armadatenancypolicies.yaml cluster/tenancy/
-	cd tools/promcrds && go tool controller-gen crd:crdVersions=v1,maxDescLen=0 \
+	@# The same controller-gen, in the module that pins prometheus-operator's types.
+	cd tools/promcrds && $(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0 \
 		paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config=$(GEN_DIR)/prometheus-operator
 	@rm -rf internal/providers/crds && mkdir -p $(PROM_CRDS)
 	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
-	go run ./internal/cmd/armadakeys -out internal/armada/configkeys
-	go run ./internal/cmd/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
+	tools/progress.sh progress armadakeys $(GEN_BIN)/armadakeys -out internal/armada/configkeys
+	$(GEN_BIN)/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
 	go run ./internal/cmd/apidoc -out docs/reference/api.md
+
+$(CONTROLLER_GEN):
+	tools/build-tool.sh tools/gen $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	tools/progress.sh progress golangci-lint $(GOLANGCI_LINT) run ./...
+
+# TEST_BINS are the tool binaries the tests run; `make bins` builds them
+# alone (.ci/run does, to time the builds apart from the tests).
+TEST_BINS = tools armada-bins cluster-bins provider-sql
 
 .PHONY: test
-test: system-deps tools armada-bins cluster-bins provider-sql ## Run every test: unit, render, Armada conformance, control plane and e2e.
+test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
 	go test -count=1 -timeout 50m ./...
+
+.PHONY: bins
+bins: $(TEST_BINS) ## Build every tool binary the tests run (cached).
+
+# TIMINGS_FILE is where .ci/run, and the builds it runs, record each step's
+# wall time (tools/progress.sh).
+TIMINGS_FILE ?= $(CURDIR)/_output/timings.tsv
+.PHONY: timings
+timings: ## Print each step's wall time from the last .ci/run, the builds inside a step indented under it.
+	@tools/timings.sh $(TIMINGS_FILE)
 
 .PHONY: e2e
 e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite against a local control plane (provider-sql against a private PostgreSQL).
@@ -175,5 +201,4 @@ armada-bins: ## Build Armada's eight binaries for every supported release (cache
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_VERSIONS)
 
 $(GOLANGCI_LINT):
-	@mkdir -p $(BIN_DIR)
-	cd tools/lint && GOFLAGS=-mod=mod go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	tools/build-tool.sh tools/lint $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -608,7 +608,7 @@ func TestSharedClusterPriorityClasses(t *testing.T) {
 		}, "spec", "scheduling", "priorityClasses")
 	})
 	converge(t, first)
-	before := snapshot(t, first)
+	before := settled(t, first)
 
 	// The spec now names no classes, as an existing claim's never did.
 	calls := functionCalls(t)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -61,16 +62,27 @@ func claimOf(t *testing.T, docs []*unstructured.Unstructured) *unstructured.Unst
 }
 
 // namespace creates a namespace that enforces and warns on the restricted
-// Pod Security Standard, and deletes it when the test ends.
+// Pod Security Standard, and deletes it when the test ends. A namespace of
+// the same name still being deleted (an earlier run of the test, with
+// -count) is waited for first.
 func namespace(t *testing.T, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 		"pod-security.kubernetes.io/warn":    "restricted",
 	}}}
-	if err := kube().Create(context.Background(), ns); err != nil {
+	waitFor(t, "namespace "+name+" created", func() (bool, string) {
+		err := kube().Create(context.Background(), ns.DeepCopy())
+		if err == nil {
+			return true, ""
+		}
+		old := &corev1.Namespace{}
+		if kerrors.IsAlreadyExists(err) && kube().Get(context.Background(), client.ObjectKey{Name: name}, old) == nil && old.DeletionTimestamp != nil {
+			return false, "an earlier namespace " + name + " is still being deleted"
+		}
 		t.Fatalf("cannot create namespace %s: %v", name, err)
-	}
+		return false, ""
+	})
 	t.Cleanup(func() { _ = kube().Delete(context.Background(), ns) })
 }
 
@@ -313,6 +325,61 @@ func snapshot(t *testing.T, claims ...*unstructured.Unstructured) map[string]str
 		}
 	}
 	return out
+}
+
+// settled waits until the claims' composition has settled and returns its
+// snapshot: every claim's XR Synced, every object it references existing,
+// and two snapshots a second apart equal. A "before" snapshot taken while
+// the claim is still composing would report objects the composition was
+// about to create as changed (a ProviderConfig "missing", then created).
+func settled(t *testing.T, claims ...*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	var last map[string]string
+	waitFor(t, "the claims' composed objects settled", func() (bool, string) {
+		for _, c := range claims {
+			xr, _ := composed(t, c)
+			if s, r, m := condition(xr, "Synced"); s != "True" {
+				last = nil
+				return false, fmt.Sprintf("XR of %s/%s Synced=%s %s: %s", c.GetNamespace(), c.GetName(), s, r, m)
+			}
+		}
+		now := snapshot(t, claims...)
+		for k, v := range now {
+			if v == "missing" {
+				last = nil
+				return false, k + " is referenced but does not exist yet"
+			}
+		}
+		prev := last
+		last = now
+		if prev == nil {
+			time.Sleep(time.Second)
+			return false, "first snapshot taken"
+		}
+		if !maps.Equal(prev, now) {
+			time.Sleep(time.Second)
+			return false, fmt.Sprintf("%d of %d objects changed within a second", diffCount(prev, now), len(now))
+		}
+		return true, ""
+	})
+	return last
+}
+
+// diffCount is the number of keys whose values differ between a and b,
+// counting keys only one of them has.
+func diffCount(a, b map[string]string) int {
+	n := 0
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			n++
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // unchanged reports every object whose snapshot changed, appeared or went.

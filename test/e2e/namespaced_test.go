@@ -357,7 +357,7 @@ func TestNamespaced(t *testing.T) {
 	})
 
 	t.Run("DeleteOneTeam", func(t *testing.T) {
-		before := snapshot(t, claim)
+		before := settled(t, claim)
 		_, otherRefs := nsComposed(t, teams[1], "armada")
 		otherScoped := clusterScoped(t, teams[1], "armada")
 		_, refs := nsComposed(t, teams[0], "armada")

@@ -74,7 +74,7 @@ func TestTeams(t *testing.T) {
 
 	t.Run("DeleteOneTeam", func(t *testing.T) {
 		others := []*unstructured.Unstructured{example, teamA, teamC}
-		before := snapshot(t, others...)
+		before := settled(t, others...)
 		_, refs := composed(t, teamB)
 		if err := kube().Delete(context.Background(), teamB); err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestTeams(t *testing.T) {
 	})
 
 	t.Run("ConflictingPriorityClass", func(t *testing.T) {
-		before := snapshot(t, teamA, teamC)
+		before := settled(t, teamA, teamC)
 		if err := updateClaim(t, teamC, func(c *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(c.Object, []any{map[string]any{"name": teamADefault, "priority": int64(1000)}},
 				"spec", "scheduling", "priorityClasses")
@@ -160,7 +160,7 @@ func TestTeams(t *testing.T) {
 			return len(dbs) > 0 && exist == len(dbs), fmt.Sprintf("%d of %d Databases exist", exist, len(dbs))
 		})
 		claimAccepted(t, teamC, "True")
-		before := snapshot(t, teamC)
+		before := settled(t, teamC)
 		if err := updateClaim(t, teamC, func(c *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(c.Object, "spec", "postgres", "adminSecretRef")
 		}); err != nil {

@@ -19,6 +19,7 @@
 # Env:   ARMADA_BIN_ROOT  where the per-version directories go
 #                         (default $HOME/.cache/armada-crossplane/bin)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../progress.sh"
 
 if [[ $# -eq 0 ]]; then
 	echo "usage: $0 VERSION... (e.g. v0.22.8); make armada-bins passes every supported version" >&2
@@ -47,13 +48,11 @@ for version in "$@"; do
 	if [[ ${#missing[@]} -eq 0 ]]; then
 		continue
 	fi
-	start=${SECONDS}
 	src=$(go mod download -json "${module}@${version}" | jq -r '.Dir // empty')
 	if [[ -z "${src}" || ! -f "${src}/go.mod" ]]; then
 		echo "cannot download ${module}@${version}" >&2
 		exit 1
 	fi
-	echo "building armada ${version}: ${missing[*]} (one go build, so packages compile once and links overlap)…"
 	# Build into a temporary directory and move each binary in, so an
 	# interrupted build never leaves a truncated binary that a later run
 	# would mistake for complete.
@@ -64,11 +63,12 @@ for version in "$@"; do
 	for name in "${missing[@]}"; do
 		pkgs+=("./cmd/${name}")
 	done
-	(cd "${src}" && go build -ldflags "-s -w" -o "${tmp}/" "${pkgs[@]}")
+	# One go build, so packages compile once and links overlap.
+	(cd "${src}" && gobuild "armada ${version} (${missing[*]})" -ldflags "-s -w" -o "${tmp}/" "${pkgs[@]}")
 	for name in "${missing[@]}"; do
 		mv "${tmp}/${name}" "${bin_dir}/${name}"
 	done
 	rm -rf "${tmp}"
 	trap - EXIT
-	echo "armada ${version} binaries ready in ${bin_dir} [$((SECONDS - start))s]"
+	echo "armada ${version} binaries ready in ${bin_dir}"
 done

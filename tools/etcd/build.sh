@@ -4,17 +4,16 @@
 # if it is already there. Cold: about a minute on two cores.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+source ../progress.sh
 version=v3.6.16
 out="${ETCD_BIN:-$HOME/.cache/armada-crossplane/bin/etcd-${version}}"
-start=${SECONDS}
 if [[ -x "${out}" ]]; then
   echo "etcd ${version} is built: ${out}"
   exit 0
 fi
 mkdir -p "$(dirname "${out}")"
-echo "building etcd ${version}... [$((SECONDS - start))s elapsed]"
 # Build into a temporary name and rename, so an interrupted build never
 # leaves a truncated binary that a later run would mistake for complete.
-GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${out}.tmp" .
+GOFLAGS=-mod=mod gobuild "etcd ${version}" -ldflags "-s -w" -o "${out}.tmp" .
 mv "${out}.tmp" "${out}"
-echo "etcd ${version} ready: ${out} [$((SECONDS - start))s elapsed]"
+echo "etcd ${version} ready: ${out}"

@@ -6,18 +6,17 @@
 # control plane reads from the module cache.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+source ../progress.sh
 version=v1.3.1
 out="${PROVIDER_KUBERNETES_BIN:-$HOME/.cache/armada-crossplane/bin/provider-kubernetes-${version}}"
-start=${SECONDS}
 if [[ -x "${out}" ]]; then
   echo "provider-kubernetes ${version} is built: ${out}"
   exit 0
 fi
 mkdir -p "$(dirname "${out}")"
-echo "building provider-kubernetes ${version}... [$((SECONDS - start))s elapsed]"
 # Build into a temporary name and rename, so an interrupted build never
 # leaves a truncated binary that a later run would mistake for complete.
-GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${out}.tmp" \
+GOFLAGS=-mod=mod gobuild "provider-kubernetes ${version}" -ldflags "-s -w" -o "${out}.tmp" \
   github.com/crossplane-contrib/provider-kubernetes/cmd/provider
 mv "${out}.tmp" "${out}"
-echo "provider-kubernetes ${version} ready: ${out} [$((SECONDS - start))s elapsed]"
+echo "provider-kubernetes ${version} ready: ${out}"

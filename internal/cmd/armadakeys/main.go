@@ -1,11 +1,10 @@
 // Command armadakeys writes the config keys each Armada component reads,
 // from Armada's own Go types, for the release a module pins: the tree
 // internal/armada checks config overrides against (see
-// armada.ConfigKeys). It type-checks Armada's packages at -version in a
-// temporary wrapper module that requires that release with Armada's own
-// replace lines, and follows the rules Armada's config loading uses:
-// viper, then mapstructure with no squashing, fields matched by name in
-// any case.
+// armada.ConfigKeys). It type-checks Armada's packages at -version in
+// that release's own module (in the module cache), and follows the rules
+// Armada's config loading uses: viper, then mapstructure with no
+// squashing, fields matched by name in any case.
 //
 // Usage: go run ./internal/cmd/armadakeys [-version 0.22.7] [-out internal/armada/configkeys]
 // (without -version, every version armada.SupportedVersions lists)
@@ -27,7 +26,6 @@ import (
 	"strings"
 	"unicode"
 
-	"golang.org/x/mod/modfile"
 	"golang.org/x/tools/go/packages"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -55,12 +53,8 @@ func main() {
 }
 
 func run(version, out string) error {
-	dir, err := os.MkdirTemp("", "armadakeys-")
+	dir, err := moduleDir(version)
 	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir) //nolint:errcheck // A temporary directory.
-	if err := wrapperModule(dir, version); err != nil {
 		return err
 	}
 	keys, err := readKeys(dir)
@@ -76,45 +70,30 @@ func run(version, out string) error {
 	return os.WriteFile(filepath.Join(out, "v"+version+".json"), b.Bytes(), 0o644) //nolint:gosec // A generated source file.
 }
 
-// wrapperModule writes a module in dir that requires Armada at version
-// with Armada's own replace lines, which a dependency does not inherit.
-func wrapperModule(dir, version string) error {
+// moduleDir downloads Armada at version and returns its directory in the
+// module cache. The packages are loaded there, with Armada as the main
+// module, as tools/armada/build.sh builds its binaries: Armada's own
+// go.mod, go.sum and replace lines are in effect, so the build list is
+// exactly Armada's (a wrapper module requiring Armada would select its
+// own), nothing is resolved beyond what Armada's go.mod names, and the
+// packages compiled for their export data are the ones `make armada-bins`
+// compiles, which the Go build cache then shares.
+func moduleDir(version string) (string, error) {
 	module := armadaModule + "@v" + version
 	dl, err := exec.CommandContext(context.Background(), "go", "mod", "download", "-json", module).Output() //nolint:gosec // Our flag or SupportedVersions.
 	if err != nil {
-		return errors.Wrapf(err, "cannot download Armada v%s", version)
+		return "", errors.Wrapf(err, "cannot download Armada v%s", version)
 	}
 	var info struct {
-		GoMod string `json:"GoMod"`
+		Dir string `json:"Dir"`
 	}
 	if err := json.Unmarshal(dl, &info); err != nil {
-		return err
+		return "", errors.Wrapf(err, "cannot parse go mod download's output for Armada v%s", version)
 	}
-	b, err := os.ReadFile(info.GoMod)
-	if err != nil {
-		return err
+	if info.Dir == "" {
+		return "", errors.Errorf("cannot find Armada v%s's directory in the module cache", version)
 	}
-	armadaMod, err := modfile.ParseLax(info.GoMod, b, nil)
-	if err != nil {
-		return err
-	}
-	f := &modfile.File{}
-	if err := f.AddModuleStmt("armadakeys"); err != nil {
-		return err
-	}
-	if err := f.AddRequire(armadaModule, "v"+version); err != nil {
-		return err
-	}
-	for _, r := range armadaMod.Replace {
-		if err := f.AddReplace(r.Old.Path, r.Old.Version, r.New.Path, r.New.Version); err != nil {
-			return err
-		}
-	}
-	mod, err := f.Format()
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "go.mod"), mod, 0o600)
+	return info.Dir, nil
 }
 
 // readKeys reads every component's config keys from Armada's packages
@@ -132,7 +111,10 @@ func readKeys(dir string) (map[string]*armada.ConfigKeys, error) {
 		}
 	}
 	slices.Sort(patterns)
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes, Dir: dir, Env: append(os.Environ(), "GOFLAGS=-mod=mod")}
+	// The flags tools/armada/build.sh builds with, so that both share the
+	// build cache; Armada's go.mod is complete and read-only here.
+	env := append(os.Environ(), "GOFLAGS=-mod=readonly -buildvcs=false", "GOWORK=off", "GOTOOLCHAIN=local")
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes, Dir: dir, Env: env}
 	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot load Armada's packages")

@@ -1,0 +1,101 @@
+# Sourced by tools/*/build.sh and .ci/run: progress for long steps, so that
+# no step is silent for more than PROGRESS_INTERVAL seconds (default 30).
+#
+#   progress LABEL CMD...   runs CMD; every interval prints LABEL and the
+#                           time elapsed; at the end, LABEL and its time.
+#   gobuild LABEL ARGS...   runs `go build -v ARGS` the same way; each
+#                           report also counts the packages compiled and
+#                           the modules downloaded so far and names the
+#                           last package. On failure it prints go's
+#                           output (the -v lines left out).
+#
+# If TIMINGS_FILE is set (.ci/run sets it), each finished LABEL appends
+# "LABEL<TAB>seconds" to it, which .ci/run's summary and `make timings`
+# print.
+#
+# Every Go tool build compiles with the flags the project's own builds and
+# tests use (no -trimpath, no -gcflags): the build cache keys a compiled
+# package by its source, its dependencies and the compiler flags, so a
+# package two tools (or a tool and the project's tests) share at the same
+# version compiles once only if both builds pass the same flags. -ldflags
+# only affect the link and -mod only module resolution, so they may differ.
+
+progress_interval=${PROGRESS_INTERVAL:-30}
+
+# _progress_ticker PID LABEL START [LOG]: until PID exits, prints a report
+# every interval. It polls each second, so it ends with the command.
+_progress_ticker() {
+  local pid=$1 label=$2 start=$3 log=${4:-} next=$(( $3 + progress_interval )) now pkgs dls last
+  while kill -0 "${pid}" 2>/dev/null; do
+    sleep 1
+    now=$(date +%s)
+    (( now >= next )) || continue
+    next=$(( now + progress_interval ))
+    if [[ -n "${log}" ]]; then
+      pkgs=$(grep -cv -e '^go: ' -e '^#' "${log}" || true)
+      dls=$(grep -c '^go: downloading' "${log}" || true)
+      last=$(grep -v -e '^go: ' -e '^#' "${log}" | tail -n 1)
+      echo "${label}: ${pkgs} packages compiled, ${dls} modules downloaded${last:+, last ${last}} [$(( now - start ))s]"
+    else
+      echo "${label}: running [$(( now - start ))s]"
+    fi
+  done
+}
+
+_progress_done() { # LABEL START RC
+  local secs=$(( $(date +%s) - $2 ))
+  if [[ $3 -eq 0 ]]; then
+    echo "${1}: done in ${secs}s"
+    if [[ -n "${TIMINGS_FILE:-}" ]]; then
+      printf '%s\t%s\n' "$1" "${secs}" >>"${TIMINGS_FILE}"
+    fi
+  else
+    echo "${1}: FAILED after ${secs}s (exit ${3})" >&2
+  fi
+}
+
+progress() {
+  local label=$1 start rc=0
+  shift
+  start=$(date +%s)
+  echo "${label}: starting"
+  "$@" &
+  local pid=$!
+  _progress_ticker "${pid}" "${label}" "${start}" &
+  local ticker=$!
+  wait "${pid}" || rc=$?
+  wait "${ticker}" 2>/dev/null || true
+  _progress_done "${label}" "${start}" "${rc}"
+  return "${rc}"
+}
+
+gobuild() {
+  local label=$1 start rc=0 log
+  shift
+  start=$(date +%s)
+  log=$(mktemp)
+  echo "${label}: go build $*"
+  go build -v "$@" 2>"${log}" &
+  local pid=$!
+  _progress_ticker "${pid}" "${label}" "${start}" "${log}" &
+  local ticker=$!
+  wait "${pid}" || rc=$?
+  wait "${ticker}" 2>/dev/null || true
+  if [[ ${rc} -ne 0 ]]; then
+    # go's errors without the package names -v printed.
+    grep -E -e '^go: [^d]' -e '^#' -e ':[0-9]+:' -e 'cannot|error|missing' "${log}" | tail -n 60 >&2 || tail -n 60 "${log}" >&2
+  fi
+  rm -f "${log}"
+  _progress_done "${label}" "${start}" "${rc}"
+  return "${rc}"
+}
+
+# Run as a command (tools/progress.sh gobuild|progress LABEL ...), as the
+# Makefile does.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  set -euo pipefail
+  case "${1:-}" in
+    progress | gobuild) "$@" ;;
+    *) echo "usage: $0 progress|gobuild LABEL ARGS..." >&2; exit 2 ;;
+  esac
+fi
