@@ -142,9 +142,10 @@ $(CROSSPLANE_CLI):
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
-cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached): what make run runs.
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and provider-kubernetes (cached): what make run runs.
 	tools/etcd/build.sh
 	tools/kubernetes/build.sh
+	tools/kwok/build.sh
 	tools/provider-kubernetes/build.sh
 
 .PHONY: provider-sql
@@ -152,7 +153,7 @@ provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
 	tools/provider-sql/build.sh
 
 .PHONY: armada-bins
-armada-bins: ## Build Armada's eight binaries for every supported release (cached per release).
+armada-bins: ## Build Armada's eight binaries and armadactl for every supported release (cached per release).
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_VERSIONS)
 
 $(GOLANGCI_LINT):
