@@ -1,4 +1,4 @@
-package conformance
+package podrun
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// names resolves the in-cluster (or external) host names rendered configs
+// Names resolves the in-cluster (or external) host names composed configs
 // dial to loopback addresses, below the config: each Armada process runs
 // in its own root (see podRoot) whose /etc/hosts maps those names to
 // addresses in 127.0.0.0/8, where the test listens on the rendered ports. The configs keep their hosts and ports byte for byte; what
@@ -28,7 +29,7 @@ import (
 // each name gets its own address and the rendered ports (5432, 6379,
 // 6650) never collide with each other, with other tests' servers on
 // 127.0.0.1, or with the machine's.
-type names struct {
+type Names struct {
 	// prefix is 127.B. for a B chosen per example, so concurrent test
 	// processes are unlikely to share addresses.
 	prefix string
@@ -40,19 +41,22 @@ type names struct {
 	shared map[string]string
 	// relays are the address:port relays started, to their targets.
 	relays map[string]string
+	// listeners are the relays' listeners, closed by Close.
+	listeners []net.Listener
 }
 
-func newNames(t *testing.T) *names {
-	t.Helper()
-	return &names{
+// NewNames returns Names with a prefix 127.B. of its own, B random, so
+// concurrent test processes are unlikely to share addresses.
+func NewNames() *Names {
+	return &Names{
 		prefix: "127." + strconv.Itoa(10+rand.IntN(240)) + ".", //nolint:gosec // Not security-sensitive.
 		shared: map[string]string{},
 		relays: map[string]string{},
 	}
 }
 
-// address hands out a fresh loopback address.
-func (n *names) address() string {
+// Address hands out a fresh loopback address.
+func (n *Names) Address() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.next++
@@ -60,18 +64,17 @@ func (n *names) address() string {
 }
 
 // Relay makes addr (host:port) reach target. A host given as an IP
-// address, which no hosts file maps, fails the test.
-func (n *names) Relay(t *testing.T, addr, target string) {
-	t.Helper()
+// address, which no hosts file maps, is an error.
+func (n *Names) Relay(addr, target string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || net.ParseIP(host) != nil {
-		t.Fatalf("the far end %q is not a host name and port; the test resolves names only", addr)
+		return errors.Errorf("the far end %q is not a host name and port; only names are resolved", addr)
 	}
 	n.mu.Lock()
 	ip, ok := n.shared[host]
 	n.mu.Unlock()
 	if !ok {
-		ip = n.address()
+		ip = n.Address()
 		n.mu.Lock()
 		n.shared[host] = ip
 		n.mu.Unlock()
@@ -83,15 +86,32 @@ func (n *names) Relay(t *testing.T, addr, target string) {
 	n.mu.Unlock()
 	switch {
 	case !started:
-		startRelay(t, at, target)
+		lis, err := startRelay(at, target)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		n.listeners = append(n.listeners, lis)
+		n.mu.Unlock()
 	case old != target:
-		t.Fatalf("%s is relayed to %s and cannot also reach %s", addr, old, target)
+		return errors.Errorf("%s is relayed to %s and cannot also reach %s", addr, old, target)
 	}
+	return nil
+}
+
+// Close stops every relay.
+func (n *Names) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range n.listeners {
+		_ = l.Close()
+	}
+	n.listeners = nil
 }
 
 // HostsFile writes a hosts file with the shared names and own (names only
 // this process resolves this way) and returns its path.
-func (n *names) HostsFile(dir string, own map[string]string) (string, error) {
+func (n *Names) HostsFile(dir string, own map[string]string) (string, error) {
 	n.mu.Lock()
 	all := map[string]string{}
 	maps.Copy(all, n.shared)
@@ -111,14 +131,13 @@ func (n *names) HostsFile(dir string, own map[string]string) (string, error) {
 	return p, os.WriteFile(p, []byte(b.String()), 0o600)
 }
 
-// startRelay forwards every connection to addr to target, byte for byte.
-func startRelay(t *testing.T, addr, target string) {
-	t.Helper()
-	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr)
+// startRelay forwards every connection to addr to target, byte for byte,
+// until the listener it returns is closed.
+func startRelay(addr, target string) (net.Listener, error) {
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
-		t.Fatalf("cannot listen on %s, standing in for a Service: %v", addr, err)
+		return nil, errors.Wrapf(err, "cannot listen on %s, standing in for a Service", addr)
 	}
-	t.Cleanup(func() { _ = lis.Close() })
 	go func() {
 		for {
 			conn, err := lis.Accept()
@@ -128,6 +147,7 @@ func startRelay(t *testing.T, addr, target string) {
 			go relay(conn, target)
 		}
 	}()
+	return lis, nil
 }
 
 func relay(conn net.Conn, target string) {
@@ -139,41 +159,4 @@ func relay(conn net.Conn, target string) {
 	defer func() { _ = up.Close() }()
 	go func() { _, _ = io.Copy(up, conn) }()
 	_, _ = io.Copy(conn, up)
-}
-
-// serveFarEnds makes the example's Postgres and Redis far ends reach the
-// private servers through their names, for every process alike.
-func serveFarEnds(t *testing.T, svc *services, f farEnds) {
-	t.Helper()
-	for _, a := range f.Postgres {
-		svc.Names.Relay(t, a, net.JoinHostPort(svc.PG.Host, strconv.Itoa(svc.PG.Port)))
-	}
-	for _, a := range f.Redis {
-		svc.Names.Relay(t, a, svc.Redis.Addr())
-	}
-	svc.PulsarAt = f.Pulsar
-}
-
-// resolveNames gives a long-running component with a pulsar.URL its own
-// Pulsar broker listener at the example's Pulsar far end, and writes rn's
-// hosts file.
-func resolveNames(t *testing.T, svc *services, rn *run) {
-	t.Helper()
-	own := map[string]string{}
-	if raw, _ := rn.Effective("pulsar.URL"); raw != "" && !rn.Job && svc.PulsarAt != "" {
-		host, port, err := net.SplitHostPort(svc.PulsarAt)
-		if err != nil {
-			t.Fatalf("the example's Pulsar far end %q is not host:port", svc.PulsarAt)
-		}
-		if rn.Pulsar == nil {
-			rn.Pulsar = startPulsarBroker(t, net.JoinHostPort(svc.Names.address(), port))
-		}
-		ip, _, _ := net.SplitHostPort(rn.Pulsar.Addr)
-		own[host] = ip
-	}
-	hosts, err := svc.Names.HostsFile(rn.Root, own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn.HostsFile = hosts
 }
