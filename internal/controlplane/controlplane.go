@@ -125,6 +125,15 @@ type Options struct {
 	// kubeconfig. See identity.go.
 	LeastPrivilege bool
 
+	// JobFlow also runs kube-scheduler and KWOK (with the Stages in
+	// kwok/stages.yaml) and kube-controller-manager's node-lifecycle
+	// controller, so that Armada's job pods are bound to and "run" on the
+	// Nodes AddNodes creates. KubeScheduler and KWOK default to files in
+	// BinDir named by version.
+	JobFlow       bool
+	KubeScheduler string
+	KWOK          string
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -229,6 +238,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "etcd ready", fn: c.startEtcd},
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
+		{name: "kube-scheduler and kwok ready", fn: c.startJobFlow, skip: !c.opts.JobFlow},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
 		{name: "crossplane identity ready", fn: c.applyCrossplaneIdentity, skip: c.opts.KubernetesOnly || !c.opts.LeastPrivilege},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
