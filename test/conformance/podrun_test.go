@@ -75,3 +75,16 @@ func relayName(t *testing.T, n *names, addr, target string) {
 		t.Fatal(err)
 	}
 }
+
+// armadaConfig is what one Armada process loads (podrun.Config).
+type armadaConfig = podrun.Config
+
+var (
+	loadArmadaConfig = podrun.LoadConfig
+	readYAML         = podrun.ReadYAML
+	leaves           = podrun.Leaves
+	lookup           = podrun.Lookup
+	envName          = podrun.EnvName
+	portKeys         = podrun.PortKeys
+	portOverrides    = podrun.PortOverrides
+)
