@@ -146,9 +146,9 @@ var PortKeys = []string{
 
 // PortOverrides moves every listening port a component's config sets to a
 // free loopback port, so processes do not collide with each other or with
-// anything else on the machine. It returns the key paths it moved and the
-// environment overriding them.
-func PortOverrides(c *Config, free func() int) (map[string]int, []EnvVar) {
+// anything else on the machine: free(key) gives the port for a key. It
+// returns the key paths it moved and the environment overriding them.
+func PortOverrides(c *Config, free func(key string) int) (map[string]int, []EnvVar) {
 	moved := map[string]int{}
 	var env []EnvVar
 	for _, k := range PortKeys {
@@ -156,7 +156,7 @@ func PortOverrides(c *Config, free func() int) (map[string]int, []EnvVar) {
 		if !ok || v == nil || fmt.Sprint(v) == "0" {
 			continue
 		}
-		p := free()
+		p := free(k)
 		moved[k] = p
 		env = append(env, EnvVar{Name: EnvName(k), Value: fmt.Sprint(p)})
 	}

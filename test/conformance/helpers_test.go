@@ -77,7 +77,7 @@ func TestPortOverrides(t *testing.T) {
 		Overrides: []map[string]any{{"grpc": map[string]any{"port": 50051}}},
 	}
 	next := 20000
-	moved, env := portOverrides(c, func() int { next++; return next })
+	moved, env := portOverrides(c, func(string) int { next++; return next })
 	wantMoved := map[string]int{"grpc.port": 20001, "http.port": 20002}
 	if diff := cmp.Diff(wantMoved, moved); diff != "" {
 		t.Errorf("portOverrides(...) moved: -want, +got:\n%s", diff)

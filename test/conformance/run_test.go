@@ -116,7 +116,7 @@ func (p *ports) Free() int {
 func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (env []envVar, moved map[string]int) {
 	t.Helper()
 	resolveNames(t, svc, rn)
-	moved, portEnv := portOverrides(rn.Cfg, free)
+	moved, portEnv := portOverrides(rn.Cfg, func(string) int { return free() })
 	env = append([]envVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
 	env = append(env, envVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
 	for _, v := range env {
