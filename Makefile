@@ -15,6 +15,9 @@ GOLANGCI_LINT    := $(BIN_DIR)/golangci-lint-v2.15.0
 # which ARMADA_VERSIONS reads; it is evaluated only where used.
 ARMADA_BIN_ROOT  := $(BIN_DIR)
 ARMADA_VERSIONS   = $(shell go run ./internal/cmd/armadaversions)
+# Apache Pulsar's broker and pulsar-admin releases, from the same table
+# (internal/armada/versions.go); evaluated only where used.
+PULSAR_VERSIONS   = $(shell go run ./internal/cmd/armadaversions -pulsar)
 export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
@@ -51,7 +54,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: system-deps tools armada-bins cluster-bins provider-sql ## Run every test: unit, render, Armada conformance, control plane and e2e.
+test: system-deps tools armada-bins cluster-bins provider-sql pulsar ## Run every test: unit, render, Armada conformance, control plane and e2e.
 	go test -count=1 -timeout 50m ./...
 
 .PHONY: e2e
@@ -155,6 +158,10 @@ provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
 .PHONY: armada-bins
 armada-bins: ## Build Armada's eight binaries and armadactl for every supported release (cached per release).
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_VERSIONS)
+
+.PHONY: pulsar
+pulsar: ## Assemble Apache Pulsar's standalone broker and pulsar-admin from Maven Central (cached per release; ~330 MB cold), which the tests run.
+	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(BIN_DIR)
