@@ -160,3 +160,26 @@ func relay(conn net.Conn, target string) {
 	go func() { _, _ = io.Copy(up, conn) }()
 	_, _ = io.Copy(conn, up)
 }
+
+// Lookup returns the loopback address a host name resolves to, as a pod's
+// hosts file has it; false if no relay was made for it.
+func (n *Names) Lookup(host string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ip, ok := n.shared[host]
+	return ip, ok
+}
+
+// Dial connects to addr (host:port) as a pod would: a host name through
+// the address its hosts file gives it.
+func (n *Names) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot parse address %q", addr)
+	}
+	if ip, ok := n.Lookup(host); ok {
+		host = ip
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+}
