@@ -470,7 +470,7 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 		if err := os.Symlink(r.o.PulsarAdmin, filepath.Join(dir, "bin", "pulsar-admin")); err != nil {
 			return nil, errors.Wrap(err, "cannot link pulsar-admin")
 		}
-		bin, args, dir = cmd[0], cmd[1:], PodPath(dir)
+		bin, args = cmd[0], cmd[1:]
 	} else {
 		return nil, errors.Errorf("%s container %s runs %s, which is neither Armada's nor Pulsar's image: the runner cannot run it", p.w.ID(), c.Name, c.Image)
 	}

@@ -88,8 +88,9 @@ func TestJobFlow(t *testing.T) {
 		}
 	}
 
-	namespace(t, ns)
-	namespace(t, "jobs")
+	namespace(t, ns, true)
+	// Job pods are the user's: their namespace is theirs to label.
+	namespace(t, "jobs", false)
 	apply(t, secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redis.Password))
 	// Who may do what comes from the claim: admin is in the admin group;
 	// submitter may submit to, watch and cancel the queue; viewer only
@@ -170,7 +171,10 @@ func TestJobFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &armadactl{bin: ctl, dir: t.TempDir(), hosts: hosts, ca: caFile, server: claimName + "-server." + ns + ".svc:50051"}
+	// Where users reach Armada, as the claim's status says.
+	grpcAddr, lookoutURL := endpoint(t, "grpc"), endpoint(t, "lookout")
+	t.Logf("armadactl --armadaUrl %s; Lookout at %s", grpcAddr, lookoutURL)
+	a := &armadactl{bin: ctl, dir: t.TempDir(), hosts: hosts, ca: caFile, server: grpcAddr}
 	adminPassword := credential(t, "admin")
 	clusterID := executorClusterID(t)
 
@@ -187,7 +191,7 @@ func TestJobFlow(t *testing.T) {
 			t.Errorf("events of job set %s: got %v, want %v in this order", jobSet, got, want)
 		}
 		t.Logf("submit → Succeeded in %s; apply → first job Succeeded in %s", time.Since(submitted).Round(time.Millisecond), time.Since(applied).Round(time.Second))
-		jobs := waitLookout(ctx, t, names, tlsSecret.Data["ca.crt"], jobSet, "SUCCEEDED")
+		jobs := waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "SUCCEEDED")
 		checkRun(t, jobs[0], clusterID)
 		checkSchedulerRun(t, pg, jobs[0].JobID, clusterID, "succeeded")
 	})
@@ -202,7 +206,7 @@ func TestJobFlow(t *testing.T) {
 		if got := types(evs); !isSubsequence([]string{"Submitted", "Queued", "Leased", "Running", "Failed"}, got) {
 			t.Errorf("events of job set %s: got %v, want Running then Failed", jobSet, got)
 		}
-		jobs := waitLookout(ctx, t, names, tlsSecret.Data["ca.crt"], jobSet, "FAILED")
+		jobs := waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "FAILED")
 		checkRun(t, jobs[0], clusterID)
 		if code := jobs[0].Runs[len(jobs[0].Runs)-1].ExitCode; code == nil || *code != 3 {
 			t.Errorf("lookout: job %s's run has exit code %v, want 3 (the job's kwok.armadaproject.io/exit-code)", jobs[0].JobID, deref(code))
@@ -215,7 +219,7 @@ func TestJobFlow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("submit", "job.yaml"), err, out)
 		}
-		waitLookout(ctx, t, names, tlsSecret.Data["ca.crt"], jobSet, "RUNNING")
+		waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "RUNNING")
 		if out, err := a.run(ctx, "submitter", credential(t, "submitter"), "cancel", "--queue", queue, "--jobSet", jobSet); err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("cancel", "--queue", queue, "--jobSet", jobSet), err, out)
 		}
@@ -223,7 +227,7 @@ func TestJobFlow(t *testing.T) {
 		if got := types(evs); !isSubsequence([]string{"Submitted", "Running", "Cancelled"}, got) {
 			t.Errorf("events of job set %s: got %v, want Running then Cancelled", jobSet, got)
 		}
-		waitLookout(ctx, t, names, tlsSecret.Data["ca.crt"], jobSet, "CANCELLED")
+		waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "CANCELLED")
 	})
 
 	t.Run("RefusedWithoutSubmit", func(t *testing.T) {
@@ -314,9 +318,8 @@ func watch(ctx context.Context, t *testing.T, a *armadactl, user, password, jobS
 
 // waitLookout waits until Lookout's API shows every job of a job set in
 // state.
-func waitLookout(ctx context.Context, t *testing.T, names *podrun.Names, ca []byte, jobSet, state string) []lookoutJob {
+func waitLookout(ctx context.Context, t *testing.T, names *podrun.Names, url string, ca []byte, jobSet, state string) []lookoutJob {
 	t.Helper()
-	url := "https://" + claimName + "-lookout." + ns + ".svc:8080"
 	var jobs []lookoutJob
 	waitFor(t, time.Minute, "lookout to show job set "+jobSet+" "+state, func() (bool, string) {
 		var err error
@@ -379,13 +382,14 @@ func deref[T any](p *T) any {
 	return *p
 }
 
-// namespace creates a namespace that enforces the restricted Pod Security
-// Standard.
-func namespace(t *testing.T, name string) {
+// namespace creates a namespace, enforcing the restricted Pod Security
+// Standard if restricted.
+func namespace(t *testing.T, name string, restricted bool) {
 	t.Helper()
-	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted",
-	}}}
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if restricted {
+		n.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	}
 	if err := cp.Client().Create(t.Context(), n); err != nil {
 		t.Fatalf("cannot create namespace %s: %v", name, err)
 	}
@@ -426,6 +430,22 @@ func claimCondition(t *testing.T, typ string) (status, reason, message string) {
 		}
 	}
 	return "", "", "no condition " + typ
+}
+
+// endpoint reads one of the claim's status.endpoints.
+func endpoint(t *testing.T, name string) string {
+	t.Helper()
+	c := &unstructured.Unstructured{}
+	c.SetAPIVersion(claimAPIVersion)
+	c.SetKind("ArmadaClaim")
+	if err := cp.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claimName}, c); err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedString(c.Object, "status", "endpoints", name)
+	if v == "" {
+		t.Fatalf("the claim's status.endpoints.%s is empty", name)
+	}
+	return v
 }
 
 // credential reads a basic user's password from the claim's credentials
