@@ -128,6 +128,12 @@ func (n *Names) HostsFile(dir string, own map[string]string) (string, error) {
 		fmt.Fprintf(&b, "%s %s\n", all[h], h)
 	}
 	p := filepath.Join(dir, "hosts")
+	// A file the processes already read is rewritten in place, and only
+	// when it changes, so a reader never catches it half-written for
+	// nothing (a Runner rewrites it as Services appear).
+	if old, err := os.ReadFile(p); err == nil && string(old) == b.String() { //nolint:gosec // The caller's own directory.
+		return p, nil
+	}
 	return p, os.WriteFile(p, []byte(b.String()), 0o600)
 }
 

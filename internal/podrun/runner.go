@@ -139,7 +139,9 @@ func (r *Runner) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	seen := map[string]bool{}
 	for _, w := range ws {
+		seen[w.ID()] = true
 		hash := templateHash(w)
 		r.mu.Lock()
 		p := r.pods[w.ID()]
@@ -174,6 +176,15 @@ func (r *Runner) Sync(ctx context.Context) error {
 			r.checkReady(ctx, p, objs[w.ID()])
 		}
 	}
+	r.mu.Lock()
+	for id, p := range r.pods {
+		if !seen[id] {
+			r.o.Logf("runner: %s is gone: stopping its pod", id)
+			p.stop()
+			delete(r.pods, id)
+		}
+	}
+	r.mu.Unlock()
 	return r.relayServices(ctx)
 }
 
