@@ -220,8 +220,8 @@ func TestJobFlow(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", a.command("submit", "job.yaml"), err, out)
 		}
 		waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "RUNNING")
-		if out, err := a.run(ctx, "submitter", credential(t, "submitter"), "cancel", "--queue", queue, "--jobSet", jobSet); err != nil {
-			t.Fatalf("%s: %v\n%s", a.command("cancel", "--queue", queue, "--jobSet", jobSet), err, out)
+		if out, err := a.run(ctx, "submitter", credential(t, "submitter"), "cancel", "job-set", queue, jobSet); err != nil {
+			t.Fatalf("%s: %v\n%s", a.command("cancel", "job-set", queue, jobSet), err, out)
 		}
 		evs := watch(ctx, t, a, "admin", adminPassword, jobSet)
 		if got := types(evs); !isSubsequence([]string{"Submitted", "Running", "Cancelled"}, got) {
