@@ -119,6 +119,8 @@ type Node struct {
 	CPU, Memory, GPU string
 	// Pods is the number of pods it takes; empty means 110.
 	Pods string
+	// Taints reserve the Node, for example for one executor's pool.
+	Taints []corev1.Taint
 }
 
 // AddNodes creates Nodes for KWOK to run (Options.JobFlow) and waits
@@ -166,6 +168,7 @@ func (c *ControlPlane) addNode(ctx context.Context, n Node) error {
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"}},
+		Spec:       corev1.NodeSpec{Taints: n.Taints},
 	}
 	if err := c.client.Create(ctx, node); err != nil && !kerrors.IsAlreadyExists(err) {
 		return errors.Wrapf(err, "cannot create node %s", n.Name)
