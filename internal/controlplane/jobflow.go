@@ -3,7 +3,7 @@ package controlplane
 import (
 	"context"
 	"crypto/tls"
-	_ "embed" // The KWOK Stages.
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	_ "embed" // The KWOK Stages.
 )
 
 // KWOKVersion is the KWOK tools/kwok pins and builds.
@@ -148,15 +150,14 @@ func (c *ControlPlane) AddNodes(ctx context.Context, nodes ...Node) error {
 
 func (c *ControlPlane) addNode(ctx context.Context, n Node) error {
 	labels := map[string]string{corev1.LabelHostname: n.Name, KWOKNodeLabel: "fake", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}
-	for k, v := range n.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, n.Labels)
 	res := corev1.ResourceList{}
 	pods := n.Pods
 	if pods == "" {
 		pods = "110"
 	}
-	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: n.CPU, corev1.ResourceMemory: n.Memory, corev1.ResourcePods: pods, "nvidia.com/gpu": n.GPU} {
+	quantities := map[corev1.ResourceName]string{corev1.ResourceCPU: n.CPU, corev1.ResourceMemory: n.Memory, corev1.ResourcePods: pods, "nvidia.com/gpu": n.GPU}
+	for name, v := range quantities {
 		if v == "" {
 			continue
 		}

@@ -122,7 +122,7 @@ func TestJobIDLabelIsArmadas(t *testing.T) {
 			t.Fatalf("Armada %s source is not in the module cache (%v): run `make armada-bins`", v, err)
 		}
 		m := re.FindSubmatch(b)
-		if m == nil || string(m[1]) != jobIDLabel {
+		if len(m) < 2 || string(m[1]) != jobIDLabel {
 			t.Errorf("Armada %s labels job pods %q (%s), but the KWOK Stages select %q", v, m, f, jobIDLabel)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,9 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
+
+// kindJob is a batch/v1 Job's kind.
+const kindJob = "Job"
 
 // A Release is where one Armada release's binaries and source are.
 type Release struct {
@@ -156,7 +160,7 @@ func (r *Runner) Sync(ctx context.Context) error {
 			r.mu.Lock()
 			r.pods[w.ID()] = p
 			r.mu.Unlock()
-			if w.Kind == "Job" {
+			if w.Kind == kindJob {
 				if jobComplete(objs[w.ID()]) {
 					p.done = true
 					continue
@@ -172,7 +176,7 @@ func (r *Runner) Sync(ctx context.Context) error {
 				continue
 			}
 		}
-		if w.Kind != "Job" {
+		if w.Kind != kindJob {
 			r.checkReady(ctx, p, objs[w.ID()])
 		}
 	}
@@ -269,8 +273,8 @@ func (r *Runner) workloads(ctx context.Context) ([]Workload, map[string]*unstruc
 			return errors.Wrapf(err, "cannot convert %s", w.ID())
 		}
 		u := &unstructured.Unstructured{Object: m}
-		u.SetAPIVersion(map[string]string{"Job": "batch/v1"}[kind])
-		if kind != "Job" {
+		u.SetAPIVersion(map[string]string{kindJob: "batch/v1"}[kind])
+		if kind != kindJob {
 			u.SetAPIVersion("apps/v1")
 		}
 		u.SetKind(kind)
@@ -279,7 +283,7 @@ func (r *Runner) workloads(ctx context.Context) ([]Workload, map[string]*unstruc
 		return nil
 	}
 	for i := range jobs.Items {
-		if err := add("Job", &jobs.Items[i], jobs.Items[i].Spec.Template, nil); err != nil {
+		if err := add(kindJob, &jobs.Items[i], jobs.Items[i].Spec.Template, nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -298,10 +302,14 @@ func (r *Runner) workloads(ctx context.Context) ([]Workload, map[string]*unstruc
 
 // templateHash identifies a workload's pod template.
 func templateHash(w Workload) string {
-	b, _ := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		Pod    corev1.PodSpec
 		Labels map[string]string
 	}{w.Pod, w.Labels})
+	if err != nil {
+		// A decoded PodSpec always encodes; never the same as a real hash.
+		return "unencodable: " + err.Error()
+	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -435,64 +443,28 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create pod directory")
 	}
-	rs := &Resolver{Sources: clusterSources{c: r.o.Client, ns: r.o.Namespace}, Namespace: r.o.Namespace}
-	env := []EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: PodPath(root)}, {Name: "KUBECONFIG", Value: PodPath(r.o.Kubeconfig)}}
-	var bin, dir string
-	var args []string
-	var inv *Invocation
-	if _, tag, ok := ComponentForImage(c.Image); ok {
-		rel, ok := r.o.Releases(tag)
-		if !ok {
-			return nil, errors.Errorf("%s container %s runs Armada %s, whose binaries are not built: run `make armada-bins`", p.w.ID(), c.Name, tag)
-		}
-		if inv, err = rs.Invocation(p.w, c, root); err != nil {
-			return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
-		}
-		cfg, err := LoadConfig(rel.SourceDir, inv.Component, inv.ConfigFiles)
-		if err != nil {
-			return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
-		}
-		moved, portEnv, err := r.movePorts(p.w.ID(), cfg)
-		if err != nil {
-			return nil, err
-		}
-		p.local = map[int32]int{}
-		for k, port := range moved {
-			if v, ok := cfg.Get(k); ok {
-				if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
-					p.local[int32(n)] = port //nolint:gosec // Ports fit.
-				}
-			}
-		}
-		env = append(env, portEnv...)
-		bin, dir, args = filepath.Join(rel.BinDir, inv.Component), rel.SourceDir, inv.Args
-	} else if isPulsarImage(c.Image) {
-		if inv, err = rs.Container(p.w, c, root); err != nil {
-			return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
-		}
-		cmd := inv.Command(c)
-		if len(cmd) == 0 {
-			return nil, errors.Errorf("%s container %s has no command: only the topic-init script is run from Pulsar's image", p.w.ID(), c.Name)
-		}
-		dir = filepath.Join(root, "pulsar")
-		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
-			return nil, errors.Wrap(err, "cannot create Pulsar's directory")
-		}
-		if err := os.Symlink(r.o.PulsarAdmin, filepath.Join(dir, "bin", "pulsar-admin")); err != nil {
-			return nil, errors.Wrap(err, "cannot link pulsar-admin")
-		}
-		bin, args = cmd[0], cmd[1:]
-	} else {
-		return nil, errors.Errorf("%s container %s runs %s, which is neither Armada's nor Pulsar's image: the runner cannot run it", p.w.ID(), c.Name, c.Image)
+	env := []EnvVar{
+		{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"},
+		{Name: "HOME", Value: PodPath(root)},
+		{Name: "KUBECONFIG", Value: PodPath(r.o.Kubeconfig)},
 	}
-	full := make([]string, 0, len(inv.Env)+len(env))
-	for _, e := range inv.Env {
+	var cmd *podCmd
+	switch {
+	case isArmadaImage(c.Image):
+		cmd, err = r.armadaCommand(p, c, root)
+	case isPulsarImage(c.Image):
+		cmd, err = r.pulsarCommand(p, c, root)
+	default:
+		err = errors.Errorf("%s container %s runs %s, which is neither Armada's nor Pulsar's image: the runner cannot run it", p.w.ID(), c.Name, c.Image)
+	}
+	if err != nil {
+		return nil, err
+	}
+	full := make([]string, 0, len(cmd.inv.Env)+len(env)+len(cmd.env))
+	for _, e := range append(append(slices.Clone(cmd.inv.Env), env...), cmd.env...) {
 		full = append(full, e.Name+"="+e.Value)
 	}
-	for _, e := range env {
-		full = append(full, e.Name+"="+e.Value)
-	}
-	cmdPath, cmdArgs, err := PodCommand(filepath.Join(root, "mnt"), r.hosts, dir, inv.Mounts, bin, args)
+	cmdPath, cmdArgs, err := PodCommand(filepath.Join(root, "mnt"), r.hosts, cmd.dir, cmd.inv.Mounts, cmd.bin, cmd.args)
 	if err != nil {
 		return nil, err
 	}
@@ -500,8 +472,80 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		return nil, errors.Wrap(err, "cannot create log directory")
 	}
-	pr, err := Start(cmdPath, dir, cmdArgs, full, filepath.Join(logs, p.w.Kind+"-"+p.w.Name+"-"+name+".log"))
+	pr, err := Start(cmdPath, cmd.dir, cmdArgs, full, filepath.Join(logs, p.w.Kind+"-"+p.w.Name+"-"+name+".log"))
 	return pr, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+}
+
+// A podCmd is how one container runs: its invocation, binary, args and
+// working directory, and the environment the runner adds.
+type podCmd struct {
+	inv      *Invocation
+	bin, dir string
+	args     []string
+	env      []EnvVar
+}
+
+// isArmadaImage reports whether an image is one of Armada's components'.
+func isArmadaImage(image string) bool {
+	_, _, ok := ComponentForImage(image)
+	return ok
+}
+
+// armadaCommand runs an Armada container as its release's binary, with
+// its listening ports moved to the workload's own loopback ports.
+func (r *Runner) armadaCommand(p *pod, c corev1.Container, root string) (*podCmd, error) {
+	_, tag, _ := ComponentForImage(c.Image)
+	rel, ok := r.o.Releases(tag)
+	if !ok {
+		return nil, errors.Errorf("%s container %s runs Armada %s, whose binaries are not built: run `make armada-bins`", p.w.ID(), c.Name, tag)
+	}
+	rs := &Resolver{Sources: clusterSources{c: r.o.Client, ns: r.o.Namespace}, Namespace: r.o.Namespace}
+	inv, err := rs.Invocation(p.w, c, root)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+	}
+	cfg, err := LoadConfig(rel.SourceDir, inv.Component, inv.ConfigFiles)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+	}
+	moved, portEnv, err := r.movePorts(p.w.ID(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	local := map[int32]int{}
+	for k, port := range moved {
+		v, _ := cfg.Get(k)
+		if n, err := strconv.Atoi(fmt.Sprint(v)); err == nil {
+			local[int32(n)] = port //nolint:gosec // Ports fit.
+		}
+	}
+	r.mu.Lock()
+	p.local = local
+	r.mu.Unlock()
+	return &podCmd{inv: inv, bin: filepath.Join(rel.BinDir, inv.Component), dir: rel.SourceDir, args: inv.Args, env: portEnv}, nil
+}
+
+// pulsarCommand runs a container of Pulsar's image (the topic-init Job's
+// script) with pulsar-admin at bin/pulsar-admin in its working directory,
+// as in the image.
+func (r *Runner) pulsarCommand(p *pod, c corev1.Container, root string) (*podCmd, error) {
+	rs := &Resolver{Sources: clusterSources{c: r.o.Client, ns: r.o.Namespace}, Namespace: r.o.Namespace}
+	inv, err := rs.Container(p.w, c, root)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+	}
+	cmd := inv.Command(c)
+	if len(cmd) == 0 {
+		return nil, errors.Errorf("%s container %s has no command: only the topic-init script is run from Pulsar's image", p.w.ID(), c.Name)
+	}
+	dir := filepath.Join(root, "pulsar")
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
+		return nil, errors.Wrap(err, "cannot create Pulsar's directory")
+	}
+	if err := os.Symlink(r.o.PulsarAdmin, filepath.Join(dir, "bin", "pulsar-admin")); err != nil {
+		return nil, errors.Wrap(err, "cannot link pulsar-admin")
+	}
+	return &podCmd{inv: inv, bin: cmd[0], dir: dir, args: cmd[1:]}, nil
 }
 
 // movePorts gives each listening port key of a workload's config a
@@ -566,9 +610,7 @@ func (s clusterSources) ConfigMap(name string) (map[string][]byte, bool, error) 
 	for k, v := range cm.Data {
 		data[k] = []byte(v)
 	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
+	maps.Copy(data, cm.BinaryData)
 	return data, true, nil
 }
 

@@ -35,15 +35,17 @@ func (r *Runner) checkReady(ctx context.Context, p *pod, u *unstructured.Unstruc
 		return
 	}
 	for _, pr := range procs {
-		if exited, code := pr.Exited(); exited {
-			r.o.Logf("runner: %s exited with code %d; restarting it; last lines of %s:\n%s", p.w.ID(), code, pr.LogPath(), pr.Tail(15))
-			p.stop()
-			p.ready = false
-			if err := r.startPod(p); err != nil {
-				p.err = err
-			}
-			return
+		exited, code := pr.Exited()
+		if !exited {
+			continue
 		}
+		r.o.Logf("runner: %s exited with code %d; restarting it; last lines of %s:\n%s", p.w.ID(), code, pr.LogPath(), pr.Tail(15))
+		p.stop()
+		p.ready = false
+		if err := r.startPod(p); err != nil {
+			p.err = err
+		}
+		return
 	}
 	if err := r.probe(ctx, p); err != nil {
 		p.err = errors.Wrap(err, "not ready")
@@ -163,27 +165,35 @@ func (r *Runner) relayServices(ctx context.Context) error {
 		}
 		sel := labels.SelectorFromSet(s.Spec.Selector)
 		for _, p := range pods {
-			if p.w.Kind == "Job" || !sel.Matches(labels.Set(p.w.Labels)) || len(p.w.Pod.Containers) == 0 {
+			if p.w.Kind == kindJob || !sel.Matches(labels.Set(p.w.Labels)) || len(p.w.Pod.Containers) == 0 {
 				continue
 			}
-			for _, sp := range s.Spec.Ports {
-				target := sp.TargetPort
-				if target.Type == intstr.Int && target.IntVal == 0 {
-					target = intstr.FromInt32(sp.Port)
-				}
-				local, err := r.localPort(p, p.w.Pod.Containers[0], target)
-				if err != nil {
-					continue
-				}
-				for _, host := range []string{s.Name, s.Name + "." + s.Namespace, s.Name + "." + s.Namespace + ".svc", s.Name + "." + s.Namespace + ".svc.cluster.local"} {
-					addr := net.JoinHostPort(host, strconv.Itoa(int(sp.Port)))
-					if err := r.o.Names.Relay(addr, net.JoinHostPort("127.0.0.1", strconv.Itoa(local))); err != nil {
-						return err
-					}
-				}
+			if err := r.relayService(s, p); err != nil {
+				return err
 			}
 		}
 	}
 	_, err := r.o.Names.HostsFile(r.o.Dir, nil)
 	return errors.Wrap(err, "cannot write hosts file")
+}
+
+// relayService relays each port of a Service to the pod p it selects.
+func (r *Runner) relayService(s corev1.Service, p *pod) error {
+	for _, sp := range s.Spec.Ports {
+		target := sp.TargetPort
+		if target.Type == intstr.Int && target.IntVal == 0 {
+			target = intstr.FromInt32(sp.Port)
+		}
+		local, err := r.localPort(p, p.w.Pod.Containers[0], target)
+		if err != nil {
+			continue
+		}
+		for _, host := range []string{s.Name, s.Name + "." + s.Namespace, s.Name + "." + s.Namespace + ".svc", s.Name + "." + s.Namespace + ".svc.cluster.local"} {
+			addr := net.JoinHostPort(host, strconv.Itoa(int(sp.Port)))
+			if err := r.o.Names.Relay(addr, net.JoinHostPort("127.0.0.1", strconv.Itoa(local))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -88,7 +88,7 @@ type event struct {
 // "*api.JobSucceededEvent {json}".
 func parseEvents(out string) []event {
 	var evs []event
-	for _, l := range strings.Split(out, "\n") {
+	for l := range strings.SplitSeq(out, "\n") {
 		typ, js, ok := strings.Cut(strings.TrimSpace(l), " ")
 		if !ok || !strings.HasPrefix(typ, "*api.Job") {
 			continue

@@ -175,7 +175,7 @@ func TestJobFlow(t *testing.T) {
 	grpcAddr, lookoutURL := endpoint(t, "grpc"), endpoint(t, "lookout")
 	t.Logf("armadactl --armadaUrl %s; Lookout at %s", grpcAddr, lookoutURL)
 	a := &armadactl{bin: ctl, dir: t.TempDir(), hosts: hosts, ca: caFile, server: grpcAddr}
-	adminPassword := credential(t, "admin")
+	adminPassword := credential(ctx, t, "admin")
 	clusterID := executorClusterID(t)
 
 	t.Run("Succeeded", func(t *testing.T) {
@@ -198,7 +198,7 @@ func TestJobFlow(t *testing.T) {
 
 	t.Run("Failed", func(t *testing.T) {
 		jobSet := "fails"
-		out, err := submit(ctx, a, "submitter", credential(t, "submitter"), jobSet, jobSpec(map[string]string{"kwok.armadaproject.io/exit-code": "3"}))
+		out, err := submit(ctx, a, "submitter", credential(ctx, t, "submitter"), jobSet, jobSpec(map[string]string{"kwok.armadaproject.io/exit-code": "3"}))
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("submit", "job.yaml"), err, out)
 		}
@@ -215,12 +215,12 @@ func TestJobFlow(t *testing.T) {
 
 	t.Run("Cancelled", func(t *testing.T) {
 		jobSet := "cancelled"
-		out, err := submit(ctx, a, "submitter", credential(t, "submitter"), jobSet, jobSpec(map[string]string{"kwok.armadaproject.io/run-for": "10m"}))
+		out, err := submit(ctx, a, "submitter", credential(ctx, t, "submitter"), jobSet, jobSpec(map[string]string{"kwok.armadaproject.io/run-for": "10m"}))
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("submit", "job.yaml"), err, out)
 		}
 		waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "RUNNING")
-		if out, err := a.run(ctx, "submitter", credential(t, "submitter"), "cancel", "job-set", queue, jobSet); err != nil {
+		if out, err := a.run(ctx, "submitter", credential(ctx, t, "submitter"), "cancel", "job-set", queue, jobSet); err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("cancel", "job-set", queue, jobSet), err, out)
 		}
 		evs := watch(ctx, t, a, "admin", adminPassword, jobSet)
@@ -231,7 +231,7 @@ func TestJobFlow(t *testing.T) {
 	})
 
 	t.Run("RefusedWithoutSubmit", func(t *testing.T) {
-		out, err := submit(ctx, a, "viewer", credential(t, "viewer"), "refused", jobSpec(nil))
+		out, err := submit(ctx, a, "viewer", credential(ctx, t, "viewer"), "refused", jobSpec(nil))
 		if err == nil || !strings.Contains(out, "PermissionDenied") {
 			t.Errorf("viewer, who may only watch queue %s, submitted: err %v, output:\n%s", queue, err, out)
 		}
@@ -450,12 +450,12 @@ func endpoint(t *testing.T, name string) string {
 
 // credential reads a basic user's password from the claim's credentials
 // Secret (status.credentialsSecret).
-func credential(t *testing.T, user string) string {
+func credential(ctx context.Context, t *testing.T, user string) string {
 	t.Helper()
 	c := &unstructured.Unstructured{}
 	c.SetAPIVersion(claimAPIVersion)
 	c.SetKind("ArmadaClaim")
-	if err := cp.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claimName}, c); err != nil {
+	if err := cp.Client().Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, c); err != nil {
 		t.Fatal(err)
 	}
 	name, _, _ := unstructured.NestedString(c.Object, "status", "credentialsSecret")
@@ -463,7 +463,7 @@ func credential(t *testing.T, user string) string {
 		name = claimName + "-credentials"
 	}
 	s := &corev1.Secret{}
-	if err := cp.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+	if err := cp.Client().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 		t.Fatalf("the credentials Secret %s: %v", name, err)
 	}
 	p, ok := s.Data[user]
@@ -516,8 +516,9 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 
 // runnerState summarises what keeps the runner's pods from running.
 func runnerState(r *podrun.Runner) string {
-	var out []string
-	for id, procs := range r.Processes() {
+	procs := r.Processes()
+	out := make([]string, 0, len(procs))
+	for id, procs := range procs {
 		state := fmt.Sprintf("%d processes", len(procs))
 		if err := r.Err(id); err != nil {
 			state = err.Error()
