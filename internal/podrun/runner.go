@@ -102,6 +102,10 @@ type pod struct {
 	failures    int
 	err         error
 	cancel      context.CancelFunc
+	// restarts counts a long-running pod's restarts; restartAt is when the
+	// next is due, zero while it runs.
+	restarts  int
+	restartAt time.Time
 }
 
 // NewRunner returns a Runner; call Run to start it.

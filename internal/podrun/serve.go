@@ -39,7 +39,19 @@ func (r *Runner) checkReady(ctx context.Context, p *pod, u *unstructured.Unstruc
 		if !exited {
 			continue
 		}
-		r.o.Logf("runner: %s exited with code %d; restarting it; last lines of %s:\n%s", p.w.ID(), code, pr.LogPath(), pr.Tail(15))
+		// As the kubelet's CrashLoopBackOff: 5 s, doubling, at most a
+		// minute, so a crashing component does not eat the machine.
+		if p.restartAt.IsZero() {
+			delay := min(5*time.Second<<min(p.restarts, 4), time.Minute)
+			p.restartAt = time.Now().Add(delay)
+			p.err = errors.Errorf("exited with code %d; restarting in %s; last lines of %s:\n%s", code, delay, pr.LogPath(), pr.Tail(15))
+			r.o.Logf("runner: %s %v", p.w.ID(), p.err)
+		}
+		if time.Now().Before(p.restartAt) {
+			return
+		}
+		p.restarts++
+		p.restartAt = time.Time{}
 		p.stop()
 		p.ready = false
 		if err := r.startPod(p); err != nil {
