@@ -13,6 +13,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -175,8 +176,16 @@ func (c *ControlPlane) addNode(ctx context.Context, n Node) error {
 		return errors.Wrapf(err, "cannot create node %s", n.Name)
 	}
 	// Status is a subresource: KWOK's node-initialize keeps what is set.
-	node.Status = corev1.NodeStatus{Allocatable: res, Capacity: res}
-	return errors.Wrapf(c.client.Status().Update(ctx, node), "cannot set node %s capacity", n.Name)
+	// The Node may change meanwhile (node-lifecycle's taints): retry on
+	// conflicts.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil {
+			return err
+		}
+		node.Status.Allocatable, node.Status.Capacity = res, res
+		return c.client.Status().Update(ctx, node)
+	})
+	return errors.Wrapf(err, "cannot set node %s capacity", n.Name)
 }
 
 // nodeReady returns nil once a Node is Ready and has no not-ready taint.

@@ -33,6 +33,10 @@ type Names struct {
 	// prefix is 127.B. for a B chosen per example, so concurrent test
 	// processes are unlikely to share addresses.
 	prefix string
+	// block is the third octet addresses start from, random too: two
+	// users of Names with the same B rarely share addresses (seen: a
+	// relay's address already in use by another suite's).
+	block int
 
 	mu   sync.Mutex
 	next int
@@ -50,6 +54,7 @@ type Names struct {
 func NewNames() *Names {
 	return &Names{
 		prefix: "127." + strconv.Itoa(10+rand.IntN(240)) + ".", //nolint:gosec // Not security-sensitive.
+		block:  rand.IntN(200),                                 //nolint:gosec // Not security-sensitive.
 		shared: map[string]string{},
 		relays: map[string]string{},
 	}
@@ -60,7 +65,7 @@ func (n *Names) Address() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.next++
-	return n.prefix + strconv.Itoa(n.next/250) + "." + strconv.Itoa(1+n.next%250)
+	return n.prefix + strconv.Itoa(n.block+n.next/250) + "." + strconv.Itoa(1+n.next%250)
 }
 
 // Relay makes addr (host:port) reach target. A host given as an IP
