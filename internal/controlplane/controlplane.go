@@ -154,7 +154,7 @@ type ports struct {
 	etcdClient, etcdPeer                                   int
 	apiServer, controllerManager                           int
 	crossplaneMetrics, crossplaneHealth, crossplaneWebhook int
-	function                                               int
+	function, functionMetrics                              int
 	providerWebhook, providerMetrics, providerHealth       int
 }
 
@@ -299,7 +299,7 @@ func (c *ControlPlane) resolve(ctx context.Context) error {
 	if err := c.resolveCRDDirs(ctx); err != nil {
 		return err
 	}
-	p, err := freePorts(ctx, 11)
+	p, err := freePorts(ctx, 12)
 	if err != nil {
 		return err
 	}
@@ -307,6 +307,7 @@ func (c *ControlPlane) resolve(ctx context.Context) error {
 		etcdClient: p[0], etcdPeer: p[1], apiServer: p[2], controllerManager: p[3],
 		crossplaneMetrics: p[4], crossplaneHealth: p[5], crossplaneWebhook: p[6],
 		function: p[7], providerWebhook: p[8], providerMetrics: p[9], providerHealth: p[10],
+		functionMetrics: p[11],
 	}
 	return nil
 }
