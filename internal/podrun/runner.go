@@ -342,6 +342,11 @@ func (r *Runner) markHealthy(ctx context.Context, u *unstructured.Unstructured) 
 	if !ok {
 		return nil
 	}
+	// The API server refuses to decrease a Job's failed count: keep the
+	// failed attempts before the one that succeeded.
+	if f, ok, _ := unstructured.NestedInt64(cur.Object, "status", "failed"); ok {
+		st["failed"] = f
+	}
 	cur.Object["status"] = st
 	if err := r.o.Client.Status().Update(ctx, cur); err != nil && !kerrors.IsConflict(err) {
 		return errors.Wrapf(err, "cannot update the status of %s %s", u.GetKind(), u.GetName())

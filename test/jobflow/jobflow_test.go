@@ -109,7 +109,7 @@ func TestJobFlow(t *testing.T) {
 				map[string]any{"name": "viewer", "groups": []any{"viewers"}},
 			}},
 			"queues": []any{map[string]any{
-				"name": queue, "groupOwners": []any{"armada-admins"},
+				"name": queue, "priorityFactor": "1", "groupOwners": []any{"armada-admins"},
 				"permissions": []any{
 					map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "submitters"}}, "verbs": []any{"submit", "cancel", "watch"}},
 					map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "viewers"}}, "verbs": []any{"watch"}},
