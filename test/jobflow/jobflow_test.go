@@ -188,10 +188,10 @@ func TestJobFlow(t *testing.T) {
 		evs := watch(ctx, t, a, "admin", adminPassword, jobSet)
 		want := []string{"Submitted", "Queued", "Leased", "Pending", "Running", "Succeeded"}
 		if got := types(evs); !isSubsequence(want, got) {
-			t.Errorf("events of job set %s: got %v, want %v in this order", jobSet, got, want)
+			t.Fatalf("events of job set %s: got %v, want %v in this order; events:\n%s", jobSet, got, want, rawEvents(evs))
 		}
 		t.Logf("submit → Succeeded in %s; apply → first job Succeeded in %s", time.Since(submitted).Round(time.Millisecond), time.Since(applied).Round(time.Second))
-		jobs := waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "SUCCEEDED")
+		jobs := waitLookout(ctx, t, names, lookoutURL, adminPassword, jobSet, "SUCCEEDED")
 		checkRun(t, jobs[0], clusterID)
 		checkSchedulerRun(t, pg, jobs[0].JobID, clusterID, "succeeded")
 	})
@@ -204,9 +204,9 @@ func TestJobFlow(t *testing.T) {
 		}
 		evs := watch(ctx, t, a, "admin", adminPassword, jobSet)
 		if got := types(evs); !isSubsequence([]string{"Submitted", "Queued", "Leased", "Running", "Failed"}, got) {
-			t.Errorf("events of job set %s: got %v, want Running then Failed", jobSet, got)
+			t.Errorf("events of job set %s: got %v, want Running then Failed; events:\n%s", jobSet, got, rawEvents(evs))
 		}
-		jobs := waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "FAILED")
+		jobs := waitLookout(ctx, t, names, lookoutURL, adminPassword, jobSet, "FAILED")
 		checkRun(t, jobs[0], clusterID)
 		if code := jobs[0].Runs[len(jobs[0].Runs)-1].ExitCode; code == nil || *code != 3 {
 			t.Errorf("lookout: job %s's run has exit code %v, want 3 (the job's kwok.armadaproject.io/exit-code)", jobs[0].JobID, deref(code))
@@ -219,15 +219,15 @@ func TestJobFlow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("submit", "job.yaml"), err, out)
 		}
-		waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "RUNNING")
+		waitLookout(ctx, t, names, lookoutURL, adminPassword, jobSet, "RUNNING")
 		if out, err := a.run(ctx, "submitter", credential(ctx, t, "submitter"), "cancel", "job-set", queue, jobSet); err != nil {
 			t.Fatalf("%s: %v\n%s", a.command("cancel", "job-set", queue, jobSet), err, out)
 		}
 		evs := watch(ctx, t, a, "admin", adminPassword, jobSet)
 		if got := types(evs); !isSubsequence([]string{"Submitted", "Running", "Cancelled"}, got) {
-			t.Errorf("events of job set %s: got %v, want Running then Cancelled", jobSet, got)
+			t.Errorf("events of job set %s: got %v, want Running then Cancelled; events:\n%s", jobSet, got, rawEvents(evs))
 		}
-		waitLookout(ctx, t, names, lookoutURL, tlsSecret.Data["ca.crt"], jobSet, "CANCELLED")
+		waitLookout(ctx, t, names, lookoutURL, adminPassword, jobSet, "CANCELLED")
 	})
 
 	t.Run("RefusedWithoutSubmit", func(t *testing.T) {
@@ -318,12 +318,12 @@ func watch(ctx context.Context, t *testing.T, a *armadactl, user, password, jobS
 
 // waitLookout waits until Lookout's API shows every job of a job set in
 // state.
-func waitLookout(ctx context.Context, t *testing.T, names *podrun.Names, url string, ca []byte, jobSet, state string) []lookoutJob {
+func waitLookout(ctx context.Context, t *testing.T, names *podrun.Names, url, password, jobSet, state string) []lookoutJob {
 	t.Helper()
 	var jobs []lookoutJob
 	waitFor(t, time.Minute, "lookout to show job set "+jobSet+" "+state, func() (bool, string) {
 		var err error
-		jobs, err = lookoutJobs(ctx, names, url, ca, jobSet)
+		jobs, err = lookoutJobs(ctx, names, url, "admin", password, jobSet)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -362,6 +362,15 @@ func checkSchedulerRun(t *testing.T, pg *testenv.Postgres, jobID, clusterID, col
 	if len(got) != 3 || got[0] != clusterID || !strings.HasPrefix(got[1], "kwok-node-") || got[2] != "t" {
 		t.Errorf("scheduler database: run of job %s is %q, want executor %s, a KWOK node and %s true", jobID, strings.TrimSpace(out), clusterID, column)
 	}
+}
+
+// rawEvents prints events for failure messages.
+func rawEvents(evs []event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%s %v\n", e.Type, e.Raw)
+	}
+	return b.String()
 }
 
 // isSubsequence reports whether want appears in got in order.
