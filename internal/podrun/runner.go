@@ -180,6 +180,15 @@ func (r *Runner) Sync(ctx context.Context) error {
 				continue
 			}
 		}
+		if w.Kind != kindJob && len(p.procs) == 0 && p.restartAt.IsZero() {
+			// A pod that could not start (a Secret it mounts not created
+			// yet: Crossplane creates composed objects in no fixed order)
+			// is tried again, as the kubelet would.
+			if err := r.startPod(p); err != nil {
+				p.err = err
+				continue
+			}
+		}
 		if w.Kind != kindJob {
 			r.checkReady(ctx, p, objs[w.ID()])
 		}
