@@ -157,7 +157,13 @@ func (c *ControlPlane) addNode(ctx context.Context, n Node) error {
 	if pods == "" {
 		pods = "110"
 	}
-	quantities := map[corev1.ResourceName]string{corev1.ResourceCPU: n.CPU, corev1.ResourceMemory: n.Memory, corev1.ResourcePods: pods, "nvidia.com/gpu": n.GPU}
+	// Ephemeral storage as a real node has: Armada gives every job a
+	// default request for it (seen: jobs rejected with "insufficient
+	// resources" on Nodes without it).
+	quantities := map[corev1.ResourceName]string{
+		corev1.ResourceCPU: n.CPU, corev1.ResourceMemory: n.Memory, corev1.ResourcePods: pods,
+		corev1.ResourceEphemeralStorage: "100Gi", "nvidia.com/gpu": n.GPU,
+	}
 	for name, v := range quantities {
 		if v == "" {
 			continue
