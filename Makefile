@@ -19,6 +19,9 @@ CONTROLLER_GEN   := $(BIN_DIR)/controller-gen-$(call modver,gen,sigs.k8s.io/cont
 # which ARMADA_VERSIONS reads; it is evaluated only where used.
 ARMADA_BIN_ROOT  := $(BIN_DIR)
 ARMADA_VERSIONS   = $(shell go run ./internal/cmd/armadaversions)
+# Apache Pulsar's broker and pulsar-admin releases, from the same table
+# (internal/armada/versions.go); evaluated only where used.
+PULSAR_VERSIONS   = $(shell go run ./internal/cmd/armadaversions -pulsar)
 export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
@@ -67,7 +70,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
@@ -187,9 +190,10 @@ $(CROSSPLANE_CLI):
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
-cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached): what make run runs.
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and provider-kubernetes (cached): what make run runs.
 	tools/etcd/build.sh
 	tools/kubernetes/build.sh
+	tools/kwok/build.sh
 	tools/provider-kubernetes/build.sh
 
 .PHONY: provider-sql
@@ -197,8 +201,12 @@ provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
 	tools/provider-sql/build.sh
 
 .PHONY: armada-bins
-armada-bins: ## Build Armada's eight binaries for every supported release (cached per release).
+armada-bins: ## Build Armada's eight binaries and armadactl for every supported release (cached per release).
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_VERSIONS)
+
+.PHONY: pulsar
+pulsar: ## Assemble Apache Pulsar's standalone broker and pulsar-admin from Maven Central (cached per release; ~330 MB cold), which the tests run.
+	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 
 $(GOLANGCI_LINT):
 	tools/build-tool.sh tools/lint $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -4,6 +4,7 @@ go 1.26.1
 
 require (
 	github.com/alecthomas/kong v1.16.1
+	github.com/apache/pulsar-client-go v0.15.1-candidate-1
 	github.com/armadaproject/armada v0.22.7
 	github.com/crossplane/crossplane-runtime/v2 v2.4.0
 	github.com/crossplane/crossplane/apis/v2 v2.4.0
@@ -38,7 +39,6 @@ require (
 	github.com/99designs/keyring v1.2.1 // indirect
 	github.com/AthenZ/athenz v1.12.12 // indirect
 	github.com/DataDog/zstd v1.5.7 // indirect
-	github.com/apache/pulsar-client-go v0.15.1-candidate-1 // indirect
 	github.com/ardielle/ardielle-go v1.5.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect

@@ -23,6 +23,7 @@ type CLI struct {
 	MaxRecvMessageSize int    `default:"4"     help:"Maximum size of received messages in MB."`
 	PasswordKeyFile    string `env:"PASSWORD_KEY_FILE"                                               help:"File holding the secret key generated passwords are derived from. Without it each process uses a random key; passwords already stored are always reused."`
 	MemoObjects        int    `default:"2048"  env:"MEMO_OBJECTS"                                    help:"Composed objects whose conversion is remembered between calls (about 7.6 kB each; a production-sized Armada composes 73). 0 remembers none: less memory, more CPU per call."`
+	MetricsAddress     string `default:":8080" help:"Address at which to serve Prometheus metrics."`
 }
 
 // Run serves the function.
@@ -48,7 +49,8 @@ func (c *CLI) Run() error {
 		function.Listen(c.Network, c.Address),
 		function.MTLSCertificates(c.TLSCertsDir),
 		function.Insecure(c.Insecure),
-		function.MaxRecvMessageSize(c.MaxRecvMessageSize*1024*1024))
+		function.MaxRecvMessageSize(c.MaxRecvMessageSize*1024*1024),
+		function.WithMetricsServer(c.MetricsAddress))
 }
 
 func main() {

@@ -176,9 +176,13 @@ func (c *ControlPlane) writeKubeconfig() error {
 // /healthz.
 func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 	port := strconv.Itoa(c.ports.controllerManager)
+	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller"
+	if c.opts.JobFlow {
+		controllers += "," + jobFlowControllers
+	}
 	p := c.newProcess(ProcKubeControllerManager, c.opts.KubeControllerManager, []string{
 		"--kubeconfig=" + c.kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller",
+		"--controllers=" + controllers,
 		"--service-account-private-key-file=" + c.saKey,
 		"--root-ca-file=" + filepath.Join(c.tlsDirs.apiServer, fileCACert),
 		"--leader-elect=false",

@@ -71,6 +71,9 @@ func (o *Options) defaultBinaries() error {
 			target: clusterBins, script: "tools/provider-kubernetes/build.sh",
 		})
 	}
+	if o.JobFlow {
+		bins = append(bins, o.jobFlowBinaries()...)
+	}
 	if o.RunProviderSQL && !o.KubernetesOnly {
 		bins = append(bins, o.providerSQLBinary())
 	}

@@ -125,6 +125,15 @@ type Options struct {
 	// kubeconfig. See identity.go.
 	LeastPrivilege bool
 
+	// JobFlow also runs kube-scheduler and KWOK (with the Stages in
+	// kwok/stages.yaml) and kube-controller-manager's node-lifecycle
+	// controller, so that Armada's job pods are bound to and "run" on the
+	// Nodes AddNodes creates. KubeScheduler and KWOK default to files in
+	// BinDir named by version.
+	JobFlow       bool
+	KubeScheduler string
+	KWOK          string
+
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
 	Debug bool
@@ -145,7 +154,7 @@ type ports struct {
 	etcdClient, etcdPeer                                   int
 	apiServer, controllerManager                           int
 	crossplaneMetrics, crossplaneHealth, crossplaneWebhook int
-	function                                               int
+	function, functionMetrics                              int
 	providerWebhook, providerMetrics, providerHealth       int
 }
 
@@ -229,6 +238,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "etcd ready", fn: c.startEtcd},
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
+		{name: "kube-scheduler and kwok ready", fn: c.startJobFlow, skip: !c.opts.JobFlow},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
 		{name: "crossplane identity ready", fn: c.applyCrossplaneIdentity, skip: c.opts.KubernetesOnly || !c.opts.LeastPrivilege},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},
@@ -289,7 +299,7 @@ func (c *ControlPlane) resolve(ctx context.Context) error {
 	if err := c.resolveCRDDirs(ctx); err != nil {
 		return err
 	}
-	p, err := freePorts(ctx, 11)
+	p, err := freePorts(ctx, 12)
 	if err != nil {
 		return err
 	}
@@ -297,6 +307,7 @@ func (c *ControlPlane) resolve(ctx context.Context) error {
 		etcdClient: p[0], etcdPeer: p[1], apiServer: p[2], controllerManager: p[3],
 		crossplaneMetrics: p[4], crossplaneHealth: p[5], crossplaneWebhook: p[6],
 		function: p[7], providerWebhook: p[8], providerMetrics: p[9], providerHealth: p[10],
+		functionMetrics: p[11],
 	}
 	return nil
 }

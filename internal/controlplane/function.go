@@ -63,7 +63,10 @@ func (c *ControlPlane) startFunctionFirst(ctx context.Context) error {
 		}
 	}
 	c.fnEndpoint = "127.0.0.1:" + strconv.Itoa(c.ports.function)
-	args := []string{"--address=" + c.fnEndpoint}
+	// Its metrics on a loopback port of its own, not the default :8080 on
+	// every interface, which would take that port from everything beside
+	// it (seen: the job flow's Service relays on 127.x.y.z:8080).
+	args := []string{"--address=" + c.fnEndpoint, "--metrics-address=127.0.0.1:" + strconv.Itoa(c.ports.functionMetrics)}
 	if c.opts.Debug {
 		args = append(args, "--debug")
 	}

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // armadaAPI stands in for the Armada server's gRPC API, which the
@@ -103,7 +105,7 @@ func serverCert(t *testing.T, server *run) (tls.Certificate, bool) {
 	}
 	certPath, _ := server.Effective("grpc.tls.certPath")
 	keyPath, _ := server.Effective("grpc.tls.keyPath")
-	rw := newRewriter(server.Inv.Mounts)
+	rw := podrun.NewRewriter(server.Inv.Mounts)
 	cert, err := tls.LoadX509KeyPair(rw.Rewrite(certPath), rw.Rewrite(keyPath))
 	if err != nil {
 		t.Fatalf("%s: cannot load the rendered grpc.tls certificate %s and key %s from its volumes: %v", server.ID(), certPath, keyPath, err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // check is how a long-running component proves it started. Without Pulsar
@@ -258,7 +260,7 @@ func watch(e *env, svc *services, rn *run, c *component) outcome {
 	if chk.Health != "" {
 		if port, ok := c.Moved[chk.Health]; !ok {
 			o.errorf("the loaded config files set no %s to health-check", chk.Health)
-		} else if ok, last := healthy(port, timeout); !ok {
+		} else if ok, last := podrun.Healthy(port, timeout); !ok {
 			o.errorf("GET /health on %s %d did not answer 2xx within %s; last: %s", chk.Health, port, timeout, last)
 		}
 	}
@@ -267,7 +269,7 @@ func watch(e *env, svc *services, rn *run, c *component) outcome {
 		switch {
 		case !ok:
 			o.errorf("the loaded config files set no %s, so it listens on a default or random port", k)
-		case !listening(port, 5*time.Second):
+		case !podrun.Listening(port, 5*time.Second):
 			o.errorf("nothing listens on %s %d, moved there through %s", k, port, envName(k))
 		}
 	}

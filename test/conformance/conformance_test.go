@@ -15,6 +15,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/metricnames"
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
@@ -34,9 +35,6 @@ const (
 // rendersEnv, if set, is a glob of render outputs to check instead of the
 // render golden files.
 const rendersEnv = "ARMADA_CONFORMANCE_RENDERS"
-
-// binaries are the Armada binaries the test needs.
-var binaries = []string{"server", "scheduler", "scheduleringester", "lookout", "lookoutingester", "eventingester", "executor", "binoculars"}
 
 // env is what every render of one Armada release shares.
 type env struct {
@@ -277,11 +275,11 @@ func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map
 	workloadOf = map[*run]workload{}
 	// A namespaced Armada runs in its own namespace; an XArmada in
 	// spec.namespace.
-	rs := &resolver{render: r, supplied: supplied, namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
+	rs := &podrun.Resolver{Sources: renderSources{render: r, supplied: supplied}, Namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
-			if _, _, ok := componentForImage(c.Image); !ok {
+			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {
 				why, known := notRunReason(c.Image)
 				if known {
 					t.Logf("%s: container %s runs %s, not an Armada image; not run: %s", w.ID(), c.Name, c.Image, why)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // farEnds are where an example's backing services really are, read from
@@ -68,7 +70,7 @@ func (r *render) FarEnds(workloads []workload) (farEnds, error) {
 	}
 	for _, w := range workloads {
 		for _, c := range w.Pod.Containers {
-			if _, _, armada := componentForImage(c.Image); !armada && strings.Contains(c.Image, "redis") {
+			if _, _, armada := podrun.ComponentForImage(c.Image); !armada && strings.Contains(c.Image, "redis") {
 				f.Redis = append(f.Redis, r.ServiceAuthorities(w, redisPort)...)
 			}
 		}

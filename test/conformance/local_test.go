@@ -89,7 +89,7 @@ func checkLocalExecutors(t *testing.T, e *env, svc *services, free func() int, r
 			t.Fatalf("%s: no rendered Service selects the scheduler's pods and forwards to its grpc.port %d", scheduler.ID(), port)
 		}
 		for _, a := range authorities {
-			svc.Names.Relay(t, a, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)))
+			relayName(t, svc.Names, a, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)))
 		}
 		manifests, err := localManifests(r)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // oidcProvider stands in for an OpenID Connect provider (Keycloak, Dex,
@@ -175,7 +177,7 @@ func (p *oidcProvider) Env(rn *run) []envVar {
 	if rendered, ok := rn.Inv.Lookup("SSL_CERT_FILE"); ok {
 		// The component trusts a rendered CA too (spec.tls): Go reads one
 		// SSL_CERT_FILE, so both go into one bundle.
-		if bundle, err := p.bundle(newRewriter(rn.Inv.Mounts).Rewrite(rendered)); err == nil {
+		if bundle, err := p.bundle(podrun.NewRewriter(rn.Inv.Mounts).Rewrite(rendered)); err == nil {
 			file = bundle
 		}
 	}

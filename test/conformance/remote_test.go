@@ -24,6 +24,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // remoteTimeout bounds how long a remote executor may take to call the
@@ -429,7 +430,7 @@ func checkLeasing(t *testing.T, e *env, rn *run, x executorRun) {
 	checkRemoteMetrics(t, e, rn, x.Moved)
 	if port, ok := x.Moved["httpPort"]; !ok {
 		t.Errorf("%s: the loaded config files set no httpPort", rn.ID())
-	} else if ok, last := healthy(port, 5*time.Second); !ok {
+	} else if ok, last := podrun.Healthy(port, 5*time.Second); !ok {
 		t.Errorf("%s: GET /health did not answer 2xx once leasing: %s", rn.ID(), last)
 	}
 }
@@ -440,7 +441,7 @@ func withEnv(env []string, changes []envVar) []string {
 	for _, c := range changes {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, c.Name+"=") })
 		if c.Value != "" {
-			env = append(env, c.Name+"="+podPath(c.Value))
+			env = append(env, c.Name+"="+podrun.PodPath(c.Value))
 		}
 	}
 	return env

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,33 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
-
-// components maps an Armada image name to the binary it runs. Every Armada
-// image's entrypoint is its binary, so a container's args are the binary's.
-var components = map[string]string{
-	"armada-server":             "server",
-	"armada-scheduler":          "scheduler",
-	"armada-scheduler-ingester": "scheduleringester",
-	"armada-lookout":            "lookout",
-	"armada-lookout-ingester":   "lookoutingester",
-	"armada-event-ingester":     "eventingester",
-	"armada-executor":           "executor",
-	"armada-binoculars":         "binoculars",
-}
-
-// componentForImage returns the Armada binary an image reference such as
-// registry.example.com:5000/gresearch/armada-server:0.22.7 runs, and the
-// image's tag.
-func componentForImage(image string) (component, tag string, ok bool) {
-	ref, _, _ := strings.Cut(image, "@")
-	name := path.Base(ref)
-	if i := strings.LastIndex(name, ":"); i >= 0 {
-		name, tag = name[:i], name[i+1:]
-	}
-	component, ok = components[name]
-	return component, tag, ok
-}
 
 // secretRef selects one key of a Secret.
 type secretRef struct{ Name, Key string }
@@ -63,19 +38,7 @@ type render struct {
 }
 
 // workload is a composed Deployment, StatefulSet or Job.
-type workload struct {
-	// Kind and Name identify the workload, e.g. "Deployment/armada-server".
-	Kind, Name, Namespace string
-	// Pod is its pod template's spec, Labels its labels.
-	Pod    corev1.PodSpec
-	Labels map[string]string
-	// Cluster is the providerConfigRef name of the worker cluster an
-	// executor's Object puts it in; empty in this cluster.
-	Cluster string
-}
-
-// ID is Kind/Name.
-func (w workload) ID() string { return w.Kind + "/" + w.Name }
+type workload = podrun.Workload
 
 // parseRender splits a YAML stream into the XR and the composed objects.
 // render.crossplane.io documents (Results, Context) are dropped.

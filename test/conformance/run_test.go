@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func (r *run) Command(e *env) (string, []string, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return podCommand(root, r.HostsFile, e.SourceDir, r.Inv.Mounts, filepath.Join(e.BinDir, r.Inv.Component), r.Inv.Args)
+	return podrun.PodCommand(root, r.HostsFile, e.SourceDir, r.Inv.Mounts, filepath.Join(e.BinDir, r.Inv.Component), r.Inv.Args)
 }
 
 // ID names the run in subtests and messages.
@@ -115,7 +116,7 @@ func (p *ports) Free() int {
 func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (env []envVar, moved map[string]int) {
 	t.Helper()
 	resolveNames(t, svc, rn)
-	moved, portEnv := portOverrides(rn.Cfg, free)
+	moved, portEnv := portOverrides(rn.Cfg, func(string) int { return free() })
 	env = append([]envVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
 	env = append(env, envVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
 	for _, v := range env {
@@ -135,7 +136,7 @@ func environ(rn *run, extra []envVar) []string {
 		out = append(out, v.Name+"="+v.Value)
 	}
 	for _, v := range extra {
-		out = append(out, v.Name+"="+podPath(v.Value))
+		out = append(out, v.Name+"="+podrun.PodPath(v.Value))
 	}
 	return out
 }
@@ -174,7 +175,7 @@ func showTail(t *testing.T, rn *run, p *process) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s: args %q; last %d lines of %s:\n%s", rn.ID(), rn.Inv.Args, tailLines, p.logPath, p.Tail(tailLines))
+			t.Logf("%s: args %q; last %d lines of %s:\n%s", rn.ID(), rn.Inv.Args, tailLines, p.LogPath(), p.Tail(tailLines))
 		}
 	})
 }

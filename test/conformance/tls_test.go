@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // tlsTimeout bounds how long the TLS check waits for the scheduler's gRPC
@@ -89,7 +91,7 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 		defer sc.Proc.Stop()
 		showTail(t, server, sc.Proc)
 		httpPort := sc.Moved["httpPort"]
-		if !listening(httpPort, startTimeout) {
+		if !podrun.Listening(httpPort, startTimeout) {
 			t.Fatalf("the server's httpPort %d is not listening", httpPort)
 		}
 		t.Run("server serves its rendered certificate", func(t *testing.T) {
@@ -170,7 +172,7 @@ func startSchedulerAlone(t *testing.T, e *env, svc *services, free func() int, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	args = append(args, "--config", podPath(noPulsarFile))
+	args = append(args, "--config", podrun.PodPath(noPulsarFile))
 	logPath := filepath.Join(t.TempDir(), "scheduler-alone.log")
 	p, err := startProcess(t, bin, e.SourceDir, args, environ(scheduler, append(extra, routed...)), logPath)
 	if err != nil {
@@ -178,7 +180,7 @@ func startSchedulerAlone(t *testing.T, e *env, svc *services, free func() int, s
 	}
 	showTail(t, scheduler, p)
 	grpcPort := moved["grpc.port"]
-	if !listening(grpcPort, tlsTimeout) {
+	if !podrun.Listening(grpcPort, tlsTimeout) {
 		p.Stop()
 		t.Fatalf("the scheduler's grpc.port %d is not listening", grpcPort)
 	}
@@ -205,7 +207,7 @@ func rootsOf(t *testing.T, rn *run) *x509.CertPool {
 		t.Fatalf("%s has no SSL_CERT_FILE: Armada's client would trust only the system roots", rn.ID())
 	}
 	// The file as the pod mounts it, from the rendered volume.
-	b, err := os.ReadFile(newRewriter(rn.Inv.Mounts).Rewrite(f))
+	b, err := os.ReadFile(podrun.NewRewriter(rn.Inv.Mounts).Rewrite(f))
 	if err != nil {
 		t.Fatalf("%s: SSL_CERT_FILE: %v", rn.ID(), err)
 	}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Armada binaries the conformance and upgrade tests run
+# Builds the Armada binaries the conformance, upgrade and job-flow tests run
 # (test/conformance), one directory per Armada release:
 # $ARMADA_BIN_ROOT/armada-vX.Y.Z/{server,scheduler,...}.
 #
@@ -27,7 +27,9 @@ if [[ $# -eq 0 ]]; then
 fi
 
 bin_root="${ARMADA_BIN_ROOT:-$HOME/.cache/armada-crossplane/bin}"
-binaries=(lookout server scheduler scheduleringester lookoutingester eventingester executor binoculars)
+# armadactl is the job flow's client (test/e2e jobflow, make run): built from the same
+# release as the components it talks to.
+binaries=(lookout server scheduler scheduleringester lookoutingester eventingester executor binoculars armadactl)
 module=github.com/armadaproject/armada
 
 # Armada's go.mod is complete, so the build must not edit it (the module

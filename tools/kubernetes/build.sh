@@ -4,12 +4,13 @@
 # ${KUBE_BIN_DIR:-~/.cache/armada-crossplane/bin/kubernetes-v1.37.2}, reusing
 # binaries already there. The missing ones are built by one `go build`, so
 # the Kubernetes libraries they share compile once and their links overlap.
-# Cold: about 10 minutes on two cores.
+# Cold: about 10 minutes on two cores; kube-scheduler (the job flow's,
+# which binds Armada's job pods to KWOK Nodes) shares their build.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
 version=v1.37.2
-binaries=(kube-apiserver kube-controller-manager)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler)
 bin_dir="${KUBE_BIN_DIR:-$HOME/.cache/armada-crossplane/bin/kubernetes-${version}}"
 mkdir -p "${bin_dir}"
 ld="-s -w"

@@ -1,9 +1,13 @@
 // Command armadaversions prints the Armada releases of the function's
 // version table (internal/armada.Releases), oldest first, as module
-// versions: what `make armada-bins` builds binaries for.
+// versions: what `make armada-bins` builds binaries for. With -pulsar it
+// prints the Apache Pulsar broker and pulsar-admin releases instead
+// (internal/armada.PulsarVersion, PulsarAdminToolVersion): what
+// `make pulsar` assembles.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
@@ -11,6 +15,12 @@ import (
 )
 
 func main() {
+	pulsar := flag.Bool("pulsar", false, "print the Pulsar broker and pulsar-admin releases (tools/pulsar/build.sh's arguments)")
+	flag.Parse()
+	if *pulsar {
+		fmt.Println(armada.PulsarVersion, armada.PulsarAdminToolVersion)
+		return
+	}
 	vs := make([]string, 0, len(armada.SupportedVersions))
 	for _, v := range armada.SupportedVersions {
 		vs = append(vs, "v"+v)

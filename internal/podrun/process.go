@@ -1,4 +1,4 @@
-package conformance
+package podrun
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -17,19 +16,18 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
-// process is a running Armada binary whose output goes to a log file.
-type process struct {
+// A Process is a running binary whose output goes to a log file.
+type Process struct {
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
 	err     error
 }
 
-// startProcess runs bin with args and exactly env (nothing is inherited
-// from the test) in dir. The process and anything it spawns are killed when
-// the test ends, and with the test binary if it dies.
-func startProcess(t *testing.T, bin, dir string, args, env []string, logPath string) (*process, error) {
-	t.Helper()
+// Start runs bin with args and exactly env (nothing is inherited from the
+// caller) in dir, in a process group of its own. Stop kills it and anything
+// it spawns; so does the caller's death.
+func Start(bin, dir string, args, env []string, logPath string) (*Process, error) {
 	logf, err := os.Create(logPath) //nolint:gosec // A file in the test's directory.
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create log file")
@@ -44,18 +42,17 @@ func startProcess(t *testing.T, bin, dir string, args, env []string, logPath str
 		_ = logf.Close()
 		return nil, errors.Wrapf(err, "cannot start %s", bin)
 	}
-	p := &process{logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Process{logPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = logf.Close()
 		close(p.done)
 	}()
-	t.Cleanup(p.Stop)
 	return p, nil
 }
 
 // Stop kills the process group and waits for the process to exit.
-func (p *process) Stop() {
+func (p *Process) Stop() {
 	testenv.KillProcessGroup(p.cmd.Process)
 	select {
 	case <-p.done:
@@ -64,7 +61,7 @@ func (p *process) Stop() {
 }
 
 // Exited reports whether the process has exited, and its exit code.
-func (p *process) Exited() (bool, int) {
+func (p *Process) Exited() (bool, int) {
 	select {
 	case <-p.done:
 		return true, p.cmd.ProcessState.ExitCode()
@@ -75,7 +72,7 @@ func (p *process) Exited() (bool, int) {
 
 // Wait waits up to timeout for the process to exit and returns its exit
 // code; ok is false on timeout.
-func (p *process) Wait(timeout time.Duration) (code int, ok bool) {
+func (p *Process) Wait(timeout time.Duration) (code int, ok bool) {
 	select {
 	case <-p.done:
 		return p.cmd.ProcessState.ExitCode(), true
@@ -84,8 +81,14 @@ func (p *process) Wait(timeout time.Duration) (code int, ok bool) {
 	}
 }
 
+// LogPath is the file the process's output goes to.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Pid is the process's id, which leads its process group.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Log returns the process's output so far.
-func (p *process) Log() string {
+func (p *Process) Log() string {
 	b, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return "(cannot read log: " + err.Error() + ")"
@@ -94,7 +97,7 @@ func (p *process) Log() string {
 }
 
 // Tail returns the last n lines of the process's output.
-func (p *process) Tail(n int) string {
+func (p *Process) Tail(n int) string {
 	lines := strings.Split(strings.TrimRight(p.Log(), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -105,7 +108,7 @@ func (p *process) Tail(n int) string {
 // Until polls the log every 100ms until cond holds, the process exits or
 // timeout passes, and reports whether cond held. cond is checked once more
 // after an exit, so output written just before exiting counts.
-func (p *process) Until(timeout time.Duration, cond func(log string) bool) bool {
+func (p *Process) Until(timeout time.Duration, cond func(log string) bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		exited, _ := p.Exited()
@@ -119,10 +122,10 @@ func (p *process) Until(timeout time.Duration, cond func(log string) bool) bool 
 	}
 }
 
-// listening reports whether something accepts TCP connections on port
+// Listening reports whether something accepts TCP connections on port
 // within timeout. A component may log its last marker a moment before it
 // binds a port.
-func listening(port int, timeout time.Duration) bool {
+func Listening(port int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -139,10 +142,10 @@ func listening(port int, timeout time.Duration) bool {
 	}
 }
 
-// healthy polls GET http://127.0.0.1:port/health until it answers 2xx or
+// Healthy polls GET http://127.0.0.1:port/health until it answers 2xx or
 // timeout passes; it returns the last status or error seen. Lookout answers
 // 200, binoculars 204.
-func healthy(port int, timeout time.Duration) (bool, string) {
+func Healthy(port int, timeout time.Duration) (bool, string) {
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/health"
 	deadline := time.Now().Add(timeout)
 	last := "no attempt"

@@ -1,4 +1,4 @@
-package conformance
+package podrun
 
 import (
 	"fmt"
@@ -16,11 +16,11 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// invocation is how one rendered container runs outside Kubernetes: its
+// An Invocation is how one composed container runs outside Kubernetes: its
 // binary's arguments and environment exactly as the pod would have them,
 // and its volumes written to local directories, which the process sees at
-// their mount paths (podCommand).
-type invocation struct {
+// their mount paths (PodCommand).
+type Invocation struct {
 	// Workload and Container identify where it came from.
 	Workload, Container string
 	// Component is the Armada binary, e.g. "server".
@@ -30,7 +30,7 @@ type invocation struct {
 	// Args are the binary's arguments.
 	Args []string
 	// Env is the container's environment, in the pod's order.
-	Env []envVar
+	Env []EnvVar
 	// Mounts maps each mount path to the local path standing in for it.
 	Mounts map[string]string
 	// ConfigFiles are the local paths of the --config files, for the test
@@ -41,11 +41,11 @@ type invocation struct {
 	MetricsPort int32
 }
 
-// envVar is one environment variable.
-type envVar struct{ Name, Value string }
+// EnvVar is one environment variable.
+type EnvVar struct{ Name, Value string }
 
 // Lookup returns the value of an environment variable.
-func (inv *invocation) Lookup(name string) (string, bool) {
+func (inv *Invocation) Lookup(name string) (string, bool) {
 	for _, e := range slices.Backward(inv.Env) {
 		if e.Name == name {
 			return e.Value, true
@@ -54,28 +54,71 @@ func (inv *invocation) Lookup(name string) (string, bool) {
 	return "", false
 }
 
-// resolver turns rendered containers into invocations.
-type resolver struct {
-	render *render
-	// supplied are the values of Secrets the user provides rather than the
-	// render, such as the Postgres password.
-	supplied map[secretRef]string
-	// namespace stands in for metadata.namespace of workloads that have
+// Sources give the data of the Secrets and ConfigMaps pods mount or read
+// env from: a render's, a cluster's.
+type Sources interface {
+	// Secret returns a Secret's data, decoded, and whether it exists.
+	Secret(name string) (map[string][]byte, bool, error)
+	// ConfigMap returns a ConfigMap's data and binaryData, and whether it
+	// exists.
+	ConfigMap(name string) (map[string][]byte, bool, error)
+}
+
+// A Resolver turns composed containers into Invocations.
+type Resolver struct {
+	// Sources hold the Secrets and ConfigMaps of the workloads' namespace.
+	Sources Sources
+	// Namespace stands in for metadata.namespace of workloads that have
 	// none.
-	namespace string
+	Namespace string
 }
 
 // fakeUID stands in for metadata.uid.
 const fakeUID = "00000000-0000-4000-8000-000000000000"
 
-// Invocation reconstructs a container of w. Files of the volumes it mounts
-// are written under root.
-func (rs *resolver) Invocation(w workload, c corev1.Container, root string) (*invocation, error) {
-	comp, tag, ok := componentForImage(c.Image)
+// Invocation reconstructs a container of w running an Armada image. Files
+// of the volumes it mounts are written under root.
+func (rs *Resolver) Invocation(w Workload, c corev1.Container, root string) (*Invocation, error) {
+	comp, tag, ok := ComponentForImage(c.Image)
 	if !ok {
 		return nil, errors.Errorf("image %q is not an Armada image", c.Image)
 	}
-	inv := &invocation{Workload: w.ID(), Container: c.Name, Component: comp, Tag: tag, Mounts: map[string]string{}}
+	inv, err := rs.Container(w, c, root)
+	if err != nil {
+		return nil, err
+	}
+	inv.Component, inv.Tag = comp, tag
+	args := c.Args
+	if len(c.Command) > 0 {
+		// The entrypoint is the image's binary; a command must name an
+		// Armada binary (the lookout image also holds lookoutingester).
+		b := path.Base(c.Command[0])
+		if !slices.Contains(Binaries, b) {
+			return nil, errors.Errorf("command %q runs no Armada binary", c.Command[0])
+		}
+		inv.Component = b
+		args = append(slices.Clone(c.Command[1:]), c.Args...)
+	}
+	vars := map[string]string{}
+	for _, e := range inv.Env {
+		vars[e.Name] = e.Value
+	}
+	for _, a := range args {
+		inv.Args = append(inv.Args, Expand(a, vars))
+	}
+	rw := NewRewriter(inv.Mounts)
+	for _, f := range ConfigFlags(inv.Args) {
+		inv.ConfigFiles = append(inv.ConfigFiles, rw.Rewrite(f))
+	}
+	return inv, nil
+}
+
+// Container reconstructs any container of w: its volumes written under
+// root and its environment resolved, but neither its component nor its
+// args, which depend on the image (Invocation does that for Armada's;
+// Command expands a container's command and args as the kubelet does).
+func (rs *Resolver) Container(w Workload, c corev1.Container, root string) (*Invocation, error) {
+	inv := &Invocation{Workload: w.ID(), Container: c.Name, Mounts: map[string]string{}}
 	for _, p := range c.Ports {
 		if p.Name == "metrics" {
 			inv.MetricsPort = p.ContainerPort
@@ -89,35 +132,27 @@ func (rs *resolver) Invocation(w workload, c corev1.Container, root string) (*in
 	if err != nil {
 		return nil, err
 	}
-	args := c.Args
-	if len(c.Command) > 0 {
-		// The entrypoint is the image's binary; a command must name an
-		// Armada binary (the lookout image also holds lookoutingester).
-		b := path.Base(c.Command[0])
-		if !slices.Contains(binaries, b) {
-			return nil, errors.Errorf("command %q runs no Armada binary", c.Command[0])
-		}
-		inv.Component = b
-		args = append(slices.Clone(c.Command[1:]), c.Args...)
-	}
+	inv.Env = env
+	return inv, nil
+}
+
+// Command returns c's command and args with $(VAR) references to inv's
+// environment expanded, as the kubelet runs them.
+func (inv *Invocation) Command(c corev1.Container) []string {
 	vars := map[string]string{}
-	for _, e := range env {
+	for _, e := range inv.Env {
 		vars[e.Name] = e.Value
 	}
-	for _, a := range args {
-		inv.Args = append(inv.Args, expand(a, vars))
+	var out []string
+	for _, a := range append(slices.Clone(c.Command), c.Args...) {
+		out = append(out, Expand(a, vars))
 	}
-	inv.Env = env
-	rw := newRewriter(inv.Mounts)
-	for _, f := range configFlags(inv.Args) {
-		inv.ConfigFiles = append(inv.ConfigFiles, rw.Rewrite(f))
-	}
-	return inv, nil
+	return out
 }
 
 // mount materialises every volume c mounts under root and records where
 // each mount path points.
-func (rs *resolver) mount(inv *invocation, w workload, c corev1.Container, root string) error {
+func (rs *Resolver) mount(inv *Invocation, w Workload, c corev1.Container, root string) error {
 	vols := map[string]corev1.Volume{}
 	for _, v := range w.Pod.Volumes {
 		vols[v.Name] = v
@@ -142,7 +177,7 @@ func (rs *resolver) mount(inv *invocation, w workload, c corev1.Container, root 
 }
 
 // volume writes a volume's files into dir.
-func (rs *resolver) volume(v corev1.Volume, w workload, c corev1.Container, dir string) error {
+func (rs *Resolver) volume(v corev1.Volume, w Workload, c corev1.Container, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return errors.Wrap(err, "cannot create volume directory")
 	}
@@ -181,7 +216,7 @@ func (rs *resolver) volume(v corev1.Volume, w workload, c corev1.Container, dir 
 }
 
 // writeSource writes the keys of a Secret or ConfigMap into dir.
-func (rs *resolver) writeSource(dir, kind, name string, items []corev1.KeyToPath, optional *bool) error {
+func (rs *Resolver) writeSource(dir, kind, name string, items []corev1.KeyToPath, optional *bool) error {
 	data, found, err := rs.source(kind, name)
 	if err != nil {
 		return err
@@ -190,7 +225,7 @@ func (rs *resolver) writeSource(dir, kind, name string, items []corev1.KeyToPath
 		if optional != nil && *optional {
 			return nil
 		}
-		return errors.Errorf("%s %s is neither in the render output nor a user-provided Secret named in the XR spec", kind, name)
+		return errors.Errorf("%s %s is neither composed nor a user-provided Secret named in the claim's spec", kind, name)
 	}
 	if len(items) == 0 {
 		for k, v := range data {
@@ -215,31 +250,16 @@ func (rs *resolver) writeSource(dir, kind, name string, items []corev1.KeyToPath
 	return nil
 }
 
-// source returns a Secret's or ConfigMap's data from the render or, for a
-// Secret, from the user-supplied values.
-func (rs *resolver) source(kind, name string) (map[string][]byte, bool, error) {
+// source returns a Secret's or ConfigMap's data.
+func (rs *Resolver) source(kind, name string) (map[string][]byte, bool, error) {
 	if kind == "ConfigMap" {
-		return rs.render.ConfigMap(name)
+		return rs.Sources.ConfigMap(name)
 	}
-	data, found, err := rs.render.Secret(name)
-	if err != nil {
-		return nil, false, err
-	}
-	if !found {
-		data = map[string][]byte{}
-	}
-	// Keys filled outside the render: the user's Secrets, and what a
-	// worker cluster or provider-kubernetes writes into a rendered one.
-	for ref, v := range rs.supplied {
-		if _, rendered := data[ref.Key]; ref.Name == name && !rendered {
-			data[ref.Key] = []byte(v)
-		}
-	}
-	return data, found || len(data) > 0, nil
+	return rs.Sources.Secret(name)
 }
 
 // writeDownward writes downward API files.
-func (rs *resolver) writeDownward(dir string, items []corev1.DownwardAPIVolumeFile, w workload, c corev1.Container) error {
+func (rs *Resolver) writeDownward(dir string, items []corev1.DownwardAPIVolumeFile, w Workload, c corev1.Container) error {
 	for _, it := range items {
 		var v string
 		var err error
@@ -261,11 +281,11 @@ func (rs *resolver) writeDownward(dir string, items []corev1.DownwardAPIVolumeFi
 
 // env resolves c's environment as the kubelet would: envFrom first, then
 // env, with $(VAR) references to earlier variables expanded.
-func (rs *resolver) env(w workload, c corev1.Container) ([]envVar, error) {
-	var out []envVar
+func (rs *Resolver) env(w Workload, c corev1.Container) ([]EnvVar, error) {
+	var out []EnvVar
 	vars := map[string]string{}
 	add := func(name, value string) {
-		out = append(out, envVar{Name: name, Value: value})
+		out = append(out, EnvVar{Name: name, Value: value})
 		vars[name] = value
 	}
 	for _, ef := range c.EnvFrom {
@@ -281,7 +301,7 @@ func (rs *resolver) env(w workload, c corev1.Container) ([]envVar, error) {
 			return nil, err
 		}
 		if !found && (optional == nil || !*optional) {
-			return nil, errors.Errorf("envFrom %s %s is neither rendered nor user-provided", kind, name)
+			return nil, errors.Errorf("envFrom %s %s is neither composed nor user-provided", kind, name)
 		}
 		keys := make([]string, 0, len(data))
 		for k := range data {
@@ -294,7 +314,7 @@ func (rs *resolver) env(w workload, c corev1.Container) ([]envVar, error) {
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			add(e.Name, expand(e.Value, vars))
+			add(e.Name, Expand(e.Value, vars))
 			continue
 		}
 		v, skip, err := rs.valueFrom(e, w, c)
@@ -310,7 +330,7 @@ func (rs *resolver) env(w workload, c corev1.Container) ([]envVar, error) {
 
 // valueFrom resolves an env var's valueFrom. skip is true for an optional
 // reference to something absent.
-func (rs *resolver) valueFrom(e corev1.EnvVar, w workload, c corev1.Container) (v string, skip bool, err error) {
+func (rs *Resolver) valueFrom(e corev1.EnvVar, w Workload, c corev1.Container) (v string, skip bool, err error) {
 	src := e.ValueFrom
 	switch {
 	case src.SecretKeyRef != nil || src.ConfigMapKeyRef != nil:
@@ -332,7 +352,7 @@ func (rs *resolver) valueFrom(e corev1.EnvVar, w workload, c corev1.Container) (
 			if optional != nil && *optional {
 				return "", true, nil
 			}
-			return "", false, errors.Errorf("%s %s key %s is neither in the render output nor a user-provided Secret named in the XR spec", kind, name, key)
+			return "", false, errors.Errorf("%s %s key %s is neither composed nor a user-provided Secret named in the claim's spec", kind, name, key)
 		}
 		return string(val), false, nil
 	case src.FieldRef != nil:
@@ -347,15 +367,15 @@ func (rs *resolver) valueFrom(e corev1.EnvVar, w workload, c corev1.Container) (
 }
 
 // field resolves a downward API field path for the fake pod.
-func (rs *resolver) field(fieldPath string, w workload) (string, error) {
+func (rs *Resolver) field(fieldPath string, w Workload) (string, error) {
 	switch fieldPath {
 	case "metadata.name":
-		return podName(w), nil
+		return PodName(w), nil
 	case "metadata.namespace":
 		if w.Namespace != "" {
 			return w.Namespace, nil
 		}
-		return rs.namespace, nil
+		return rs.Namespace, nil
 	case "metadata.uid":
 		return fakeUID, nil
 	case "spec.nodeName":
@@ -371,8 +391,8 @@ func (rs *resolver) field(fieldPath string, w workload) (string, error) {
 	}
 }
 
-// podName is the name a first pod of w would get.
-func podName(w workload) string {
+// PodName is the name a first pod of w would get.
+func PodName(w Workload) string {
 	if w.Kind == "StatefulSet" {
 		return w.Name + "-0"
 	}
@@ -408,9 +428,9 @@ func resourceField(ref *corev1.ResourceFieldSelector, c corev1.Container) (strin
 // varRef matches $(VAR) and the $$ escape.
 var varRef = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)`)
 
-// expand expands $(VAR) references as Kubernetes does: defined variables
+// Expand expands $(VAR) references as Kubernetes does: defined variables
 // are substituted, undefined references are kept verbatim and $$ escapes $.
-func expand(s string, vars map[string]string) string {
+func Expand(s string, vars map[string]string) string {
 	return varRef.ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$$" {
 			return "$"
@@ -422,9 +442,9 @@ func expand(s string, vars map[string]string) string {
 	})
 }
 
-// configFlags returns the files named by --config flags. pflag accepts
+// ConfigFlags returns the files named by --config flags. pflag accepts
 // "--config f", "--config=f", repeated flags and comma-separated lists.
-func configFlags(args []string) []string {
+func ConfigFlags(args []string) []string {
 	var files []string
 	for i := 0; i < len(args); i++ {
 		var v string
@@ -446,17 +466,18 @@ func configFlags(args []string) []string {
 	return files
 }
 
-// rewriter replaces references to mount paths by the local paths standing
+// A Rewriter replaces references to mount paths by the local paths standing
 // in for them, for the test's own reading of the files a process reads.
-type rewriter struct {
+type Rewriter struct {
 	// mounts are the mount paths, longest first so /config/sub wins over
 	// /config.
 	mounts []string
 	local  map[string]string
 }
 
-func newRewriter(mounts map[string]string) *rewriter {
-	rw := &rewriter{local: mounts}
+// NewRewriter returns a Rewriter for mounts (mount path to local path).
+func NewRewriter(mounts map[string]string) *Rewriter {
+	rw := &Rewriter{local: mounts}
 	for m := range mounts {
 		rw.mounts = append(rw.mounts, m)
 	}
@@ -468,7 +489,7 @@ func newRewriter(mounts map[string]string) *rewriter {
 // path (which may itself start with a mount path such as /tmp) is never
 // rewritten again. A mount path counts only as a whole path, or a path
 // prefix, that starts a value: not inside a URL or another path.
-func (rw *rewriter) Rewrite(s string) string {
+func (rw *Rewriter) Rewrite(s string) string {
 	const before, after = " \t\r\n\"'=:,[(", " \t\r\n\"',])/"
 	var b strings.Builder
 	for i := 0; i < len(s); {
@@ -487,7 +508,7 @@ func (rw *rewriter) Rewrite(s string) string {
 
 // match returns the longest mount path s starts with, if the character
 // after it (if any) is in after.
-func (rw *rewriter) match(s, after string) (string, bool) {
+func (rw *Rewriter) match(s, after string) (string, bool) {
 	for _, m := range rw.mounts {
 		if strings.HasPrefix(s, m) && (len(s) == len(m) || strings.IndexByte(after, s[len(m)]) >= 0) {
 			return m, true

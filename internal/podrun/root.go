@@ -1,4 +1,4 @@
-package conformance
+package podrun
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // container's mount path (an emptyDir at /tmp too, as in the pod). The
 // rendered args, environment and config files therefore run as rendered:
 // no path or address is rewritten. Only the paths the test itself passes
-// (its overrides) name files under podTmp (see podPath).
+// (its overrides) name files under podTmp (see PodPath).
 //
 // Arguments: the new root's directory, the hosts file, the working
 // directory, chroot's path, the number of volume mounts, that many
@@ -50,7 +50,7 @@ done
 exec "$CHROOT" "$R" /bin/bash -c 'cd "$0" && exec "$@"' "$W" "$@"
 `
 
-// podCommand returns how to run bin with args in a root of its own with
+// PodCommand returns how to run bin with args in a root of its own with
 // hostsFile as /etc/hosts and mounts (mount path to local path) bound in,
 // working in dir. root is an empty directory for the new root's mounts.
 // unshare(1) execs the shell in the new namespace, and the shells exec
@@ -60,7 +60,7 @@ exec "$CHROOT" "$R" /bin/bash -c 'cd "$0" && exec "$@"' "$W" "$@"
 // ARMADA_AUTH_BASICAUTH_USERS_INTERNAL-SERVER_PASSWORD, which Kubernetes
 // passes to the container (the TLS check's clients saw the scheduler's
 // internal users without their passwords until this was bash).
-func podCommand(root, hostsFile, dir string, mounts map[string]string, bin string, args []string) (string, []string, error) {
+func PodCommand(root, hostsFile, dir string, mounts map[string]string, bin string, args []string) (string, []string, error) {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		return "", nil, fmt.Errorf("cannot find unshare(1) (util-linux), which gives each process its own root: %w", err)
@@ -76,7 +76,7 @@ func podCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 	// the module and tool caches, under the home directory: under /root
 	// they are bound as they are, under the machine's temporary directory
 	// (a home there) they show at podTmp, as the pod's emptyDir hides /tmp.
-	out := []string{"--mount", "--propagation", "private", "/bin/bash", "-c", podScript, "pod", root, hostsFile, podPath(dir), chroot, strconv.Itoa(len(mounts))}
+	out := []string{"--mount", "--propagation", "private", "/bin/bash", "-c", podScript, "pod", root, hostsFile, PodPath(dir), chroot, strconv.Itoa(len(mounts))}
 	for _, mp := range slices.Sorted(func(yield func(string) bool) {
 		for k := range mounts {
 			if !yield(k) {
@@ -86,16 +86,16 @@ func podCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 	}) {
 		out = append(out, mounts[mp], mp)
 	}
-	return unshare, append(append(out, podPath(bin)), args...), nil
+	return unshare, append(append(out, PodPath(bin)), args...), nil
 }
 
 // podTmp is where a process's root shows the machine's temporary
 // directory, which holds the test's files.
 const podTmp = "/.conformance"
 
-// podPath is where a process's root shows a file the test wrote under the
+// PodPath is where a process's root shows a file the test wrote under the
 // machine's temporary directory; other paths are unchanged.
-func podPath(p string) string {
+func PodPath(p string) string {
 	tmp := filepath.Clean(os.TempDir())
 	if rel, err := filepath.Rel(tmp, p); err == nil && filepath.IsAbs(p) && rel != ".." && !strings.HasPrefix(rel, "../") {
 		return podTmp + "/" + filepath.ToSlash(rel)

@@ -1,0 +1,367 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+)
+
+// pulsarHint tells a developer how to get the broker's jars.
+const pulsarHint = "assemble it with `make pulsar` (tools/pulsar/build.sh, from Maven Central; `make test` runs it)"
+
+// pulsarReadyTimeout bounds a broker's start: about 20 s on an idle
+// machine, 45 s on two cores shared with other test processes.
+const pulsarReadyTimeout = 3 * time.Minute
+
+// pulsarJVMFlags are the flags Pulsar's bin/pulsar adds for `pulsar
+// standalone` (and pulsar_env.sh's), less its log-file and functions
+// settings: Netty's and BookKeeper's reflective access, ZooKeeper's
+// buffer and 4lw settings, and the drivers that let BookKeeper keep its
+// metadata in Pulsar's metadata store (RocksDB here).
+var pulsarJVMFlags = []string{
+	"-Dlog4j.shutdownHookEnabled=false",
+	"-Djute.maxbuffer=10485760",
+	"-Djava.net.preferIPv4Stack=true",
+	"-Dio.netty.tryReflectionSetAccessible=true",
+	"--add-opens", "java.base/java.io=ALL-UNNAMED",
+	"--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
+	"--add-opens", "java.base/java.nio=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+	"--add-opens", "java.base/sun.net=ALL-UNNAMED",
+	"--add-opens", "java.management/sun.management=ALL-UNNAMED",
+	"-Dzookeeper.4lw.commands.whitelist=*",
+	"-Dzookeeper.snapshot.trust.empty=true",
+	"-Dzookeeper.tcpKeepAlive=true",
+	"-Dzookeeper.clientTcpKeepAlive=true",
+	"-Dbookkeeper.metadata.bookie.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver",
+	"-Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",
+	"-Dpulsar.allocator.exit_on_oom=true",
+	"-Dio.netty.recycler.maxCapacityPerThread=4096",
+}
+
+// pulsarMemory bounds the broker's JVM (broker and bookie in one): heap
+// and the direct memory Netty, the managed-ledger cache and the bookie's
+// caches draw from.
+var pulsarMemory = []string{"-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=256m"}
+
+// pulsarAdminJVMFlags keep the short-lived pulsar-admin JVM small and
+// quick to start.
+var pulsarAdminJVMFlags = []string{
+	"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+	"-Djava.net.preferIPv4Stack=true", "-Dio.netty.tryReflectionSetAccessible=true",
+	"--add-opens", "java.base/java.nio=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+}
+
+// Pulsar is a private standalone Apache Pulsar broker (PulsarVersion of
+// the version table, internal/armada): one JVM running the broker and one
+// bookie, its metadata in RocksDB, no functions worker and no stream
+// storage, listening only on 127.0.0.1 with its data in the test's
+// temporary directory.
+type Pulsar struct {
+	brokerPort int
+	webPort    int
+	log        string
+	admin      string
+}
+
+// pulsarPaths are the jars and tools a broker runs with.
+type pulsarPaths struct {
+	java     string
+	lib      string
+	adminLib string
+}
+
+// StartPulsar starts a private standalone Pulsar broker for the test and
+// stops it on cleanup. It returns once the broker answers its health
+// check and has created public/default. It fails the test if the broker's
+// jars are not assembled (`make pulsar`) or java is missing.
+func StartPulsar(tb testing.TB) *Pulsar {
+	tb.Helper()
+	paths := pulsarJars(tb)
+	dir := tb.TempDir()
+	p := &Pulsar{
+		brokerPort: FreePort(tb),
+		webPort:    FreePort(tb),
+		log:        filepath.Join(dir, "pulsar.log"),
+		admin:      filepath.Join(dir, "pulsar-admin"),
+	}
+	if err := p.writeFiles(dir, paths); err != nil {
+		tb.Fatal(errors.Wrap(err, "cannot write the Pulsar broker's files"))
+	}
+	began := time.Now()
+	if err := p.start(tb, dir, paths, FreePort(tb)); err != nil {
+		tb.Fatal(errors.Wrap(err, "cannot start the Pulsar broker"))
+	}
+	tb.Logf("Pulsar %s standalone ready in %s at %s (admin %s)", armada.PulsarVersion, time.Since(began).Round(100*time.Millisecond), p.ServiceURL(), p.AdminURL())
+	return p
+}
+
+// ServiceURL is the broker's binary-protocol URL, pulsar://127.0.0.1:<port>.
+func (p *Pulsar) ServiceURL() string {
+	return "pulsar://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.brokerPort))
+}
+
+// AdminURL is the broker's web service, http://127.0.0.1:<port>: the admin
+// REST API (/admin/v2) and /metrics.
+func (p *Pulsar) AdminURL() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.webPort))
+}
+
+// AdminToolPath is a `pulsar-admin` executable: a script running Pulsar's
+// own admin CLI (org.apache.pulsar.admin.cli.PulsarAdminTool, from
+// pulsar-client-tools) with a client.conf pointing at AdminURL, so it
+// works with no flags; --admin-url overrides it, as the composed
+// topic-init Job's script passes. Its logs go to stderr, so stdout holds
+// only the command's output, as the script expects.
+func (p *Pulsar) AdminToolPath() string {
+	return p.admin
+}
+
+// Log returns the broker's log output.
+func (p *Pulsar) Log() string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return fmt.Sprintf("(cannot read the pulsar log: %v)", err)
+	}
+	return string(b)
+}
+
+// pulsarJars finds java and the jars `make pulsar` assembled, failing the
+// test with instructions if either is missing.
+func pulsarJars(tb testing.TB) pulsarPaths {
+	tb.Helper()
+	root := os.Getenv("PULSAR_BIN_ROOT")
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			tb.Fatalf("cannot find the home directory for the tool cache; set PULSAR_BIN_ROOT: %v", err)
+		}
+		root = filepath.Join(home, ".cache", "armada-crossplane", "bin")
+	}
+	p := pulsarPaths{
+		lib:      filepath.Join(root, "pulsar-"+armada.PulsarVersion, "lib"),
+		adminLib: filepath.Join(root, "pulsar-admin-"+armada.PulsarAdminToolVersion, "lib"),
+	}
+	for _, d := range []string{p.lib, p.adminLib} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			tb.Fatalf("Pulsar's jars are missing at %s: %s", d, pulsarHint)
+		}
+	}
+	p.java = javaPath(tb)
+	return p
+}
+
+// javaPath is $JAVA_HOME/bin/java if JAVA_HOME is set, else java on PATH.
+// Pulsar 4.0's broker needs Java 17 or later.
+func javaPath(tb testing.TB) string {
+	tb.Helper()
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		j := filepath.Join(home, "bin", "java")
+		requireExecutable(tb, j)
+		return j
+	}
+	j, err := exec.LookPath("java")
+	if err != nil {
+		tb.Fatalf("java is not on PATH: the Pulsar broker needs Java 17 (apt-get install -y openjdk-17-jre-headless), or set JAVA_HOME")
+	}
+	return j
+}
+
+// pulsarConfig is the broker's standalone.conf: what differs from
+// ServiceConfiguration's defaults. PulsarStandaloneStarter requires the
+// file and also loads it as the bookie's ServerConfiguration.
+func (p *Pulsar) pulsarConfig(dir string) string {
+	kv := [][2]string{
+		{"clusterName", "standalone"},
+		{"bindAddress", "127.0.0.1"},
+		{"advertisedAddress", "127.0.0.1"},
+		{"brokerServicePort", strconv.Itoa(p.brokerPort)},
+		{"webServicePort", strconv.Itoa(p.webPort)},
+		// One bookie: every ledger is written once.
+		{"managedLedgerDefaultEnsembleSize", "1"},
+		{"managedLedgerDefaultWriteQuorum", "1"},
+		{"managedLedgerDefaultAckQuorum", "1"},
+		{"functionsWorkerEnabled", "false"},
+		{"narExtractionDirectory", filepath.Join(dir, "nar")},
+		// The bookie (BKCluster) binds only the loopback interface and
+		// takes the port given by --bookkeeper-port only when ephemeral
+		// ports are allowed; otherwise it picks its own.
+		{"listeningInterface", "lo"},
+		{"allowEphemeralPorts", "true"},
+	}
+	var b strings.Builder
+	b.WriteString("# Written by internal/testenv for one test's standalone broker.\n")
+	for _, e := range kv {
+		fmt.Fprintf(&b, "%s=%s\n", e[0], e[1])
+	}
+	return b.String()
+}
+
+// log4j2 configurations: the broker logs INFO to its log file (stdout);
+// pulsar-admin logs warnings to stderr, keeping its stdout for output.
+const (
+	pulsarLog4j = `status = warn
+appender.console.type = Console
+appender.console.name = Console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5level [%t] %c{1} - %msg%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = Console
+`
+	pulsarAdminLog4j = `status = warn
+appender.console.type = Console
+appender.console.name = Console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5level %c{1} - %msg%n
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = Console
+`
+)
+
+// writeFiles writes the broker's standalone.conf and log configuration,
+// and the pulsar-admin script with its client.conf and log configuration.
+func (p *Pulsar) writeFiles(dir string, paths pulsarPaths) error {
+	clientConf := fmt.Sprintf("webServiceUrl=%s/\nbrokerServiceUrl=%s\n", p.AdminURL(), p.ServiceURL())
+	args := append([]string{paths.java}, pulsarAdminJVMFlags...)
+	args = append(args,
+		"-Dlog4j.configurationFile="+filepath.Join(dir, "admin-log4j2.properties"),
+		"-cp", filepath.Join(paths.adminLib, "*"),
+		"org.apache.pulsar.admin.cli.PulsarAdminTool", filepath.Join(dir, "client.conf"))
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	script := fmt.Sprintf("#!/bin/sh\n# pulsar-admin (pulsar-client-tools %s) for the test's broker at %s.\nexec %s \"$@\"\n",
+		armada.PulsarAdminToolVersion, p.AdminURL(), strings.Join(quoted, " "))
+	files := []struct {
+		name, content string
+		mode          os.FileMode
+	}{
+		{"standalone.conf", p.pulsarConfig(dir), 0o600},
+		{"log4j2.properties", pulsarLog4j, 0o600},
+		{"client.conf", clientConf, 0o600},
+		{"admin-log4j2.properties", pulsarAdminLog4j, 0o600},
+		{"pulsar-admin", script, 0o700},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.content), f.mode); err != nil {
+			return errors.Wrapf(err, "cannot write %s", f.name)
+		}
+	}
+	return nil
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// start runs the broker in dir (its working directory, so every relative
+// path Pulsar uses stays in it) and waits until it is ready.
+func (p *Pulsar) start(tb testing.TB, dir string, paths pulsarPaths, bookiePort int) error {
+	tb.Helper()
+	args := append(append([]string{}, pulsarMemory...), pulsarJVMFlags...)
+	args = append(args,
+		"-Dlog4j.configurationFile="+filepath.Join(dir, "log4j2.properties"),
+		"-cp", filepath.Join(paths.lib, "*"),
+		"org.apache.pulsar.PulsarStandaloneStarter",
+		"--config", filepath.Join(dir, "standalone.conf"),
+		"--no-functions-worker", "--no-stream-storage",
+		"--metadata-dir", filepath.Join(dir, "data", "metadata"),
+		"--bookkeeper-dir", filepath.Join(dir, "data", "bookkeeper"),
+		"--bookkeeper-port", strconv.Itoa(bookiePort),
+	)
+	logf, err := os.Create(p.log)
+	if err != nil {
+		return errors.Wrap(err, "cannot create the pulsar log")
+	}
+	cmd := exec.CommandContext(tb.Context(), paths.java, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = ProcessGroupAttr()
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return errors.Wrap(err, "cannot run java")
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(exited)
+	}()
+	tb.Cleanup(func() {
+		KillProcessGroup(cmd.Process)
+		<-exited
+	})
+
+	deadline := time.Now().Add(pulsarReadyTimeout)
+	for {
+		err := p.ready(tb.Context())
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.Errorf("the broker exited; log:\n%s", p.Log())
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.Errorf("the broker was not ready within %s (last: %v); log:\n%s", pulsarReadyTimeout, err, p.Log())
+		}
+	}
+}
+
+// ready checks the broker's health check, which produces and consumes a
+// message on a topic of its own, and that standalone has created the
+// public/default namespace clients use by default.
+func (p *Pulsar) ready(ctx context.Context) error {
+	if _, err := p.get(ctx, "/admin/v2/brokers/health"); err != nil {
+		return err
+	}
+	body, err := p.get(ctx, "/admin/v2/namespaces/public")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(body, `"public/default"`) {
+		return errors.Errorf("namespace public/default does not exist yet (public has %s)", body)
+	}
+	return nil
+}
+
+// get returns the body of a 200 answer to GET path on the admin API.
+func (p *Pulsar) get(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+path, nil)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot build GET %s", path)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", errors.Wrapf(err, "GET %s failed", path)
+	}
+	defer resp.Body.Close() //nolint:errcheck // Only read from.
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot read GET %s", path)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", errors.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return string(body), nil
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Assembles Apache Pulsar's standalone broker and its pulsar-admin tool from
+# Maven Central into the version-keyed tool cache, for the tests'
+# testenv.StartPulsar:
+#   ${PULSAR_BIN_ROOT:-~/.cache/armada-crossplane/bin}/pulsar-<version>/lib        the broker's jars
+#   ${PULSAR_BIN_ROOT:-~/.cache/armada-crossplane/bin}/pulsar-admin-<version>/lib  pulsar-admin's jars
+# Nothing is compiled: `mvn dependency:copy-dependencies` of this directory's
+# pom (profile broker or admin) copies the release's runtime jars. A
+# directory that is already there is kept, so re-running is cheap; delete it
+# to force a new copy. Each is assembled into a temporary directory and
+# renamed, so an interrupted run never leaves a partial one that a later run
+# would mistake for complete. Maven's local repository lives under the cache
+# (~/.cache/armada-crossplane/maven) so it survives between runs.
+#
+# Usage: tools/pulsar/build.sh BROKER_VERSION ADMIN_VERSION
+# `make pulsar` passes both from the version table (internal/armada/versions.go,
+# `go run ./internal/cmd/armadaversions -pulsar`).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+if [[ $# -ne 2 ]]; then
+	echo "usage: $0 BROKER_VERSION ADMIN_VERSION (make pulsar passes both from internal/armada/versions.go)" >&2
+	exit 2
+fi
+cache="${ARMADA_CROSSPLANE_CACHE:-$HOME/.cache/armada-crossplane}"
+bin_root="${PULSAR_BIN_ROOT:-${cache}/bin}"
+repo="${cache}/maven"
+start=${SECONDS}
+
+# assemble NAME PROFILE VERSION copies the profile's jars into
+# ${bin_root}/NAME-VERSION/lib, printing progress every 15 s while Maven
+# downloads (it is quiet with -q).
+assemble() {
+	local name=$1 profile=$2 version=$3
+	local out="${bin_root}/${name}-${version}"
+	if [[ -d "${out}/lib" ]]; then
+		echo "${name} ${version} is assembled: ${out}"
+		return 0
+	fi
+	mkdir -p "${bin_root}" "${repo}"
+	local tmp
+	tmp=$(mktemp -d "${bin_root}/.${name}-${version}-XXXXXX")
+	chmod 755 "${tmp}"
+	# shellcheck disable=SC2064 # Expand now: the trap must remove this run's directory.
+	trap "rm -rf '${tmp}'" EXIT
+	echo "assembling ${name} ${version} from Maven Central (profile ${profile})... [$((SECONDS - start))s elapsed]"
+	mvn -B -q -s settings.xml -Dmaven.repo.local="${repo}" -P "${profile}" -Dpulsar.version="${version}" \
+		dependency:copy-dependencies -DoutputDirectory="${tmp}/lib" -DincludeScope=runtime &
+	local mvn_pid=$!
+	while kill -0 "${mvn_pid}" 2>/dev/null; do
+		for _ in $(seq 15); do
+			sleep 1
+			kill -0 "${mvn_pid}" 2>/dev/null || break
+		done
+		if kill -0 "${mvn_pid}" 2>/dev/null; then
+			# du is bounded: on a disk busy with Maven's writes it can stall,
+			# and progress must keep coming.
+			echo "  still assembling ${name} ${version}: $(timeout 5 du -sm "${repo}" 2>/dev/null | cut -f1 || echo '?') MB in the Maven repository, $(find "${tmp}" -name '*.jar' 2>/dev/null | wc -l) jars copied [$((SECONDS - start))s elapsed]"
+		fi
+	done
+	if ! wait "${mvn_pid}"; then
+		echo "cannot assemble ${name} ${version}: mvn dependency:copy-dependencies failed (see above)" >&2
+		exit 1
+	fi
+	mv "${tmp}" "${out}"
+	trap - EXIT
+	echo "${name} ${version} ready: ${out} ($(find "${out}/lib" -name '*.jar' | wc -l) jars, $(du -sm "${out}" | cut -f1) MB) [$((SECONDS - start))s elapsed]"
+}
+
+assemble pulsar broker "$1"
+assemble pulsar-admin admin "$2"
