@@ -329,10 +329,10 @@ func TestRunFunctionComposes(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"binoculars-clusterrolebinding", "binoculars-config", "binoculars-pdb", "binoculars-service", "binoculars-serviceaccount", "binoculars-workload",
+		"binoculars-config", "binoculars-jobs-rolebinding", "binoculars-pdb", "binoculars-service", "binoculars-serviceaccount", "binoculars-workload",
 		"credentials", "earlier-step",
 		"event-ingester-config", "event-ingester-pdb", "event-ingester-service", "event-ingester-serviceaccount",
-		"executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
+		"executor-local-clusterrolebinding", "executor-local-config", "executor-local-jobs-rolebinding", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-service", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
 		"migrate-lookout-0-22-8-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-8-450f1f", "migrate-scheduler-config",
 		"netpol-binoculars", "netpol-default-deny", "netpol-event-ingester", "netpol-executor-local", "netpol-lookout",

@@ -161,6 +161,8 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 	}
 	want := []obj{
 		{Key: "namespace-team-ml-jobs", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs", Manifest: "Namespace", ProviderConfig: "in-cluster"},
+		{Key: "namespace-team-ml-jobs-binoculars-jobs", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs-binoculars-jobs", Manifest: "RoleBinding", ManifestNamespace: "team-ml-jobs", ProviderConfig: "in-cluster"},
+		{Key: "namespace-team-ml-jobs-executor-local-jobs", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs-executor-local-jobs", Manifest: "RoleBinding", ManifestNamespace: "team-ml-jobs", ProviderConfig: "in-cluster"},
 		{Key: "queue", Kind: "Object", Namespace: "team-ml", Name: "ml-queue", Manifest: "Queue", ManifestNamespace: "team-a", ProviderConfig: "in-cluster"},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b obj) bool { return a.Key < b.Key })); diff != "" {

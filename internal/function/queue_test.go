@@ -72,8 +72,12 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		desired   []string
 		requested []string
 	}
-	asked := []string{"namespace-team-ml-jobs", targetRequirement}
-	all := []string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}
+	policies := []string{tenancyRequirementDefault, tenancyRequirementNamespace}
+	asked := append([]string{"namespace-team-ml-jobs", targetRequirement}, policies...)
+	all := append([]string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}, policies...)
+	// composed is what a team queue composes: its job namespace, the
+	// executor's and binoculars' RoleBindings there, and its Queue.
+	composed := []string{"namespace-team-ml-jobs", "namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs", "queue"}
 	cases := map[string]struct {
 		reason string
 		req    *fnv1.RunFunctionRequest
@@ -97,7 +101,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		"Composes": {
 			reason: "With the target, and the names free, the queue and the jobs' namespace are composed.",
 			req:    request(teamQueueXR, free(validXR)),
-			want:   want{requested: all, desired: []string{"namespace-team-ml-jobs", "queue"}},
+			want:   want{requested: all, desired: composed},
 		},
 		"NamespaceExists": {
 			reason: "A job namespace that exists without this queue's mark (another team's, with its Secrets) is refused, not adopted.",
@@ -116,12 +120,12 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 			reason: "A job namespace carrying this queue's mark is its own.",
 			req: request(teamQueueXR, with(free(validXR), "namespace-team-ml-jobs",
 				namespaceJSON("team-ml-jobs", `"armadaproject.io/owner": "ArmadaQueueClaim team-ml/ml"`))),
-			want: want{requested: all, desired: []string{"namespace-team-ml-jobs", "queue"}},
+			want: want{requested: all, desired: composed},
 		},
 		"ArmadasNamespace": {
 			reason: "The target Armada's own namespace is never a team's job namespace.",
 			req:    request(namespaces("armada"), map[string][]string{targetRequirement: {validXR}, "namespace-armada": {namespaceJSON("armada", "")}, queueRequirement: nil}),
-			want: want{requested: []string{"namespace-armada", queueRequirement, targetRequirement}, desired: []string{}, fatal: "invalid XArmadaQueue: " +
+			want: want{requested: append([]string{"namespace-armada", queueRequirement, targetRequirement}, policies...), desired: []string{}, fatal: "invalid XArmadaQueue: " +
 				"spec.namespaces[0]: Forbidden: namespace armada is Armada armada/armada's own; name a namespace for the team's jobs that does not exist yet"},
 		},
 		"PlatformNamespaces": {
@@ -129,7 +133,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 			req: request(namespaces("kube-system", "crossplane-system"), map[string][]string{
 				targetRequirement: {validXR}, "namespace-kube-system": nil, "namespace-crossplane-system": nil, queueRequirement: nil,
 			}),
-			want: want{requested: []string{"namespace-crossplane-system", "namespace-kube-system", queueRequirement, targetRequirement}, desired: []string{}, fatal: "invalid XArmadaQueue: " +
+			want: want{requested: append([]string{"namespace-crossplane-system", "namespace-kube-system", queueRequirement, targetRequirement}, policies...), desired: []string{}, fatal: "invalid XArmadaQueue: " +
 				"[spec.namespaces[0]: Forbidden: namespace kube-system is the platform's; name a namespace for the team's jobs that does not exist yet, " +
 				"spec.namespaces[1]: Forbidden: namespace crossplane-system is the platform's; name a namespace for the team's jobs that does not exist yet]"},
 		},
@@ -142,7 +146,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		"QueueComposedBefore": {
 			reason: "The Queue Crossplane composed for this XR before marks existed is its own.",
 			req:    request(teamQueueXR, with(free(validXR), queueRequirement, queueMRJSON(`"crossplane.io/composite": "ml-x2"`))),
-			want:   want{requested: all, desired: []string{"namespace-team-ml-jobs", "queue"}},
+			want:   want{requested: all, desired: composed},
 		},
 	}
 	for name, tc := range cases {
