@@ -347,7 +347,7 @@ func (p *Pulsar) ready(ctx context.Context) error {
 func (p *Pulsar) get(ctx context.Context, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.AdminURL()+path, http.NoBody)
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot build GET %s", path)
 	}
