@@ -143,7 +143,7 @@ func (inv *Invocation) Command(c corev1.Container) []string {
 	for _, e := range inv.Env {
 		vars[e.Name] = e.Value
 	}
-	var out []string
+	out := make([]string, 0, len(c.Command)+len(c.Args))
 	for _, a := range append(slices.Clone(c.Command), c.Args...) {
 		out = append(out, Expand(a, vars))
 	}

@@ -316,8 +316,8 @@ func (r *Runner) workloads(ctx context.Context) ([]Workload, map[string]*unstruc
 // templateHash identifies a workload's pod template.
 func templateHash(w Workload) string {
 	b, err := json.Marshal(struct {
-		Pod    corev1.PodSpec
-		Labels map[string]string
+		Pod    corev1.PodSpec    `json:"pod"`
+		Labels map[string]string `json:"labels"`
 	}{w.Pod, w.Labels})
 	if err != nil {
 		// A decoded PodSpec always encodes; never the same as a real hash.

@@ -95,6 +95,16 @@ type Output struct {
 	Status  v1alpha1.ArmadaQueueStatus
 }
 
+// queueObject places the team's Queue: beside the Armada's provider-armada
+// config, through a provider-kubernetes Object when a namespaced queue
+// lives in another namespace than its Armada.
+func (xr XR) queueObject(target *armada.Install, ref *v1alpha1.ProviderConfigRef, queue *armadav1.Queue) armada.Object {
+	if xr.Namespace != "" && xr.Namespace != target.Namespace {
+		return target.ObjectIn(xr.Namespace, xr.Name+"-"+KeyQueue, KeyQueue, *ref, queue, true)
+	}
+	return armada.Object{Key: KeyQueue, Object: queue}
+}
+
 // Render composes the team's queue on target, the defaulted install of the
 // target Armada. Every rejection names its field.
 func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
@@ -156,12 +166,7 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 	owner := xr.Owner()
 	queue := target.Queue(name, p, "team-queue")
 	owner.Stamp(queue)
-	if xr.Namespace != "" && xr.Namespace != target.Namespace {
-		// The Queue lives beside the Armada's provider-armada config.
-		out.Objects = append(out.Objects, target.ObjectIn(xr.Namespace, xr.Name+"-"+KeyQueue, KeyQueue, *ref, queue, true))
-	} else {
-		out.Objects = append(out.Objects, armada.Object{Key: KeyQueue, Object: queue})
-	}
+	out.Objects = append(out.Objects, xr.queueObject(target, ref, queue))
 	home := target.Namespace
 	if xr.Namespace != "" {
 		home = xr.Namespace
