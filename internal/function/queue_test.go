@@ -71,7 +71,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		desired   []string
 		requested []string
 	}
-	policies := []string{tenancyRequirementDefault, tenancyRequirementNamespace}
+	var policies []string
 	asked := append([]string{"namespace-team-ml-jobs", targetRequirement}, policies...)
 	all := append([]string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}, policies...)
 	// composed is what a team queue composes: its job namespace, the
