@@ -296,20 +296,10 @@ func (p *Pulsar) start(tb testing.TB, dir string, paths pulsarPaths, bookiePort 
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = ProcessGroupAttr()
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
+	exited, err := startInGroup(tb, cmd, logf)
+	if err != nil {
 		return errors.Wrap(err, "cannot run java")
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(exited)
-	}()
-	tb.Cleanup(func() {
-		KillProcessGroup(cmd.Process)
-		<-exited
-	})
 
 	deadline := time.Now().Add(pulsarReadyTimeout)
 	for {

@@ -64,20 +64,10 @@ func (r *Redis) start(tb testing.TB, bin, dir string) error {
 	cmd := exec.CommandContext(tb.Context(), bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = ProcessGroupAttr()
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
+	exited, err := startInGroup(tb, cmd, logf)
+	if err != nil {
 		return errors.Wrap(err, "cannot run redis-server")
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(exited)
-	}()
-	tb.Cleanup(func() {
-		KillProcessGroup(cmd.Process)
-		<-exited
-	})
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {

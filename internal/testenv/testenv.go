@@ -67,3 +67,25 @@ func runCmd(cmd *exec.Cmd) error {
 	out, err := cmd.CombinedOutput()
 	return errors.Wrapf(err, "%s failed: %s", cmd.String(), out)
 }
+
+// startInGroup starts cmd in a process group of its own, writing to logf
+// (closed when cmd exits), and kills the group on tb's cleanup. The
+// channel it returns is closed when cmd has exited.
+func startInGroup(tb testing.TB, cmd *exec.Cmd, logf *os.File) (<-chan struct{}, error) {
+	tb.Helper()
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(exited)
+	}()
+	tb.Cleanup(func() {
+		KillProcessGroup(cmd.Process)
+		<-exited
+	})
+	return exited, nil
+}
