@@ -49,6 +49,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition,
 	$(GEN_BIN)/xrdgen -crds $(GEN_DIR) -out package/xarmada
 	@rm -rf package/provider/crds && mkdir -p package/provider/crds
 	cp $(GEN_DIR)/armada.m.armadaproject.io_*.yaml package/provider/crds/
+	@mkdir -p cluster/tenancy
+	cp $(GEN_DIR)/platform.armadaproject.io_armadatenancypolicies.yaml cluster/tenancy/
 	@# The same controller-gen, in the module that pins prometheus-operator's types.
 	cd tools/promcrds && $(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0 \
 		paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config=$(GEN_DIR)/prometheus-operator
@@ -143,7 +145,7 @@ install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For docs/guide
 reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
 
 .PHONY: check-diff
-GENERATED := apis package internal/providers/crds internal/armada/configkeys cluster/rbac docs/reference
+GENERATED := apis package internal/providers/crds internal/armada/configkeys cluster/rbac cluster/tenancy docs/reference
 check-diff: generate ## Fail if generated files are not committed and current.
 	@git diff --exit-code -- $(GENERATED) || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "generated files are not committed"; exit 1; }

@@ -45,8 +45,11 @@ type ArmadaSpec struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// ImageRegistry is prepended to every default image repository, for
-	// example "registry.example.com/mirror". Defaults to Docker Hub.
+	// example "registry.example.com/mirror": a registry host, an optional
+	// port and path. Defaults to Docker Hub. The platform's
+	// ArmadaTenancyPolicy lists the registries a tenant may name.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*/?$`
 	// +optional
 	ImageRegistry string `json:"imageRegistry,omitempty"`
 

@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,16 +73,22 @@ func exampleSpecs(t *testing.T, path string) []v1alpha1.ArmadaSpec {
 	}
 	var specs []v1alpha1.ArmadaSpec
 	for doc := range strings.SplitSeq(string(b), "\n---") {
+		// Other kinds' specs (an ArmadaTenancyPolicy's) are not decoded.
 		var claim struct {
-			Kind string              `json:"kind"`
-			Spec v1alpha1.ArmadaSpec `json:"spec"`
+			Kind string          `json:"kind"`
+			Spec json.RawMessage `json:"spec"`
 		}
 		if err := yaml.Unmarshal([]byte(doc), &claim); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if claim.Kind == "ArmadaClaim" {
-			specs = append(specs, claim.Spec)
+		if claim.Kind != "ArmadaClaim" {
+			continue
 		}
+		var spec v1alpha1.ArmadaSpec
+		if err := json.Unmarshal(claim.Spec, &spec); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		specs = append(specs, spec)
 	}
 	return specs
 }

@@ -48,6 +48,9 @@ var (
 	pulsarIdent = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	dbName      = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 	adminURL    = regexp.MustCompile(`^https?://[^\s/]+/?$`)
+	// imageRegistry is the XRD's pattern for spec.imageRegistry: a host,
+	// an optional port and path.
+	imageRegistry = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*/?$`)
 )
 
 // New defaults and validates an XR. The XRD's schema enforces most of these
@@ -98,6 +101,10 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	}
 	if !slices.Contains(deletionPolicies, s.DeletionPolicy) {
 		errs = append(errs, field.NotSupported(p.Child("deletionPolicy"), s.DeletionPolicy, deletionPolicies))
+	}
+	if s.ImageRegistry != "" && !imageRegistry.MatchString(s.ImageRegistry) {
+		errs = append(errs, field.Invalid(p.Child("imageRegistry"), s.ImageRegistry,
+			"must be a registry host with an optional :port and path, such as registry.example.com/mirror"))
 	}
 	errs = append(errs, validatePostgres(p.Child("postgres"), &s.Postgres)...)
 	errs = append(errs, validateRedis(p.Child("redis"), &s.Redis)...)

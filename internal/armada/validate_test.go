@@ -75,6 +75,11 @@ func TestNew(t *testing.T) {
 			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Version = "0.21.0" })),
 			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.NotSupported[string](field.NewPath("spec", "version"), "0.21.0", nil)}},
 		},
+		"ImageRegistrySyntax": {
+			reason: "spec.imageRegistry must be a registry host, port and path: a space is refused even without the XRD's pattern.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.ImageRegistry = "evil.example.com/x y" })),
+			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "imageRegistry"), "evil.example.com/x y", "")}},
+		},
 		"NoAuthMethod": {
 			reason: "Anonymous access is never a default.",
 			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.Auth = v1alpha1.Auth{} })),

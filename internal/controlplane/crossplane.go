@@ -71,6 +71,12 @@ func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 			return err
 		}
 		crds = append(crds, own...)
+		// The platform's ArmadaTenancyPolicy, which the function reads.
+		tenancy, err := manifest.ReadDir(filepath.Join(c.opts.RepoRoot, "cluster", "tenancy"))
+		if err != nil {
+			return err
+		}
+		crds = append(crds, tenancy...)
 	}
 	if !c.opts.SkipBackingServiceCRDs && !c.opts.KubernetesOnly {
 		bcrds, err := backingServiceCRDs(ctx)

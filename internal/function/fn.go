@@ -110,6 +110,9 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		return
 	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
+	if refuse(rsp, kind, checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr)) {
+		return
+	}
 
 	out, err := armada.Render(in, armada.Options{
 		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),

@@ -228,7 +228,10 @@ func ptrTo[T any](v T) *T { return &v }
 // requiredPriorityClasses are the PriorityClasses the function asks for.
 func requiredPriorityClasses(rsp *fnv1.RunFunctionResponse) []string {
 	names := make([]string, 0, len(rsp.GetRequirements().GetResources()))
-	for _, sel := range rsp.GetRequirements().GetResources() {
+	for key, sel := range rsp.GetRequirements().GetResources() {
+		if !strings.HasPrefix(key, priorityClassRequirement) {
+			continue
+		}
 		names = append(names, sel.GetMatchName())
 	}
 	sort.Strings(names)
@@ -399,7 +402,10 @@ func exampleRequest(tb testing.TB, path string) *fnv1.RunFunctionRequest {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return &fnv1.RunFunctionRequest{Meta: &fnv1.RequestMeta{Tag: "bench"}, Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}}}
+		return &fnv1.RunFunctionRequest{
+			Meta: &fnv1.RequestMeta{Tag: "bench"}, Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}},
+			RequiredResources: map[string]*fnv1.Resources{tenancyRequirementNamespace: examplePolicies(tb)},
+		}
 	}
 	tb.Fatalf("no ArmadaClaim or Armada in %s", path)
 	return nil

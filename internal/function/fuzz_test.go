@@ -69,7 +69,7 @@ func FuzzRunFunction(f *testing.F) {
 		if err != nil {
 			return
 		}
-		req := &fnv1.RunFunctionRequest{Meta: base.GetMeta(), Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}}}
+		req := &fnv1.RunFunctionRequest{Meta: base.GetMeta(), Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}}, RequiredResources: base.GetRequiredResources()}
 		rsp, err := fn.RunFunction(context.Background(), req)
 		if err != nil {
 			t.Fatalf("RunFunction(...) returned a Go error: %v", err)

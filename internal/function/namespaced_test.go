@@ -60,7 +60,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), requestFor(tc.xr))
+			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(requestFor(tc.xr), testPolicies...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,6 +136,7 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 		targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}},
 		"namespace-team-ml-jobs": {}, queueRequirement: {},
 	}
+	req = withPolicies(req, testPolicies...)
 	rsp, err = newFunction(t).RunFunction(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -32,9 +32,15 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	name, ns := xr.Target()
+	kind := oxr.Resource.GetKind()
+	if refuse(rsp, kind, checkQueueTarget(req, rsp, oxr, xr)) {
+		return
+	}
 	sel := map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}
 	namespaceSelectors(xr, sel)
-	rsp.Requirements = &fnv1.Requirements{Resources: sel}
+	for k, v := range sel {
+		require(rsp, k, v)
+	}
 	required, err := request.GetRequiredResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot get required resources"))
@@ -45,13 +51,16 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		// Crossplane calls again with the target.
 		return
 	}
-	kind := oxr.Resource.GetKind()
 	target, err := targetInstall(xr, kind, targets)
 	if err != nil {
 		response.Fatal(rsp, err)
 		return
 	}
+	if refuse(rsp, kind, checkQueueScope(req, oxr, xr, target)) {
+		return
+	}
 	sel[queueRequirement] = queueSelector(xr, target)
+	require(rsp, queueRequirement, sel[queueRequirement])
 	if !allFetched(required, sel) {
 		// Crossplane calls again with what exists of the names.
 		return

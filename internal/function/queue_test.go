@@ -49,6 +49,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 			}
 			req.RequiredResources[key] = rs
 		}
+		req = withPolicies(req, testPolicies...)
 		return req
 	}
 	// free is every name fetched and free, with target.

@@ -194,21 +194,7 @@ func claimCondition(t *testing.T, claim *unstructured.Unstructured, typ, want st
 // a message containing every one of parts. It returns the message.
 func claimAccepted(t *testing.T, claim *unstructured.Unstructured, want string, parts ...string) string {
 	t.Helper()
-	var msg string
-	waitFor(t, fmt.Sprintf("claim %s/%s Accepted=%s naming %q", claim.GetNamespace(), claim.GetName(), want, parts), func() (bool, string) {
-		c := get(t, claimAPIVersion, claim.GetKind(), claim.GetNamespace(), claim.GetName())
-		if c == nil {
-			return false, "claim not found"
-		}
-		s, r, m := condition(c, "Accepted")
-		msg = m
-		ok := s == want && (want == "True" || r == "Refused")
-		for _, p := range parts {
-			ok = ok && strings.Contains(m, p)
-		}
-		return ok, fmt.Sprintf("Accepted=%s %s: %s", s, r, m)
-	})
-	return msg
+	return accepted(t, claim.GetKind(), claim, want, parts...)
 }
 
 // ref is a composed resource reference.

@@ -258,6 +258,13 @@ func applyMultiCluster(t *testing.T, mutate func(*unstructured.Unstructured)) (c
 	t.Helper()
 	namespace(t, multiNS)
 	namespace(t, teamNS)
+	// The platform's policies: the Armada's executors may run in the two
+	// worker clusters, and the team's queue may attach to it.
+	tenancyPolicy(t, multiNS, map[string]any{"providerConfigs": map[string]any{"workerClusters": []any{
+		map[string]any{"kind": "ClusterProviderConfig", "name": "worker-a"},
+		map[string]any{"kind": "ClusterProviderConfig", "name": "worker-gpu"},
+	}}})
+	tenancyPolicy(t, teamNS, map[string]any{"queueArmadas": []any{map[string]any{"namespace": multiNS, "name": "armada"}}})
 	for _, d := range multiClusterDocs(t) {
 		switch d.GetKind() {
 		case "ClusterProviderConfig":

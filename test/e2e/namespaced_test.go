@@ -187,6 +187,15 @@ func wrapped(t *testing.T, refs []ref) []string {
 func TestNamespaced(t *testing.T) {
 	teams := []string{"e2e-ns-a", "e2e-ns-b"}
 	members := map[string]client.Client{}
+	// The platform lets both teams compose cluster-scoped objects through
+	// the control plane's ClusterProviderConfig, and team b's queues attach
+	// to team a's Armada.
+	scope := []any{map[string]any{"kind": "ClusterProviderConfig", "name": controlplane.ProviderConfigName}}
+	tenancyPolicy(t, teams[0], map[string]any{"providerConfigs": map[string]any{"clusterScope": scope}})
+	tenancyPolicy(t, teams[1], map[string]any{
+		"providerConfigs": map[string]any{"clusterScope": scope},
+		"queueArmadas":    []any{map[string]any{"namespace": teams[0], "name": "armada"}},
+	})
 	for i, ns := range teams {
 		namespace(t, ns)
 		members[ns] = teamMember(t, ns, fmt.Sprintf("member-%c", 'a'+i))

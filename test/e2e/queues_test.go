@@ -90,6 +90,7 @@ func TestQueues(t *testing.T) {
 
 	team := teamQueueClaim(ns, "team-ml", claim.GetName())
 	namespace(t, "team-ml")
+	tenancyPolicy(t, "team-ml", map[string]any{"queueArmadas": []any{map[string]any{"namespace": ns, "name": claim.GetName()}}})
 	apply(t, team)
 	t.Cleanup(func() { _ = kube().Delete(context.Background(), team) })
 
@@ -114,6 +115,7 @@ func TestQueues(t *testing.T) {
 
 	missing := teamQueueClaim(ns, "team-lost", "no-such-armada")
 	namespace(t, "team-lost")
+	tenancyPolicy(t, "team-lost", map[string]any{"queueArmadas": []any{map[string]any{"namespace": ns, "name": "no-such-armada"}}})
 	apply(t, missing)
 	t.Cleanup(func() { _ = kube().Delete(context.Background(), missing) })
 	waitFor(t, "the claim's XR to name spec.armada.name", func() (bool, string) {

@@ -33,10 +33,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	required := filepath.Join(t.TempDir(), "required.yaml")
-	if err := os.WriteFile(required, target, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	required := withPolicies(t, target)
 	opt := xprender.RenderOptions{XR: exampleXR(t, "team-queue.yaml"), Composition: queueComposition, XRD: queueXRD, FunctionAddress: addr, RequiredResources: required}
 	out, err := tools.Render(ctx, opt)
 	if err != nil {
@@ -60,11 +57,8 @@ func TestRenderTeamQueue(t *testing.T) {
 		t.Logf("validate: %s", lastLine(v))
 	}
 
-	empty := filepath.Join(t.TempDir(), "none.yaml")
-	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: x}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opt.RequiredResources = empty
+	// The team's policy lets it attach to the Armada, which is missing.
+	opt.RequiredResources = withPolicies(t, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: x}\n"))
 	if _, err := tools.Render(ctx, opt); err == nil || !strings.Contains(err.Error(), `spec.armada.name: Not found: no ArmadaClaim "armada" in namespace "armada-prod"`) {
 		t.Errorf("rendering without the target Armada: got %v, want a Fatal naming spec.armada.name", err)
 	}
@@ -85,10 +79,7 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	required := filepath.Join(t.TempDir(), "required.yaml")
-	if err := os.WriteFile(required, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	required := withPolicies(t, b)
 	xrd := root + "/package/xarmada/namespaced-queue-definition.yaml"
 	queue := exampleXR(t, "namespaced-queue.yaml")
 	opt := xprender.RenderOptions{
@@ -122,6 +113,21 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	} else {
 		t.Logf("validate: %s", lastLine(v))
 	}
+}
+
+// withPolicies writes a required-resources file of the target Armada and
+// the examples' tenancy policies, and returns its path.
+func withPolicies(t *testing.T, target []byte) string {
+	t.Helper()
+	policies, err := os.ReadFile(tenancyPolicies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := filepath.Join(t.TempDir(), "required.yaml")
+	if err := os.WriteFile(required, append(append(target, "\n---\n"...), policies...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return required
 }
 
 // exampleXR is the XR of an example: its claim's, or the namespaced XR

@@ -31,6 +31,9 @@ const (
 	nsXRD         = root + "/package/xarmada/namespaced-definition.yaml"
 	// provider-armada's CRDs, for the Queues and ProviderConfig composed.
 	providerCRDs = root + "/package/provider/crds"
+	// tenancyPolicies are the platform's policies the examples run under,
+	// passed as required resources (Crossplane fetches them on a cluster).
+	tenancyPolicies = root + "/examples/tenancy-policy.yaml"
 	// maxSteps bounds how many reconciles an example may take to converge.
 	maxSteps = 5
 )
@@ -76,7 +79,7 @@ func TestRender(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			xr := exampleXR(t, filepath.Base(path))
-			opt := xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr}
+			opt := xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr, RequiredResources: tenancyPolicies}
 			if xr["kind"] == "Armada" {
 				opt.Composition, opt.XRD = nsComposition, nsXRD
 			}

@@ -80,6 +80,15 @@ func TestSchema(t *testing.T) {
 			claim:  strings.Replace(valid, "pulsar://pulsar:6650", "http://pulsar:8080", 1),
 			want:   []string{"spec.pulsar.url: Invalid value"},
 		},
+		"ImageRegistrySyntax": {
+			reason: "spec.imageRegistry is a registry host, port and path: a space is refused at apply, naming the field.",
+			claim:  valid + "  imageRegistry: \"evil.example.com/x y\"\n",
+			want:   []string{"spec.imageRegistry: Invalid value"},
+		},
+		"ImageRegistryValid": {
+			reason: "A host, port and path is a valid spec.imageRegistry.",
+			claim:  valid + "  imageRegistry: registry.example.com:5000/mirror/\n",
+		},
 		"MonitoringReservedLabel": {
 			reason: "Monitoring labels cannot override the labels the function sets.",
 			claim:  valid + "  monitoring: {enabled: true, labels: {app.kubernetes.io/name: x}}\n",
@@ -203,6 +212,8 @@ func TestExamplesValidate(t *testing.T) {
 		filepath.Join(root, "package", "xarmada", "namespaced-definition.yaml"),
 		filepath.Join(root, "package", "xarmada", "namespaced-queue-definition.yaml"),
 		filepath.Join(root, "package", "provider", "crds"),
+		// examples/tenancy-policy.yaml's ArmadaTenancyPolicies.
+		filepath.Join(root, "cluster", "tenancy"),
 	}, crds...)
 	if out, err := tools.Validate(ctx, exts, filepath.Join(root, "examples"), nil); err != nil {
 		t.Errorf("examples do not validate: %v", err)
