@@ -78,6 +78,7 @@ func TestDocsYAML(t *testing.T) {
 		filepath.Join(x, "definition.yaml"), filepath.Join(x, "queue-definition.yaml"),
 		filepath.Join(x, "namespaced-definition.yaml"), filepath.Join(x, "namespaced-queue-definition.yaml"),
 		filepath.Join(root, "package", "provider", "crds"),
+		filepath.Join(root, "cluster", "tenancy"),
 	}
 	n := 0
 	for _, p := range pages(t) {

@@ -72,7 +72,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		desired   []string
 		requested []string
 	}
-	var policies []string
+	policies := []string{tenancyRequirementDefault, tenancyRequirementNamespace}
 	asked := append([]string{"namespace-team-ml-jobs", targetRequirement}, policies...)
 	all := append([]string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}, policies...)
 	// composed is what a team queue composes: its job namespace, the
