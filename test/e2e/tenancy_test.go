@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -73,10 +75,12 @@ func TestTenancyPolicy(t *testing.T) {
 
 	// refused applies a change to tenant b's claim, waits for the refusal
 	// naming parts, and checks after settling that neither tenant's
-	// composed objects changed.
+	// composed objects changed. The "before" is taken once both claims'
+	// objects settled: the previous subtest's fix is Accepted before it
+	// rolls tenant b's Deployments out (their generation moves on after).
 	refused := func(t *testing.T, change func(*unstructured.Unstructured), parts ...string) {
 		t.Helper()
-		before := snapshot(t, a, b)
+		before := settled(t, a, b)
 		if err := updateClaim(t, b, change); err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +167,7 @@ func TestTenancyPolicy(t *testing.T) {
 	})
 
 	t.Run("QueueTarget", func(t *testing.T) {
-		before := snapshot(t, a, b)
+		before := settled(t, a, b)
 		q := teamQueueClaim(nsA, nsB, a.GetName())
 		apply(t, q)
 		t.Cleanup(func() { _ = kube().Delete(context.Background(), q) })
@@ -184,9 +188,13 @@ func TestTenancyPolicy(t *testing.T) {
 		// XR; a change to the claim starts one now.
 		touch(t, get(t, claimAPIVersion, "XArmadaQueue", "", queueXR(t, q)))
 		accepted(t, "ArmadaQueueClaim", q, "True")
+		// Its job namespace, the RoleBindings there for tenant a's executor
+		// and binoculars, and its Queue, by composition resource name.
+		jobs := "namespace-" + nsB + "-jobs"
+		want := []string{jobs, jobs + "-binoculars-jobs", jobs + "-executor-local-jobs", "queue"}
 		waitFor(t, "the allowed queue composed", func() (bool, string) {
-			refs := queueRefs(t, q)
-			return len(refs) == 2, fmt.Sprint(refs)
+			d := cmp.Diff(want, queueComposed(t, q))
+			return d == "", "composed (-want +got):\n" + d
 		})
 	})
 }
@@ -197,6 +205,26 @@ func queueXR(t *testing.T, q *unstructured.Unstructured) string {
 	c := get(t, claimAPIVersion, "ArmadaQueueClaim", q.GetNamespace(), q.GetName())
 	name, _, _ := unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
 	return name
+}
+
+// queueComposed are the composition resource names of what a team queue
+// claim's XR composes, sorted ("missing <ref>" for a reference to an object
+// that does not exist).
+func queueComposed(t *testing.T, q *unstructured.Unstructured) []string {
+	t.Helper()
+	var names []string
+	for _, r := range queueRefs(t, q) {
+		m, _ := r.(map[string]any)
+		s := func(k string) string { v, _ := m[k].(string); return v }
+		u := get(t, s("apiVersion"), s("kind"), s("namespace"), s("name"))
+		if u == nil {
+			names = append(names, fmt.Sprintf("missing %s %s/%s", s("kind"), s("namespace"), s("name")))
+			continue
+		}
+		names = append(names, u.GetAnnotations()["crossplane.io/composition-resource-name"])
+	}
+	sort.Strings(names)
+	return names
 }
 
 // queueRefs are the resources a team queue claim's XR composes.
