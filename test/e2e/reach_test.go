@@ -65,6 +65,12 @@ func TestTenantReach(t *testing.T) {
 		claimAccepted(t, target, "True")
 		const ns = "e2e-tenant-q"
 		namespace(t, ns)
+		// The platform's policy lets this tenant's queues attach to the
+		// Armada in another namespace, so what is refused below is the
+		// namespace, not the target (TestTenancyPolicy/QueueTarget).
+		tenancyPolicy(t, ns, map[string]any{"queueArmadas": []any{
+			map[string]any{"namespace": target.GetNamespace(), "name": target.GetName()},
+		}})
 		member := tenant(t, ns)
 		queue := teamQueueClaim(target.GetNamespace(), ns, target.GetName())
 		_ = unstructured.SetNestedStringSlice(queue.Object, []string{victim}, "spec", "namespaces")
