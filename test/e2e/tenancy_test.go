@@ -80,12 +80,15 @@ func TestTenancyPolicy(t *testing.T) {
 	// rolls tenant b's Deployments out (their generation moves on after).
 	refused := func(t *testing.T, change func(*unstructured.Unstructured), parts ...string) {
 		t.Helper()
+		start := time.Now()
 		before := settled(t, a, b)
+		t.Logf("both tenants' objects settled in %s", time.Since(start).Round(time.Millisecond))
 		if err := updateClaim(t, b, change); err != nil {
 			t.Fatal(err)
 		}
+		start = time.Now()
 		msg := claimAccepted(t, b, "False", parts...)
-		t.Logf("on tenant b's claim: %s", msg)
+		t.Logf("refused in %s on tenant b's claim: %s", time.Since(start).Round(time.Millisecond), msg)
 		time.Sleep(3 * time.Second) // let any stray update land
 		unchanged(t, before, snapshot(t, a, b))
 	}
@@ -150,10 +153,11 @@ func TestTenancyPolicy(t *testing.T) {
 			t.Errorf("PriorityClass %s-urgent exists while refused", nsB)
 		}
 		fixed(t, b, classes(5000))
-		waitFor(t, "the allowed PriorityClass composed", func() (bool, string) {
+		d := waitFor(t, "the allowed PriorityClass composed", func() (bool, string) {
 			pc := get(t, "scheduling.k8s.io/v1", "PriorityClass", "", nsB+"-urgent")
 			return pc != nil && fmt.Sprint(pc.Object["value"]) == "5000", fmt.Sprintf("%v", pc != nil)
 		})
+		t.Logf("the allowed PriorityClass composed %s after the claim was Accepted", d.Round(time.Millisecond))
 		fixed(t, b, func(c *unstructured.Unstructured) { unstructured.RemoveNestedField(c.Object, "spec", "scheduling") })
 	})
 
