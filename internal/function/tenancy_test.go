@@ -199,3 +199,67 @@ func TestRunFunctionTeamQueueTenancy(t *testing.T) {
 
 // builtinPolicy is how a refusal names the built-in policy.
 const builtinPolicy = `the built-in tenancy policy (there is no ArmadaTenancyPolicy named after the namespace or "default")`
+
+// TestRunFunctionQueueScopeTenancy checks the function refuses the
+// cluster-scope config a namespaced team queue would compose through, its
+// own or the one it inherits from the target Armada, unless the queue's
+// tenant's policy lists it.
+func TestRunFunctionQueueScopeTenancy(t *testing.T) {
+	targetOnly := `{"apiVersion": "platform.armadaproject.io/v1alpha1", "kind": "ArmadaTenancyPolicy", "metadata": {"name": "team-ml"},
+	  "spec": {"queueArmadas": [{"namespace": "team-a", "name": "armada"}]}}`
+	ownScope := strings.Replace(namespacedQueueXR, `"groupOwners"`, `"clusterScope": {"providerConfigRef": {"name": "other"}}, "groupOwners"`, 1)
+	cases := map[string]struct {
+		reason   string
+		xr       string
+		policies []string
+		refusal  string
+	}{
+		"InheritedAllowed": {
+			reason:   "The queue inherits the target's ClusterProviderConfig in-cluster, which its tenant's policy lists.",
+			xr:       namespacedQueueXR,
+			policies: testPolicies,
+		},
+		"InheritedRefused": {
+			reason:   "The tenant's policy lets the queue attach to the Armada but lists no cluster-scope config: the inherited one is refused.",
+			xr:       namespacedQueueXR,
+			policies: []string{targetOnly},
+			refusal: `invalid ArmadaQueue: spec.clusterScope.providerConfigRef: Forbidden: unset, so the queue would compose through the target Armada's ` +
+				`ClusterProviderConfig "in-cluster": not allowed by ArmadaTenancyPolicy "team-ml" spec.providerConfigs.clusterScope`,
+		},
+		"OwnRefused": {
+			reason:   "The queue's own spec.clusterScope names a config its tenant's policy does not list.",
+			xr:       ownScope,
+			policies: testPolicies,
+			refusal: `invalid ArmadaQueue: spec.clusterScope.providerConfigRef: Forbidden: ClusterProviderConfig "other": ` +
+				`not allowed by ArmadaTenancyPolicy "team-ml" spec.providerConfigs.clusterScope`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := requestFor(tc.xr)
+			req.RequiredResources = map[string]*fnv1.Resources{
+				targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}},
+				"namespace-team-ml-jobs": {}, queueRequirement: {},
+			}
+			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(req, tc.policies...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			refusal := ""
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == ConditionAccepted && c.GetStatus() == fnv1.Status_STATUS_CONDITION_FALSE {
+					refusal = c.GetMessage()
+				}
+			}
+			if diff := cmp.Diff(tc.refusal, refusal); diff != "" {
+				t.Errorf("%s\nrefusal: -want, +got:\n%s", tc.reason, diff)
+			}
+			if tc.refusal != "" && len(rsp.GetDesired().GetResources()) != 0 {
+				t.Errorf("%s\nrefused, yet composed %d resources", tc.reason, len(rsp.GetDesired().GetResources()))
+			}
+			if tc.refusal == "" && len(rsp.GetDesired().GetResources()) == 0 {
+				t.Errorf("%s\naccepted, yet composed nothing", tc.reason)
+			}
+		})
+	}
+}
