@@ -45,8 +45,10 @@ type ArmadaSpec struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// ImageRegistry is prepended to every default image repository, for
-	// example "registry.example.com/mirror". Defaults to Docker Hub.
+	// example "registry.example.com/mirror" or "localhost:5000". Defaults
+	// to Docker Hub.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*/?$`
 	// +optional
 	ImageRegistry string `json:"imageRegistry,omitempty"`
 
