@@ -224,7 +224,9 @@ type Component struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Resources of the component's container. Defaults to 200m/512Mi
-	// requests and 300m/1Gi limits, as Armada's charts use.
+	// requests and 300m/1Gi limits, as Armada's charts use. Each request
+	// and limit you set replaces its default; one you leave out keeps it,
+	// so every container keeps a CPU and a memory limit.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 

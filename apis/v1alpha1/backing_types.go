@@ -142,7 +142,8 @@ type RedisInCluster struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	StorageClass string `json:"storageClass,omitempty"`
-	// Resources of the Redis container.
+	// Resources of the Redis container. Defaults to 100m/256Mi requests and
+	// 1/1Gi limits; each request and limit you set replaces its default.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// Image of Redis. Defaults to a pinned official Redis image.

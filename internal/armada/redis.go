@@ -35,10 +35,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 	if ic.StorageClass != "" {
 		pvc.Spec.StorageClassName = ptr.To(ic.StorageClass)
 	}
-	res := corev1.ResourceRequirements{}
-	if ic.Resources != nil {
-		res = *ic.Resources
-	}
+	res := mergeResources(redisResources(), ic.Resources)
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}}, PeriodSeconds: 10}
 	labels := in.labels(serviceRedis)
 	return &appsv1.StatefulSet{
