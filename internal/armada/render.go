@@ -91,6 +91,9 @@ type renderer struct {
 	// target is the worker cluster objects are being rendered for; nil
 	// for this cluster.
 	target *clusterRef
+	// modeChanges are the modes allowModeChange allowed a switch to, by
+	// backing service (see checkModeChanges).
+	modeChanges map[string]string
 }
 
 // add composes an object. While rendering for a worker cluster it wraps
@@ -116,10 +119,11 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := checkDowngrade(in, opt.Observed); err != nil {
 		return nil, err
 	}
-	if err := checkModeChanges(&in.Spec, opt.Observed); err != nil {
+	changes, err := checkModeChanges(&in.Spec, opt.Observed)
+	if err != nil {
 		return nil, err
 	}
-	r := &renderer{in: in, opt: opt}
+	r := &renderer{in: in, opt: opt, modeChanges: changes}
 	in.establishIdentities(opt.Observed)
 	r.out.Status = v1alpha1.ArmadaStatus{
 		Version:           v1alpha1.VersionStatus{Desired: in.Spec.Version},
@@ -160,6 +164,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
+	if err := checkDrops(&in.Spec, opt.Observed, r.out.Objects); err != nil {
+		return nil, err
+	}
 	return &r.out, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
@@ -112,7 +113,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	requirePriorityClasses(rsp, in.PriorityClasses())
 
 	out, err := armada.Render(in, armada.Options{
-		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),
+		Observed: armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)),
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 		Created:  oxr.Resource.GetCreationTimestamp().Time,
 	})
@@ -268,18 +269,25 @@ func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
 	}
 }
 
-// observedModes are the backing-service modes the XR's status reports: the
-// modes the last reconcile composed. They let the function refuse a mode
-// switch even when the old mode's resources are not observed.
-func observedModes(xr map[string]any) map[string]string {
+// observedServices are the backing services as the XR's status reports
+// them: the modes the last reconcile composed, the deletion policy their
+// stateful resources carry and the mode allowModeChange allowed a switch
+// to. They let the function refuse a mode switch, or a switch in the apply
+// that changes the policy, even when the old mode's resources are not
+// observed.
+func observedServices(xr map[string]any) map[string]v1alpha1.BackingServiceStatus {
 	services, _, _ := unstructured.NestedMap(xr, "status", "backingServices")
-	modes := map[string]string{}
+	out := map[string]v1alpha1.BackingServiceStatus{}
 	for name, v := range services {
-		if m, ok := v.(map[string]any); ok {
-			if mode, ok := m["mode"].(string); ok && mode != "" {
-				modes[name] = mode
-			}
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
 		}
+		var st v1alpha1.BackingServiceStatus
+		st.Mode, _ = m["mode"].(string)
+		st.DeletionPolicy, _ = m["deletionPolicy"].(string)
+		st.ModeChangedTo, _ = m["modeChangedTo"].(string)
+		out[name] = st
 	}
-	return modes
+	return out
 }
