@@ -143,6 +143,11 @@ type ArmadaSpec struct {
 	// default; set tls.enabled to false to turn it off.
 	// +optional
 	TLS *TLS `json:"tls,omitempty"`
+
+	// Rotation rotates generated passwords and the generated CA: raising a
+	// generation replaces the secret and rolls the pods that use it.
+	// +optional
+	Rotation *Rotation `json:"rotation,omitempty"`
 }
 
 // TLS configures encryption of Armada's internal links.

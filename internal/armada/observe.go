@@ -40,6 +40,11 @@ type Observed struct {
 	// ModeChanges are the modes the XR's status reported allowModeChange
 	// allowed a switch to, by service.
 	ModeChanges map[string]string
+	// PasswordGenerations are the rotation generations the observed
+	// credentials Secret records, by password key; CAGeneration the one
+	// the TLS Secret records for the CA.
+	PasswordGenerations map[string]int32
+	CAGeneration        int32
 	// DeletesData reports, by composition resource name of an observed
 	// stateful resource, whether deleting it as observed deletes its data.
 	DeletesData map[string]bool
@@ -138,8 +143,10 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			for user, b := range secretData(u) {
 				o.Passwords[user] = string(b)
 			}
+			o.PasswordGenerations = observedGenerations(u.GetAnnotations())
 		case key == keyTLS:
 			o.TLS = secretData(u)
+			o.CAGeneration = observedGenerations(u.GetAnnotations())[rotationCA]
 		case u.GetAPIVersion() == apiCertManager && u.GetKind() == kindCertificate:
 			if rev, ok := number(u.Object, "status", "revision"); ok {
 				if o.CertRevisions == nil {
