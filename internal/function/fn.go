@@ -26,10 +26,6 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
-// progressTTL is how soon Crossplane should call again while Armada is
-// still converging; once it is ready the SDK's default applies.
-const progressTTL = 5 * time.Second
-
 // Function is function-armada.
 type Function struct {
 	fnv1.UnimplementedFunctionRunnerServiceServer
@@ -38,6 +34,8 @@ type Function struct {
 	key []byte
 	// structs remembers composed objects' conversions between calls.
 	structs *structMemo
+	// now is the clock the not-ready backoff reads (backoff.go).
+	now func() time.Time
 }
 
 // Option configures a Function.
@@ -54,7 +52,7 @@ func WithMemoObjects(n int) Option { return func(f *Function) { f.structs = &str
 
 // New returns a Function.
 func New(log logging.Logger, opts ...Option) (*Function, error) {
-	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}}
+	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}, now: time.Now}
 	for _, o := range opts {
 		o(f)
 	}
@@ -129,8 +127,9 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	setConditions(rsp, out.Conditions)
 	if !out.Ready {
 		// Crossplane calls again after the TTL: look again soon while a
-		// migration or rollout is in progress.
-		rsp.Meta.Ttl = durationpb.New(progressTTL)
+		// migration or rollout is in progress, less often the longer it
+		// has not converged.
+		rsp.Meta.Ttl = durationpb.New(notReadyTTL(notReadySince(oxr.Resource.Object), f.now()))
 	}
 	f.log.Debug("Composed Armada", "xr", xr.Name, "objects", len(out.Objects), "ready", out.Ready)
 }
