@@ -3,6 +3,7 @@ package armada
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -395,12 +396,8 @@ func mergeResources(def corev1.ResourceRequirements, user *corev1.ResourceRequir
 		return def
 	}
 	out := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}, Claims: user.Claims}
-	for name, q := range def.Requests {
-		out.Requests[name] = q
-	}
-	for name, q := range def.Limits {
-		out.Limits[name] = q
-	}
+	maps.Copy(out.Requests, def.Requests)
+	maps.Copy(out.Limits, def.Limits)
 	for name, q := range user.Requests {
 		out.Requests[name] = q
 		if l, ok := out.Limits[name]; ok && !hasResource(user.Limits, name) && l.Cmp(q) < 0 {

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crossplane/function-sdk-go/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )

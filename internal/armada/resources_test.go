@@ -77,8 +77,10 @@ func TestEveryContainerLimited(t *testing.T) {
 	empty := &corev1.ResourceRequirements{}
 	s := spec(func(s *v1alpha1.ArmadaSpec) {
 		s.Redis = v1alpha1.Redis{Mode: modeInCluster, InCluster: &v1alpha1.RedisInCluster{Resources: empty}}
-		for _, c := range []*v1alpha1.Component{&s.Components.Server, &s.Components.Scheduler, &s.Components.SchedulerIngester, &s.Components.Lookout,
-			&s.Components.LookoutIngester, &s.Components.EventIngester, &s.Components.Binoculars, &s.Components.Executor} {
+		for _, c := range []*v1alpha1.Component{
+			&s.Components.Server, &s.Components.Scheduler, &s.Components.SchedulerIngester, &s.Components.Lookout,
+			&s.Components.LookoutIngester, &s.Components.EventIngester, &s.Components.Binoculars, &s.Components.Executor,
+		} {
 			c.Resources = empty
 		}
 	})

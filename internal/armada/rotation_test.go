@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"strings"
@@ -92,7 +93,7 @@ func TestRotation(t *testing.T) {
 
 			was, now := composedSecret(t, before, tc.secret), composedSecret(t, after, tc.secret)
 			for _, k := range slices.Sorted(maps.Keys(was.Data)) {
-				changed := string(was.Data[k]) != string(now.Data[k])
+				changed := !bytes.Equal(was.Data[k], now.Data[k])
 				if want := tc.key == "" || k == tc.key; changed != want {
 					t.Errorf("%s key %s: changed = %t, want %t", tc.secret, k, changed, want)
 				}

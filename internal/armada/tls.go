@@ -179,7 +179,8 @@ func (r *renderer) tls() error {
 	ca, caKey, ok := parsePair(obs[tlsCAFile], obs[tlsCAKey])
 	if !ok || !ca.IsCA || gen != r.opt.Observed.CAGeneration {
 		var err error
-		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(rotated(r.opt.Rand, "tls\x00ca", gen), caTemplate(in.Name+"."+in.Namespace, created), nil, nil); err != nil {
+		tmpl := caTemplate(in.Name+"."+in.Namespace, created)
+		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(rotated(r.opt.Rand, "tls\x00ca", gen), tmpl, nil, nil); err != nil {
 			return errors.Wrap(err, "cannot generate the TLS CA")
 		}
 	} else {

@@ -20,8 +20,8 @@ const (
 	maxProgressTTL = time.Minute
 )
 
-// notReadyTTL is the response TTL of an XR that has been not Ready since
-// since (zero if unknown) at now.
+// notReadyTTL is the response TTL at now of an XR not Ready from the time
+// since on (zero if unknown).
 func notReadyTTL(since, now time.Time) time.Duration {
 	if since.IsZero() || now.Before(since) {
 		return progressTTL

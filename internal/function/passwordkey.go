@@ -21,7 +21,8 @@ func ReadPasswordKey(path string) ([]byte, error) {
 		return nil, errors.Wrap(err, "cannot read password key file")
 	}
 	if len(key) < MinPasswordKeyBytes {
-		return nil, errors.Errorf("--password-key-file %s: the key is %d bytes, want at least %d random bytes (e.g. head -c 32 /dev/urandom > key)", path, len(key), MinPasswordKeyBytes)
+		return nil, errors.Errorf("--password-key-file %s: the key is %d bytes, want at least %d random bytes (e.g. head -c 32 /dev/urandom > key)",
+			path, len(key), MinPasswordKeyBytes)
 	}
 	return key, nil
 }

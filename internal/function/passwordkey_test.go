@@ -1,6 +1,7 @@
 package function
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestReadPasswordKey(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || string(key) != string(tc.key) {
+			if err != nil || !bytes.Equal(key, tc.key) {
 				t.Errorf("%s\nReadPasswordKey(): want the key, got %q, %v", tc.reason, key, err)
 			}
 		})
