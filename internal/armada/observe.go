@@ -69,12 +69,6 @@ func (o Observed) observedPrefix(prefix string) bool {
 	return false
 }
 
-// WithModes returns o with the modes the XR's status reported.
-func (o Observed) WithModes(modes map[string]string) Observed {
-	o.Modes = modes
-	return o
-}
-
 // WithServices returns o with what the XR's status reported of its backing
 // services: their modes, deletion policies and allowed mode changes.
 func (o Observed) WithServices(services map[string]v1alpha1.BackingServiceStatus) Observed {
