@@ -45,11 +45,11 @@ type ArmadaSpec struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// ImageRegistry is prepended to every default image repository, for
-	// example "registry.example.com/mirror": a registry host, an optional
-	// port and path. Defaults to Docker Hub. The platform's
-	// ArmadaTenancyPolicy lists the registries a tenant may name.
+	// example "registry.example.com/mirror" or "localhost:5000". Defaults
+	// to Docker Hub. The platform's ArmadaTenancyPolicy lists the
+	// registries a tenant may name.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*/?$`
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*/?$`
 	// +optional
 	ImageRegistry string `json:"imageRegistry,omitempty"`
 
@@ -144,6 +144,11 @@ type ArmadaSpec struct {
 	// default; set tls.enabled to false to turn it off.
 	// +optional
 	TLS *TLS `json:"tls,omitempty"`
+
+	// Rotation rotates generated passwords and the generated CA: raising a
+	// generation replaces the secret and rolls the pods that use it.
+	// +optional
+	Rotation *Rotation `json:"rotation,omitempty"`
 }
 
 // TLS configures encryption of Armada's internal links.
@@ -225,7 +230,9 @@ type Component struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Resources of the component's container. Defaults to 200m/512Mi
-	// requests and 300m/1Gi limits, as Armada's charts use.
+	// requests and 300m/1Gi limits, as Armada's charts use. Each request
+	// and limit you set replaces its default; one you leave out keeps it,
+	// so every container keeps a CPU and a memory limit.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 

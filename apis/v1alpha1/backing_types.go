@@ -10,7 +10,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || (has(self.host) && has(self.user) && has(self.passwordSecretRef))",message="spec.postgres: External mode needs host, user and passwordSecretRef"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.host) || has(self.user) || has(self.passwordSecretRef) || has(self.adminSecretRef))",message="spec.postgres: InCluster mode takes no host, user, passwordSecretRef or adminSecretRef; the connection comes from the composed cluster"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.postgres.inCluster is only valid with mode: InCluster"
-// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange)",message="spec.postgres.mode cannot change on a live Armada; set spec.postgres.allowModeChange: true to switch (with deletionPolicy Orphan the old databases stay in place)"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange && !(has(oldSelf.allowModeChange) && oldSelf.allowModeChange))",message="spec.postgres.mode cannot change on a live Armada; set spec.postgres.allowModeChange: true in the same apply as the switch (it allows one switch: to switch again set it false, apply, then true with the new mode)"
 type Postgres struct {
 	// Mode of the database. External uses an existing server; InCluster
 	// composes a CloudNativePG cluster (the CloudNativePG operator must be
@@ -19,11 +19,18 @@ type Postgres struct {
 	// +kubebuilder:default=External
 	// +optional
 	Mode string `json:"mode,omitempty"`
-	// AllowModeChange permits switching mode on a live Armada. The old
-	// mode's resources leave desired state; spec.deletionPolicy decides
-	// whether their data stays.
+	// AllowModeChange permits one switch of mode on a live Armada, set in
+	// the same apply as the switch. The old mode's resources leave desired
+	// state; spec.deletionPolicy decides whether their data stays. To
+	// switch again, set it false, apply, then set it true with the new mode.
 	// +optional
 	AllowModeChange bool `json:"allowModeChange,omitempty"`
+	// AllowDatabaseRename permits renaming a database in spec.databases
+	// under spec.deletionPolicy Delete, which drops the old database and
+	// its data. Without it such a rename is refused; under Orphan a
+	// renamed database stays in place and needs no permission.
+	// +optional
+	AllowDatabaseRename bool `json:"allowDatabaseRename,omitempty"`
 	// Host of the external server.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -103,7 +110,7 @@ type Databases struct {
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || (has(self.addrs) && size(self.addrs) > 0)",message="spec.redis: External mode needs addrs"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.addrs) || has(self.passwordSecretRef))",message="spec.redis: InCluster mode takes no addrs or passwordSecretRef; the function composes both"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.redis.inCluster is only valid with mode: InCluster"
-// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange)",message="spec.redis.mode cannot change on a live Armada; set spec.redis.allowModeChange: true to switch"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange && !(has(oldSelf.allowModeChange) && oldSelf.allowModeChange))",message="spec.redis.mode cannot change on a live Armada; set spec.redis.allowModeChange: true in the same apply as the switch (it allows one switch: to switch again set it false, apply, then true with the new mode)"
 type Redis struct {
 	// Mode of Redis. External uses an existing server; InCluster composes a
 	// single-instance Redis StatefulSet with a persistent volume.
@@ -111,7 +118,8 @@ type Redis struct {
 	// +kubebuilder:default=External
 	// +optional
 	Mode string `json:"mode,omitempty"`
-	// AllowModeChange permits switching mode on a live Armada.
+	// AllowModeChange permits one switch of mode on a live Armada, set in
+	// the same apply as the switch; see spec.postgres.allowModeChange.
 	// +optional
 	AllowModeChange bool `json:"allowModeChange,omitempty"`
 	// Addrs are host:port addresses of the external Redis server or cluster.
@@ -142,7 +150,8 @@ type RedisInCluster struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	StorageClass string `json:"storageClass,omitempty"`
-	// Resources of the Redis container.
+	// Resources of the Redis container. Defaults to 100m/256Mi requests and
+	// 1/1Gi limits; each request and limit you set replaces its default.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// Image of Redis. Defaults to a pinned official Redis image.
@@ -155,7 +164,7 @@ type RedisInCluster struct {
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || (has(self.url) && has(self.adminURL))",message="spec.pulsar: External mode needs url and adminURL"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.url) || has(self.adminURL) || has(self.tokenSecretRef) || has(self.caSecretRef))",message="spec.pulsar: InCluster mode takes no url, adminURL, tokenSecretRef or caSecretRef; the function composes the broker"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.pulsar.inCluster is only valid with mode: InCluster"
-// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange)",message="spec.pulsar.mode cannot change on a live Armada; set spec.pulsar.allowModeChange: true to switch"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange && !(has(oldSelf.allowModeChange) && oldSelf.allowModeChange))",message="spec.pulsar.mode cannot change on a live Armada; set spec.pulsar.allowModeChange: true in the same apply as the switch (it allows one switch: to switch again set it false, apply, then true with the new mode)"
 type Pulsar struct {
 	// Mode of Pulsar. External uses an existing cluster; InCluster installs
 	// the Apache Pulsar Helm chart through provider-helm.
@@ -163,7 +172,8 @@ type Pulsar struct {
 	// +kubebuilder:default=External
 	// +optional
 	Mode string `json:"mode,omitempty"`
-	// AllowModeChange permits switching mode on a live Armada.
+	// AllowModeChange permits one switch of mode on a live Armada, set in
+	// the same apply as the switch; see spec.postgres.allowModeChange.
 	// +optional
 	AllowModeChange bool `json:"allowModeChange,omitempty"`
 	// URL of the external broker, pulsar://host:6650 or pulsar+ssl://host:6651.
@@ -238,4 +248,15 @@ type BackingServiceStatus struct {
 	// Reason says what the service is waiting for.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// DeletionPolicy is the spec.deletionPolicy the service's stateful
+	// resources were last composed with. A mode switch in the apply that
+	// changes spec.deletionPolicy is refused until this reports the new
+	// policy.
+	// +optional
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+	// ModeChangedTo is the mode spec.<service>.allowModeChange allowed a
+	// switch to. While it is set allowModeChange allows no other switch;
+	// it clears once allowModeChange is false.
+	// +optional
+	ModeChangedTo string `json:"modeChangedTo,omitempty"`
 }

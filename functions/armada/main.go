@@ -2,12 +2,9 @@
 package main
 
 import (
-	"os"
-
 	"github.com/alecthomas/kong"
 
 	"github.com/crossplane/function-sdk-go"
-	"github.com/crossplane/function-sdk-go/errors"
 
 	fn "github.com/armadaproject/armada-crossplane/internal/function"
 )
@@ -21,7 +18,7 @@ type CLI struct {
 	TLSCertsDir        string `env:"TLS_SERVER_CERTS_DIR"                                            help:"Directory containing server certs (tls.key, tls.crt) and the CA used to verify client certificates (ca.crt)"`
 	Insecure           bool   `help:"Run without mTLS credentials. If you supply this flag --tls-server-certs-dir will be ignored."`
 	MaxRecvMessageSize int    `default:"4"     help:"Maximum size of received messages in MB."`
-	PasswordKeyFile    string `env:"PASSWORD_KEY_FILE"                                               help:"File holding the secret key generated passwords are derived from. Without it each process uses a random key; passwords already stored are always reused."`
+	PasswordKeyFile    string `env:"PASSWORD_KEY_FILE"                                               help:"File holding the secret key (at least 32 bytes) generated passwords and the CA are derived from. Without it each process uses a random key; passwords already stored are always reused."`
 	MemoObjects        int    `default:"2048"  env:"MEMO_OBJECTS"                                    help:"Composed objects whose conversion is remembered between calls (about 7.6 kB each; a production-sized Armada composes 73). 0 remembers none: less memory, more CPU per call."`
 	MetricsAddress     string `default:":8080" help:"Address at which to serve Prometheus metrics."`
 }
@@ -35,9 +32,9 @@ func (c *CLI) Run() error {
 	log.Info("Garbage collection target set", "gcPercent", fn.SetGCPercent(), "memoObjects", c.MemoObjects)
 	opts := []fn.Option{fn.WithMemoObjects(c.MemoObjects)}
 	if c.PasswordKeyFile != "" {
-		key, err := os.ReadFile(c.PasswordKeyFile)
+		key, err := fn.ReadPasswordKey(c.PasswordKeyFile)
 		if err != nil {
-			return errors.Wrap(err, "cannot read password key file")
+			return err
 		}
 		opts = append(opts, fn.WithPasswordKey(key))
 	}

@@ -92,14 +92,14 @@ func IsStateful(key string) bool {
 // checkModeChanges refuses to switch a backing service's mode on a live
 // Armada, unless the user allowed it: the old mode is known from the
 // composed resources observed or, when those are missing, from the mode the
-// XR's status last reported. Returning an error leaves everything composed
-// as it is.
-func checkModeChanges(s *v1alpha1.ArmadaSpec, o Observed) error {
+// XR's status last reported. allowModeChange allows one switch: it returns,
+// by service, the mode it allowed a switch to (for status), and refuses a
+// switch to another mode while the XR's status reports an earlier one.
+// Returning an error leaves everything composed as it is.
+func checkModeChanges(s *v1alpha1.ArmadaSpec, o Observed) (map[string]string, error) {
+	changed := map[string]string{}
 	for _, b := range backingServices {
 		mode := b.Mode(s)
-		if b.Allow(s) {
-			continue
-		}
 		old, evidence := "", ""
 		for _, key := range slices.Sorted(maps.Keys(o.Keys)) {
 			for m, prefix := range b.Prefixes {
@@ -111,13 +111,26 @@ func checkModeChanges(s *v1alpha1.ArmadaSpec, o Observed) error {
 		if m := o.Modes[b.Name]; old == "" && m != "" && m != b.Field(s) {
 			old, evidence = m, "status.backingServices."+b.Name+".mode is "+m
 		}
-		if old != "" {
-			return errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s on a live Armada (%s); "+
+		allowed := ""
+		if b.Allow(s) {
+			allowed = o.ModeChanges[b.Name]
+		}
+		switch {
+		case old == "":
+		case !b.Allow(s):
+			return nil, errors.Errorf("spec.%s.mode: Forbidden: cannot switch %s from %s to %s on a live Armada (%s); "+
 				"set spec.%s.allowModeChange: true to switch (with spec.deletionPolicy Orphan the old data stays in place)",
 				b.Name, b.Name, old, mode, evidence, b.Name)
+		case allowed != "" && allowed != mode:
+			return nil, errors.Errorf("spec.%s.allowModeChange: Forbidden: it allowed the switch to %s and allows one switch, not this one from %s to %s; "+
+				"set it false, apply and wait until status.backingServices.%s.modeChangedTo is gone, then set it true with the new mode",
+				b.Name, allowed, old, mode, b.Name)
+		default:
+			allowed = mode
 		}
+		changed[b.Name] = allowed
 	}
-	return nil
+	return changed, nil
 }
 
 // gates are what the backing services allow to proceed.
@@ -138,6 +151,10 @@ func (r *renderer) backing() (gates, error) {
 	g := gates{Postgres: r.postgres(), Redis: r.redis()}
 	topics, err := r.pulsar()
 	g.Topics = topics
+	for name, st := range r.out.Status.BackingServices {
+		st.DeletionPolicy, st.ModeChangedTo = r.in.Spec.DeletionPolicy, r.modeChanges[name]
+		r.out.Status.BackingServices[name] = st
+	}
 	return g, err
 }
 

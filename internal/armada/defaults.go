@@ -3,6 +3,7 @@ package armada
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -189,6 +190,27 @@ func defaultResources() corev1.ResourceRequirements {
 	}
 }
 
+// hasResource reports whether a list names a resource.
+func hasResource(l corev1.ResourceList, name corev1.ResourceName) bool {
+	_, ok := l[name]
+	return ok
+}
+
+// redisResources are the in-cluster Redis's defaults: Redis is one
+// single-threaded process whose memory holds the job-set event streams.
+func redisResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("100m"),
+			corev1.ResourceMemory: resource.MustParse("256Mi"),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("1"),
+			corev1.ResourceMemory: resource.MustParse("1Gi"),
+		},
+	}
+}
+
 // migrationResources are what Armada's migration charts use.
 func migrationResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
@@ -358,10 +380,35 @@ func (in *Install) resolveConnections() {
 	}
 }
 
-// resources is the user's resources, or the default.
+// resources is the user's resources over the default: see mergeResources.
 func resources(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
-	if r == nil {
-		return defaultResources()
+	return mergeResources(defaultResources(), r)
+}
+
+// mergeResources lays the user's requests and limits over the defaults,
+// resource by resource: a resource the user does not name keeps its
+// default, so "resources: {}" or requests alone never remove a limit. A
+// default that would contradict the user's value gives way to it: a
+// request above the default limit raises that limit to the request, a
+// limit below the default request lowers that request to the limit.
+func mergeResources(def corev1.ResourceRequirements, user *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if user == nil {
+		return def
 	}
-	return *r
+	out := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}, Claims: user.Claims}
+	maps.Copy(out.Requests, def.Requests)
+	maps.Copy(out.Limits, def.Limits)
+	for name, q := range user.Requests {
+		out.Requests[name] = q
+		if l, ok := out.Limits[name]; ok && !hasResource(user.Limits, name) && l.Cmp(q) < 0 {
+			out.Limits[name] = q
+		}
+	}
+	for name, q := range user.Limits {
+		out.Limits[name] = q
+		if r, ok := out.Requests[name]; ok && !hasResource(user.Requests, name) && r.Cmp(q) > 0 {
+			out.Requests[name] = q
+		}
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
 // Observed is what the function has seen of the composed resources. A
@@ -32,6 +34,20 @@ type Observed struct {
 	// Modes are the backing-service modes the XR's status reported, by
 	// service (postgres, redis, pulsar).
 	Modes map[string]string
+	// Policies are the deletion policies the XR's status reported each
+	// backing service's stateful resources composed with, by service.
+	Policies map[string]string
+	// ModeChanges are the modes the XR's status reported allowModeChange
+	// allowed a switch to, by service.
+	ModeChanges map[string]string
+	// PasswordGenerations are the rotation generations the observed
+	// credentials Secret records, by password key; CAGeneration the one
+	// the TLS Secret records for the CA.
+	PasswordGenerations map[string]int32
+	CAGeneration        int32
+	// DeletesData reports, by composition resource name of an observed
+	// stateful resource, whether deleting it as observed deletes its data.
+	DeletesData map[string]bool
 	// Unsynced are the messages of observed managed resources whose Synced
 	// condition is False, by composition resource name: for a
 	// provider-kubernetes Object, why it cannot reach its cluster.
@@ -53,9 +69,13 @@ func (o Observed) observedPrefix(prefix string) bool {
 	return false
 }
 
-// WithModes returns o with the modes the XR's status reported.
-func (o Observed) WithModes(modes map[string]string) Observed {
-	o.Modes = modes
+// WithServices returns o with what the XR's status reported of its backing
+// services: their modes, deletion policies and allowed mode changes.
+func (o Observed) WithServices(services map[string]v1alpha1.BackingServiceStatus) Observed {
+	o.Modes, o.Policies, o.ModeChanges = map[string]string{}, map[string]string{}, map[string]string{}
+	for name, st := range services {
+		o.Modes[name], o.Policies[name], o.ModeChanges[name] = st.Mode, st.DeletionPolicy, st.ModeChangedTo
+	}
 	return o
 }
 
@@ -86,7 +106,7 @@ type Workload struct {
 func Observe(resources map[string]*unstructured.Unstructured) Observed {
 	o := Observed{
 		Passwords: map[string]string{}, TLS: map[string][]byte{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
-		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{},
+		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{}, DeletesData: map[string]bool{},
 	}
 	for key, u := range resources {
 		if u == nil {
@@ -96,6 +116,9 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		o.Ready[key] = ready(u)
 		if status, msg := condition(u, "Synced"); status == "False" {
 			o.Unsynced[key] = msg
+		}
+		if IsStateful(key) {
+			o.DeletesData[key] = deletesData(u)
 		}
 		if u.GetAPIVersion() == apiK8sObject && u.GetKind() == "Object" {
 			// A remote object: what matters is the object in its cluster.
@@ -114,8 +137,10 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			for user, b := range secretData(u) {
 				o.Passwords[user] = string(b)
 			}
+			o.PasswordGenerations = observedGenerations(u.GetAnnotations())
 		case key == keyTLS:
 			o.TLS = secretData(u)
+			o.CAGeneration = observedGenerations(u.GetAnnotations())[rotationCA]
 		case u.GetAPIVersion() == apiCertManager && u.GetKind() == kindCertificate:
 			if rev, ok := number(u.Object, "status", "revision"); ok {
 				if o.CertRevisions == nil {

@@ -54,8 +54,9 @@ func edit(rng *rand.Rand, s v1alpha1.ArmadaSpec) v1alpha1.ArmadaSpec {
 			s.DeletionPolicy = []string{deletionOrphan, deletionDelete}[rng.IntN(2)]
 		case 7: // an invalid edit: the function must refuse it, not drop anything
 			s.Pulsar.Tenant = "not a tenant"
-		case 8:
+		case 8: // rename a database, maybe allowed
 			s.Postgres.Databases.Lookout = []string{"lookout", "lookout2"}[rng.IntN(2)]
+			s.Postgres.AllowDatabaseRename = rng.IntN(2) == 0
 		}
 	}
 	return s
@@ -147,11 +148,7 @@ func TestStatefulResourcesNeverDropped(t *testing.T) {
 		// Crossplane persists, reports the modes the last reconcile
 		// composed. (With neither, the XRD's CEL transition rule on
 		// spec.*.mode is the guard; the e2e tests prove it.)
-		o := observe(t, rng, prev)
-		o.Modes = map[string]string{}
-		for name, st := range prev.Status.BackingServices {
-			o.Modes[name] = st.Mode
-		}
+		o := observe(t, rng, prev).WithServices(prev.Status.BackingServices)
 		next, err := Render(in2, opts(o))
 		if err != nil {
 			refused++
@@ -164,21 +161,23 @@ func TestStatefulResourcesNeverDropped(t *testing.T) {
 		for _, o := range next.Objects {
 			kept[o.Key] = true
 		}
-		for _, o := range prev.Objects {
-			if !IsStateful(o.Key) {
+		for _, obj := range prev.Objects {
+			if !IsStateful(obj.Key) {
 				continue
 			}
 			checked++
-			if kept[o.Key] {
+			if kept[obj.Key] {
 				continue
 			}
 			dropped++
-			service, _, _ := strings.Cut(o.Key, "-")
+			service, _, _ := strings.Cut(obj.Key, "-")
 			if !modeSwitched(before, after, service) {
-				t.Errorf("case %d: stateful %s dropped without an allowed mode switch of spec.%s\nbefore: %+v\nafter: %+v", i, o.Key, service, before, after)
+				t.Errorf("case %d: stateful %s dropped without an allowed mode switch of spec.%s or an allowed rename\nbefore: %+v\nafter: %+v", i, obj.Key, service, before, after)
 			}
-			if before.DeletionPolicy != deletionDelete && !protected(t, o.Object) {
-				t.Errorf("case %d: stateful %s dropped with deletionPolicy Orphan but its data is not protected from deletion", i, o.Key)
+			// Crossplane deletes what it observes, with the policy it
+			// carries: that must be the policy the user asks for now.
+			if _, seen := o.DeletesData[obj.Key]; seen && protected(t, obj.Object) != (after.DeletionPolicy != deletionDelete) {
+				t.Errorf("case %d: stateful %s dropped under spec.deletionPolicy %s, but it was composed under %s", i, obj.Key, after.DeletionPolicy, before.DeletionPolicy)
 			}
 		}
 	}
@@ -212,12 +211,14 @@ func protected(t *testing.T, o client.Object) bool {
 
 // modeSwitched reports whether a service's mode changed with
 // allowModeChange set, or (for Postgres) the external database creation
-// was given up.
+// was given up, or a database renamed under Orphan or with
+// allowDatabaseRename.
 func modeSwitched(before, after v1alpha1.ArmadaSpec, service string) bool {
 	switch service {
 	case "postgres":
 		changed := before.Postgres.Mode != after.Postgres.Mode || (before.Postgres.AdminSecretRef != nil && after.Postgres.AdminSecretRef == nil)
-		return (changed && after.Postgres.AllowModeChange) || before.Postgres.Databases != after.Postgres.Databases
+		renamed := before.Postgres.Databases != after.Postgres.Databases && (after.DeletionPolicy != deletionDelete || after.Postgres.AllowDatabaseRename)
+		return (changed && after.Postgres.AllowModeChange) || renamed
 	case "redis":
 		return before.Redis.Mode != after.Redis.Mode && after.Redis.AllowModeChange
 	case "pulsar":

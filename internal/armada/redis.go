@@ -35,12 +35,10 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 	if ic.StorageClass != "" {
 		pvc.Spec.StorageClassName = ptr.To(ic.StorageClass)
 	}
-	res := corev1.ResourceRequirements{}
-	if ic.Resources != nil {
-		res = *ic.Resources
-	}
+	res := mergeResources(redisResources(), ic.Resources)
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}}, PeriodSeconds: 10}
 	labels := in.labels(serviceRedis)
+	env := []corev1.EnvVar{secretEnv("REDIS_PASSWORD", in.credentialsSecret(), redisPassword)}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: in.meta(in.object(serviceRedis), serviceRedis),
@@ -53,7 +51,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{pvc},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: rotationAnnotations(in.passwordRotationHash(env))},
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             in.Spec.ImagePullSecrets,
@@ -71,7 +69,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 						// The kubelet expands $(REDIS_PASSWORD) from the
 						// Secret; it never appears in the object.
 						Args:            []string{"--port", "6379", "--dir", "/data", "--appendonly", "yes", "--requirepass", "$(REDIS_PASSWORD)"},
-						Env:             []corev1.EnvVar{secretEnv("REDIS_PASSWORD", in.credentialsSecret(), redisPassword)},
+						Env:             env,
 						Ports:           []corev1.ContainerPort{{Name: "redis", ContainerPort: redisPort, Protocol: corev1.ProtocolTCP}},
 						Resources:       res,
 						ReadinessProbe:  probe,

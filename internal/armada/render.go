@@ -91,6 +91,9 @@ type renderer struct {
 	// target is the worker cluster objects are being rendered for; nil
 	// for this cluster.
 	target *clusterRef
+	// modeChanges are the modes allowModeChange allowed a switch to, by
+	// backing service (see checkModeChanges).
+	modeChanges map[string]string
 }
 
 // add composes an object. While rendering for a worker cluster it wraps
@@ -116,10 +119,11 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := checkDowngrade(in, opt.Observed); err != nil {
 		return nil, err
 	}
-	if err := checkModeChanges(&in.Spec, opt.Observed); err != nil {
+	changes, err := checkModeChanges(&in.Spec, opt.Observed)
+	if err != nil {
 		return nil, err
 	}
-	r := &renderer{in: in, opt: opt}
+	r := &renderer{in: in, opt: opt, modeChanges: changes}
 	in.establishIdentities(opt.Observed)
 	r.out.Status = v1alpha1.ArmadaStatus{
 		Version:           v1alpha1.VersionStatus{Desired: in.Spec.Version},
@@ -160,6 +164,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
+	if err := checkDrops(&in.Spec, opt.Observed, r.out.Objects); err != nil {
+		return nil, err
+	}
 	return &r.out, nil
 }
 
@@ -180,25 +187,33 @@ func checkDowngrade(in *Install, o Observed) error {
 }
 
 // credentials composes the Secret of generated passwords, reusing every
-// password already observed so they stay stable across reconciles.
+// password already observed at its desired generation (spec.rotation) so
+// they stay stable across reconciles.
 func (r *renderer) credentials() error {
-	passwords := map[string]string{}
+	passwords, gens := map[string]string{}, map[string]int32{}
 	for _, key := range r.in.passwordKeys() {
-		if p, ok := r.opt.Observed.Passwords[key]; ok {
+		gen, had := r.in.passwordGeneration(key), r.opt.Observed.PasswordGenerations[key]
+		gens[key] = gen
+		if gen < had {
+			return errors.Errorf("spec.rotation.passwords.%s: Invalid value: %d: the credentials Secret holds generation %d; generations only go up", key, gen, had)
+		}
+		if p, ok := r.opt.Observed.Passwords[key]; ok && gen == had {
 			passwords[key] = p
 			continue
 		}
 		if r.opt.Rand == nil {
 			return errors.New("cannot generate passwords: no random source configured")
 		}
-		p, err := generatePassword(r.opt.Rand(key))
+		p, err := generatePassword(rotated(r.opt.Rand, key, gen))
 		if err != nil {
 			return errors.Wrapf(err, "cannot generate password %q", key)
 		}
 		passwords[key] = p
 	}
 	r.passwords = passwords
-	r.add(keyCredentials, r.in.credentials(passwords), r.exists(keyCredentials))
+	secret := r.in.credentials(passwords)
+	secret.Annotations = generationAnnotations(gens)
+	r.add(keyCredentials, secret, r.exists(keyCredentials))
 	return nil
 }
 

@@ -171,12 +171,16 @@ func (r *renderer) tls() error {
 	if created.IsZero() {
 		created = tlsEpoch
 	}
-	obs := r.opt.Observed.TLS
+	obs, gen := r.opt.Observed.TLS, in.caGeneration()
+	if had := r.opt.Observed.CAGeneration; gen < had {
+		return errors.Errorf("spec.rotation.ca: Invalid value: %d: the TLS Secret holds generation %d; generations only go up", gen, had)
+	}
 	data := map[string][]byte{}
 	ca, caKey, ok := parsePair(obs[tlsCAFile], obs[tlsCAKey])
-	if !ok || !ca.IsCA {
+	if !ok || !ca.IsCA || gen != r.opt.Observed.CAGeneration {
 		var err error
-		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(r.opt.Rand("tls\x00ca"), caTemplate(in.Name+"."+in.Namespace, created), nil, nil); err != nil {
+		tmpl := caTemplate(in.Name+"."+in.Namespace, created)
+		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(rotated(r.opt.Rand, "tls\x00ca", gen), tmpl, nil, nil); err != nil {
 			return errors.Wrap(err, "cannot generate the TLS CA")
 		}
 	} else {
@@ -194,7 +198,7 @@ func (r *renderer) tls() error {
 			continue
 		}
 		var err error
-		if _, _, data[crt], data[key], err = issue(r.opt.Rand("tls\x00"+c.Name), leafTemplate(names, created), ca, caKey); err != nil {
+		if _, _, data[crt], data[key], err = issue(rotated(r.opt.Rand, "tls\x00"+c.Name, gen), leafTemplate(names, created), ca, caKey); err != nil {
 			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
 		}
 	}
@@ -205,6 +209,7 @@ func (r *renderer) tls() error {
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}
+	secret.Annotations = generationAnnotations(map[string]int32{rotationCA: gen})
 	r.add(keyTLS, secret, r.exists(keyTLS))
 	return nil
 }

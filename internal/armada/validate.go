@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"regexp"
@@ -48,9 +49,10 @@ var (
 	pulsarIdent = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	dbName      = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 	adminURL    = regexp.MustCompile(`^https?://[^\s/]+/?$`)
-	// imageRegistry is the XRD's pattern for spec.imageRegistry: a host,
-	// an optional port and path.
-	imageRegistry = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*/?$`)
+	// imageRegistry is a registry host, with an optional port and
+	// repository path, that an image repository is appended to: the
+	// XRD's pattern on spec.imageRegistry.
+	imageRegistry = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*/?$`)
 )
 
 // New defaults and validates an XR. The XRD's schema enforces most of these
@@ -91,7 +93,31 @@ func New(xr XR) (*Install, field.ErrorList) {
 	for _, msg := range validation.IsDNS1035Label(in.Name) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), in.Name, msg))
 	}
+	errs = append(errs, in.checkComposedNames()...)
+	errs = append(errs, in.validateRotation()...)
 	return in, errs
+}
+
+// checkComposedNames refuses, up front, names composed from two fields that
+// pass their own limits but not Kubernetes': every executor has a Service
+// <name>-executor-<clusterId>, and a Service name is a DNS label of at most
+// 63 characters. Without this the Service never syncs and the claim never
+// says why. TestComposedNamesFit checks every other composed name fits.
+func (in *Install) checkComposedNames() field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range in.Spec.Executors {
+		svc := in.object("executor-" + e.ClusterID)
+		if len(svc) <= validation.DNS1035LabelMaxLength {
+			continue
+		}
+		limit := max(validation.DNS1035LabelMaxLength-len(in.object("executor-")), 0)
+		errs = append(errs, &field.Error{
+			Type: field.ErrorTypeTooLong, Field: field.NewPath("spec", "executors").Index(i).Child("clusterId").String(), BadValue: e.ClusterID,
+			Detail: fmt.Sprintf("with the name %q (the claim's metadata.name) this executor's Service would be %q, %d characters, over Kubernetes' 63: "+
+				"shorten the clusterId to at most %d characters or the claim's name", in.Name, svc, len(svc), limit),
+		})
+	}
+	return errs
 }
 
 func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
@@ -104,7 +130,7 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	}
 	if s.ImageRegistry != "" && !imageRegistry.MatchString(s.ImageRegistry) {
 		errs = append(errs, field.Invalid(p.Child("imageRegistry"), s.ImageRegistry,
-			"must be a registry host with an optional :port and path, such as registry.example.com/mirror"))
+			"must be a registry host with an optional :port and lower-case repository path, e.g. registry.example.com/mirror"))
 	}
 	errs = append(errs, validatePostgres(p.Child("postgres"), &s.Postgres)...)
 	errs = append(errs, validateRedis(p.Child("redis"), &s.Redis)...)

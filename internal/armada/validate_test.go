@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -170,6 +171,25 @@ func TestNew(t *testing.T) {
 				s.Executors = []v1alpha1.Executor{{ClusterID: "a", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Name: "w"}}}}
 			})),
 			want: want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Required(field.NewPath("spec", "executorApi", "url"), "")}},
+		},
+		"ImageRegistryWithSpace": {
+			reason: "A registry with a space would compose an invalid image reference into every pod.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.ImageRegistry = "evil.example.com/x y" })),
+			want:   want{name: "armada", namespace: "armada", errs: field.ErrorList{field.Invalid(field.NewPath("spec", "imageRegistry"), "", "")}},
+		},
+		"ImageRegistryWithPortAndPath": {
+			reason: "A host with a port and a repository path, with a trailing slash, is a valid prefix.",
+			xr:     claimed(spec(func(s *v1alpha1.ArmadaSpec) { s.ImageRegistry = "localhost:5000/mirror/armada/" })),
+			want:   want{name: "armada", namespace: "armada"},
+		},
+		"ComposedServiceNameTooLong": {
+			reason: "A 30-character name and a 40-character clusterId would compose an 80-character executor Service.",
+			xr: XR{Name: "x", Labels: map[string]string{labelClaimName: strings.Repeat("a", 30), labelClaimNamespace: "armada"}, Spec: spec(func(s *v1alpha1.ArmadaSpec) {
+				s.Executors = []v1alpha1.Executor{{ClusterID: strings.Repeat("c", 23)}, {ClusterID: strings.Repeat("c", 24)}}
+			})},
+			want: want{name: strings.Repeat("a", 30), namespace: "armada", errs: field.ErrorList{
+				field.TooLong(field.NewPath("spec", "executors").Index(1).Child("clusterId"), "", 23),
+			}},
 		},
 		"IngressHostsCollide": {
 			reason: "REST and Lookout are served on different hosts.",

@@ -251,8 +251,12 @@ func (in *Install) podTemplate(o podOptions) corev1.PodTemplateSpec {
 	}
 	labels := in.labels(o.Name)
 	labels[labelVersion] = o.Version
+	annotations := map[string]string{annotationConfigHash: o.ConfigHash}
+	if h := in.passwordRotationHash(env); h != "" {
+		annotations[annotationRotationHash] = h
+	}
 	tpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{annotationConfigHash: o.ConfigHash}},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			Containers:                   []corev1.Container{ctr},
 			Volumes:                      vols,

@@ -22,12 +22,9 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
-
-// progressTTL is how soon Crossplane should call again while Armada is
-// still converging; once it is ready the SDK's default applies.
-const progressTTL = 5 * time.Second
 
 // Function is function-armada.
 type Function struct {
@@ -37,6 +34,8 @@ type Function struct {
 	key []byte
 	// structs remembers composed objects' conversions between calls.
 	structs *structMemo
+	// now is the clock the not-ready backoff reads (backoff.go).
+	now func() time.Time
 }
 
 // Option configures a Function.
@@ -53,7 +52,7 @@ func WithMemoObjects(n int) Option { return func(f *Function) { f.structs = &str
 
 // New returns a Function.
 func New(log logging.Logger, opts ...Option) (*Function, error) {
-	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}}
+	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}, now: time.Now}
 	for _, o := range opts {
 		o(f)
 	}
@@ -115,7 +114,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	}
 
 	out, err := armada.Render(in, armada.Options{
-		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),
+		Observed: armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)),
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 		Created:  oxr.Resource.GetCreationTimestamp().Time,
 	})
@@ -131,8 +130,9 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	setConditions(rsp, out.Conditions)
 	if !out.Ready {
 		// Crossplane calls again after the TTL: look again soon while a
-		// migration or rollout is in progress.
-		rsp.Meta.Ttl = durationpb.New(progressTTL)
+		// migration or rollout is in progress, less often the longer it
+		// has not converged.
+		rsp.Meta.Ttl = durationpb.New(notReadyTTL(notReadySince(oxr.Resource.Object), f.now()))
 	}
 	f.log.Debug("Composed Armada", "xr", xr.Name, "objects", len(out.Objects), "ready", out.Ready)
 }
@@ -271,18 +271,25 @@ func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
 	}
 }
 
-// observedModes are the backing-service modes the XR's status reports: the
-// modes the last reconcile composed. They let the function refuse a mode
-// switch even when the old mode's resources are not observed.
-func observedModes(xr map[string]any) map[string]string {
+// observedServices are the backing services as the XR's status reports
+// them: the modes the last reconcile composed, the deletion policy their
+// stateful resources carry and the mode allowModeChange allowed a switch
+// to. They let the function refuse a mode switch, or a switch in the apply
+// that changes the policy, even when the old mode's resources are not
+// observed.
+func observedServices(xr map[string]any) map[string]v1alpha1.BackingServiceStatus {
 	services, _, _ := unstructured.NestedMap(xr, "status", "backingServices")
-	modes := map[string]string{}
+	out := map[string]v1alpha1.BackingServiceStatus{}
 	for name, v := range services {
-		if m, ok := v.(map[string]any); ok {
-			if mode, ok := m["mode"].(string); ok && mode != "" {
-				modes[name] = mode
-			}
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
 		}
+		var st v1alpha1.BackingServiceStatus
+		st.Mode, _ = m["mode"].(string)
+		st.DeletionPolicy, _ = m["deletionPolicy"].(string)
+		st.ModeChangedTo, _ = m["modeChangedTo"].(string)
+		out[name] = st
 	}
-	return modes
+	return out
 }

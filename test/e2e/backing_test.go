@@ -85,6 +85,8 @@ func TestBackingServices(t *testing.T) {
 // CloudNativePG Cluster is gone from the API server (provider-kubernetes
 // has then done whatever its policy says to the Cluster), the Cluster is
 // still there and not terminating under Orphan, and deleted under Delete.
+// Under Delete, a switch in the apply that sets Orphan is refused first,
+// naming both fields, with nothing deleted.
 func TestModeChangeAndProtection(t *testing.T) {
 	for _, tc := range []struct {
 		name, example, ns string
@@ -125,8 +127,26 @@ func TestModeChangeAndProtection(t *testing.T) {
 
 			if tc.switchMode {
 				toExternal["allowModeChange"] = true
+				if !tc.kept {
+					// Orphan and the switch in one apply: Crossplane would
+					// delete the Object under its old policy, Delete, before
+					// applying Orphan. The function refuses naming both
+					// fields and nothing is deleted; restoring the policy
+					// lets the switch proceed under it.
+					if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
+						_ = unstructured.SetNestedMap(c.Object, toExternal, "spec", "postgres")
+						_ = unstructured.SetNestedField(c.Object, "Orphan", "spec", "deletionPolicy")
+					}); err != nil {
+						t.Fatalf("switching with allowModeChange and deletionPolicy Orphan in one apply: %v", err)
+					}
+					claimAccepted(t, claim, "False", "spec.deletionPolicy, spec.postgres.mode: Forbidden")
+					if o := get(t, obj.APIVersion, obj.Kind, obj.Namespace, obj.Name); o == nil || o.GetDeletionTimestamp() != nil {
+						t.Fatal("the Object wrapping the Cluster is gone or going after a refused mixed edit")
+					}
+				}
 				if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
 					_ = unstructured.SetNestedMap(c.Object, toExternal, "spec", "postgres")
+					_ = unstructured.SetNestedField(c.Object, map[bool]string{true: "Orphan", false: "Delete"}[tc.kept], "spec", "deletionPolicy")
 				}); err != nil {
 					t.Fatalf("switching with allowModeChange: %v", err)
 				}

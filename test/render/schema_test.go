@@ -152,6 +152,24 @@ func TestSchema(t *testing.T) {
 			claim:  valid + "  tls: {issuerRef: {name: \"\"}}\n",
 			want:   []string{`spec.tls.issuerRef.name: Invalid value: ""`},
 		},
+		"ImageRegistryWithSpace": {
+			reason: "A registry with a space would compose invalid image references into every pod.",
+			claim:  valid + "  imageRegistry: \"evil.example.com/x y\"\n",
+			want:   []string{"spec.imageRegistry: Invalid value"},
+		},
+		"ImageRegistryWithPort": {
+			reason: "A registry host with a port and a path is a valid prefix.",
+			claim:  valid + "  imageRegistry: localhost:5000/mirror\n",
+		},
+		"RotationNegative": {
+			reason: "Rotation generations are 0 or more.",
+			claim:  valid + "  rotation: {passwords: {admin: -1}}\n",
+			want:   []string{"spec.rotation.passwords: each generation is between 0 and 1000000"},
+		},
+		"Rotation": {
+			reason: "Rotation generations for a password and the CA are accepted.",
+			claim:  valid + "  rotation: {passwords: {admin: 1}, ca: 2}\n",
+		},
 		"IssuerRefTLSOff": {
 			reason: "An issuer with TLS off would be ignored.",
 			claim:  valid + "  tls: {enabled: false, issuerRef: {name: corp-ca}}\n",
