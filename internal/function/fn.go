@@ -112,7 +112,9 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	requirePriorityClasses(rsp, in.PriorityClasses())
 
 	out, err := armada.Render(in, armada.Options{
-		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)),
+		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)).
+			WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
+				statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running")),
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 		Created:  oxr.Resource.GetCreationTimestamp().Time,
 	})
@@ -266,6 +268,12 @@ func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
 		}
 		response.ConditionFalse(rsp, c.Type, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
+}
+
+// statusString is a string of the XR's status, or "".
+func statusString(xr map[string]any, fields ...string) string {
+	s, _, _ := unstructured.NestedString(xr, append([]string{"status"}, fields...)...)
+	return s
 }
 
 // observedModes are the backing-service modes the XR's status reports: the
