@@ -414,4 +414,3 @@ func (in *Install) upgradingFrom(o Observed) string {
 	}
 	return from
 }
-

@@ -115,8 +115,8 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		Observed: armada.Observe(unstructuredOf(observed)).WithModes(observedModes(oxr.Resource.Object)).
 			WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
 				statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running")),
-		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
-		Created:  oxr.Resource.GetCreationTimestamp().Time,
+		Rand:    armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
+		Created: oxr.Resource.GetCreationTimestamp().Time,
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
