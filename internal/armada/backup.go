@@ -58,7 +58,7 @@ const (
 
 var (
 	cronSchedule = regexp.MustCompile(`^\S+( \S+){5}$`)
-	retention    = regexp.MustCompile(`^[1-9][0-9]*[dwm]$`)
+	retention    = regexp.MustCompile(`^[1-9]\d*[dwm]$`)
 	bucketName   = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 	bucketPath   = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
 )
@@ -112,10 +112,12 @@ func validateBackupRestore(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList
 	var errs field.ErrorList
 	if pg.Mode != modeInCluster {
 		if pg.Backup != nil {
-			errs = append(errs, field.Forbidden(p.Child("backup"), "only valid with mode: InCluster; back up an External database with its provider's tools (docs/guides/backups.md)"))
+			errs = append(errs, field.Forbidden(p.Child("backup"),
+				"only valid with mode: InCluster; back up an External database with its provider's tools (docs/guides/backups.md)"))
 		}
 		if pg.Restore != nil {
-			errs = append(errs, field.Forbidden(p.Child("restore"), "only valid with mode: InCluster; restore an External database with its provider's tools (docs/guides/backups.md)"))
+			errs = append(errs, field.Forbidden(p.Child("restore"),
+				"only valid with mode: InCluster; restore an External database with its provider's tools (docs/guides/backups.md)"))
 		}
 		return errs
 	}
@@ -157,7 +159,8 @@ func validateObjectStore(p *field.Path, o *v1alpha1.BackupObjectStore) field.Err
 		errs = append(errs, field.Invalid(p.Child("bucket"), o.Bucket, "must be an S3 bucket name: 3 to 63 lower-case letters, digits, dots and hyphens"))
 	}
 	if o.Path != "" && !bucketPath.MatchString(o.Path) {
-		errs = append(errs, field.Invalid(p.Child("path"), o.Path, "must be segments of letters, digits, '.', '_' and '-' separated by '/', without leading or trailing '/'"))
+		errs = append(errs, field.Invalid(p.Child("path"), o.Path,
+			"must be segments of letters, digits, '.', '_' and '-' separated by '/', without leading or trailing '/'"))
 	}
 	errs = append(errs, validateSecretRef(p.Child("accessKeyIdSecretRef"), &o.AccessKeyIDSecretRef)...)
 	errs = append(errs, validateSecretRef(p.Child("secretAccessKeySecretRef"), &o.SecretAccessKeySecretRef)...)
@@ -248,19 +251,21 @@ func (in *Install) restoreStoreName() string { return in.object("postgres-restor
 // in place by spec.deletionPolicy Orphan keeps archiving to it.
 func (in *Install) backupObjectStore() *unstructured.Unstructured {
 	b := in.Spec.Postgres.Backup
-	return in.protectedObject(in.object("postgres-backup-store"), readyOnCreate, in.unstructuredObject(apiBarmanCloud, "ObjectStore", in.backupStoreName(), "postgres", map[string]any{
+	store := in.unstructuredObject(apiBarmanCloud, "ObjectStore", in.backupStoreName(), "postgres", map[string]any{
 		"configuration":   objectStoreConfiguration(b.ObjectStore),
 		"retentionPolicy": b.Retention,
-	}))
+	})
+	return in.protectedObject(in.object("postgres-backup-store"), readyOnCreate, store)
 }
 
 // restoreObjectStore is the ObjectStore the cluster is recovered from. It
 // has no retention policy: the plugin never prunes through it.
 func (in *Install) restoreObjectStore() *unstructured.Unstructured {
 	r := in.Spec.Postgres.Restore
-	return in.protectedObject(in.object("postgres-restore-store"), readyOnCreate, in.unstructuredObject(apiBarmanCloud, "ObjectStore", in.restoreStoreName(), "postgres", map[string]any{
+	store := in.unstructuredObject(apiBarmanCloud, "ObjectStore", in.restoreStoreName(), "postgres", map[string]any{
 		"configuration": objectStoreConfiguration(&r.ObjectStore),
-	}))
+	})
+	return in.protectedObject(in.object("postgres-restore-store"), readyOnCreate, store)
 }
 
 // scheduledBackup takes base backups on the schedule, the first as soon
@@ -377,19 +382,25 @@ func (r *renderer) backups() backupHold {
 		status.LastBackup.Phase = backupUnobserved
 	}
 	switch {
-	case seen && run.Phase == backupCompleted:
+	case !*pg.Backup.BeforeUpgrade || seen && run.Phase == backupCompleted:
+		// The user chose to upgrade without it, or it is done; a Backup
+		// already composed stays.
 		return backupHold{}
 	case seen && run.Phase == backupFailed:
-		return backupHold{Reason: ReasonBackupFailed, Message: fmt.Sprintf("the Backup %s taken before upgrading to Armada %s failed (see kubectl describe backup %s); "+
-			"running components are kept: delete the Backup to take it again, or set spec.postgres.backup.beforeUpgrade: false to upgrade without it",
+		return backupHold{Reason: ReasonBackupFailed, Message: fmt.Sprintf(
+			"the Backup %s taken before upgrading to Armada %s failed (see kubectl describe backup %s); "+
+				"running components are kept: delete the Backup to take it again, or set spec.postgres.backup.beforeUpgrade: false to upgrade without it",
 			name, v, name)}
 	}
-	what := "upgrading"
+	what, phase := "upgrading", status.LastBackup.Phase
 	if from != "" {
 		what = "upgrading from Armada " + from
 	}
+	if phase == "" {
+		phase = "not started"
+	}
 	return backupHold{Reason: ReasonWaitingForBackup, Message: fmt.Sprintf(
-		"Waiting for the Backup %s of PostgreSQL, taken before %s to %s, to complete (phase: %s)", name, what, v, status.LastBackup.Phase)}
+		"Waiting for the Backup %s of PostgreSQL, taken before %s to %s, to complete (phase: %s)", name, what, v, phase)}
 }
 
 // upgradingFrom is the oldest version the install ran while spec.version

@@ -178,8 +178,10 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 			reason:   "A version change composes the Backup and holds the migrations; the server keeps running the old version.",
 			spec:     backupSpec(to),
 			observed: inClusterReady(from, nil),
-			want: want{backup: true, reason: ReasonWaitingForBackup, server: from,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved}},
+			want: want{
+				backup: true, reason: ReasonWaitingForBackup, server: from,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
+			},
 		},
 		"UpgradeBackupRunning": {
 			reason: "A running Backup holds the migrations.",
@@ -189,8 +191,10 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 				o.Backups[backup] = BackupObserved{Phase: "running", Time: "2026-12-02T10:00:00Z"}
 				return o
 			}(),
-			want: want{backup: true, reason: ReasonWaitingForBackup, server: from,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: "running", Time: "2026-12-02T10:00:00Z"}},
+			want: want{
+				backup: true, reason: ReasonWaitingForBackup, server: from,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: "running", Time: "2026-12-02T10:00:00Z"},
+			},
 		},
 		"UpgradeBackupPending": {
 			reason: "A Backup CloudNativePG has not started (no phase) holds the migrations.",
@@ -210,8 +214,10 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 				o.Backups[backup] = BackupObserved{Phase: backupCompleted, Time: "2026-12-02T10:05:00Z"}
 				return o
 			}(),
-			want: want{backup: true, migrations: true, reason: ReasonRunning, server: from,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupCompleted, Time: "2026-12-02T10:05:00Z"}},
+			want: want{
+				backup: true, migrations: true, reason: ReasonRunning, server: from,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupCompleted, Time: "2026-12-02T10:05:00Z"},
+			},
 		},
 		"UpgradeBackupFailed": {
 			reason: "A failed Backup holds the upgrade with its reason; running components are kept at the old version.",
@@ -221,8 +227,10 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 				o.Backups[backup] = BackupObserved{Phase: backupFailed, Time: "2026-12-02T10:05:00Z"}
 				return o
 			}(),
-			want: want{backup: true, reason: ReasonBackupFailed, server: from,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupFailed, Time: "2026-12-02T10:05:00Z"}},
+			want: want{
+				backup: true, reason: ReasonBackupFailed, server: from,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupFailed, Time: "2026-12-02T10:05:00Z"},
+			},
 		},
 		"MigrationsStartedBackupMissing": {
 			reason: "A migration already started is never dropped, nor is the Backup, when the Backup's observation is missing.",
@@ -232,22 +240,28 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 				o.StatusBackup = backup
 				return o
 			}(),
-			want: want{backup: true, migrations: true, reason: ReasonRunning, server: from,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved}},
+			want: want{
+				backup: true, migrations: true, reason: ReasonRunning, server: from,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
+			},
 		},
 		"OnlyStatusNamesBackup": {
 			reason:   "With the Backup's and the workloads' observations missing, the Backup the XR's status named stays composed and holds the migrations.",
 			spec:     backupSpec(to),
 			observed: inClusterReady("", nil).WithStatus(backup, to),
-			want: want{backup: true, reason: ReasonWaitingForBackup,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved}},
+			want: want{
+				backup: true, reason: ReasonWaitingForBackup,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
+			},
 		},
 		"WorkloadsMissingStatusSaysOlder": {
 			reason:   "With no workload observed, the version the XR's status last reported still shows an upgrade.",
 			spec:     backupSpec(to),
 			observed: inClusterReady("", nil).WithStatus("", from, from),
-			want: want{backup: true, reason: ReasonWaitingForBackup,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved}},
+			want: want{
+				backup: true, reason: ReasonWaitingForBackup,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
+			},
 		},
 		"BackupKeptAfterUpgrade": {
 			reason: "Once every component runs the new version the Backup stays composed (its status still reported).",
@@ -257,14 +271,29 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 				o.Backups[backup] = BackupObserved{Phase: backupCompleted}
 				return o
 			}(),
-			want: want{backup: true, migrations: true, reason: ReasonRunning, server: to,
-				status: &v1alpha1.BackupRun{Name: backup, Phase: backupCompleted}},
+			want: want{
+				backup: true, migrations: true, reason: ReasonRunning, server: to,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupCompleted},
+			},
 		},
 		"BeforeUpgradeOff": {
 			reason:   "beforeUpgrade: false upgrades without a Backup.",
 			spec:     backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup.BeforeUpgrade = ptr.To(false) }),
 			observed: inClusterReady(from, nil),
 			want:     want{migrations: true, reason: ReasonRunning, server: from},
+		},
+		"FailedThenBeforeUpgradeOff": {
+			reason: "After a failed Backup, beforeUpgrade: false lets the upgrade go on; the Backup stays composed.",
+			spec:   backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup.BeforeUpgrade = ptr.To(false) }),
+			observed: func() Observed {
+				o := inClusterReady(from, nil)
+				o.Backups[backup] = BackupObserved{Phase: backupFailed}
+				return o
+			}(),
+			want: want{
+				backup: true, migrations: true, reason: ReasonRunning, server: from,
+				status: &v1alpha1.BackupRun{Name: backup, Phase: backupFailed},
+			},
 		},
 		"NoBackups": {
 			reason:   "Without spec.postgres.backup an upgrade migrates at once, as before.",

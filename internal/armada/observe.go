@@ -167,14 +167,7 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
 			o.Backups[u.GetName()] = backupObserved(u)
 		case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":
-			windows, _, _ := unstructured.NestedMap(u.Object, "status", "serverRecoveryWindow")
-			for server, w := range windows {
-				m, _ := w.(map[string]any)
-				str := func(k string) string { s, _ := m[k].(string); return s }
-				o.RecoveryWindows[server] = RecoveryWindow{
-					FirstRecoverabilityPoint: str("firstRecoverabilityPoint"), LastSuccessful: str("lastSuccessfulBackupTime"), LastFailed: str("lastFailedBackupTime"),
-				}
-			}
+			recoveryWindows(u, o.RecoveryWindows)
 		case u.GetKind() == "Job":
 			o.Jobs[u.GetName()] = jobState(u)
 		case strings.HasSuffix(key, keyWorkloadSuffix):
@@ -192,6 +185,19 @@ func backupObserved(u *unstructured.Unstructured) BackupObserved {
 		t, _, _ = unstructured.NestedString(u.Object, "status", "startedAt")
 	}
 	return BackupObserved{Phase: phase, Time: t}
+}
+
+// recoveryWindows adds a Barman Cloud ObjectStore's recovery windows to
+// out, by server name.
+func recoveryWindows(u *unstructured.Unstructured, out map[string]RecoveryWindow) {
+	windows, _, _ := unstructured.NestedMap(u.Object, "status", "serverRecoveryWindow")
+	for server, w := range windows {
+		m, _ := w.(map[string]any)
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		out[server] = RecoveryWindow{
+			FirstRecoverabilityPoint: str("firstRecoverabilityPoint"), LastSuccessful: str("lastSuccessfulBackupTime"), LastFailed: str("lastFailedBackupTime"),
+		}
+	}
 }
 
 // secretData is an observed Secret's non-empty values, decoded.
