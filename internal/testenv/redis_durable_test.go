@@ -1,4 +1,4 @@
-package armada_test
+package testenv_test
 
 import (
 	"strconv"
