@@ -70,7 +70,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
@@ -169,11 +169,11 @@ docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the 
 # Debian's packages, and the docs checks render the diagrams with its
 # Graphviz; install them when they are missing.
 .PHONY: system-deps
-system-deps: ## Install Debian's postgresql, redis-server and graphviz if missing (needs root).
-	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/dot ]]; then \
-		echo "installing postgresql, redis-server (the tests run private instances) and graphviz (the docs' diagrams)"; \
+system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud and graphviz if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot ]]; then \
+		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip) and graphviz (the docs' diagrams)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server graphviz >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz >/dev/null; \
 	fi
 
 .PHONY: tools
@@ -195,6 +195,10 @@ cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	tools/kubernetes/build.sh
 	tools/kwok/build.sh
 	tools/provider-kubernetes/build.sh
+
+.PHONY: versitygw
+versitygw: ## Build versitygw (cached): the S3-compatible server test/backups archives to with Barman Cloud.
+	tools/versitygw/build.sh
 
 .PHONY: provider-sql
 provider-sql: ## Build provider-sql (cached), which only the e2e tests run.

@@ -590,6 +590,10 @@ type ArmadaStatus struct {
 	// select it.
 	// +optional
 	Monitoring MonitoringStatus `json:"monitoring,omitempty"`
+	// Backup reports the in-cluster PostgreSQL's backups, when
+	// spec.postgres.backup is set.
+	// +optional
+	Backup *PostgresBackupStatus `json:"backup,omitempty"`
 }
 
 // ExecutorStatus is one executor's state.

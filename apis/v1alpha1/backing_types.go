@@ -11,6 +11,9 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.host) || has(self.user) || has(self.passwordSecretRef) || has(self.adminSecretRef))",message="spec.postgres: InCluster mode takes no host, user, passwordSecretRef or adminSecretRef; the connection comes from the composed cluster"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.postgres.inCluster is only valid with mode: InCluster"
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange && !(has(oldSelf.allowModeChange) && oldSelf.allowModeChange))",message="spec.postgres.mode cannot change on a live Armada; set spec.postgres.allowModeChange: true in the same apply as the switch (it allows one switch: to switch again set it false, apply, then true with the new mode)"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.backup)",message="spec.postgres.backup is only valid with mode: InCluster; back up an External database with its provider's tools (docs/guides/backups.md)"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.restore)",message="spec.postgres.restore is only valid with mode: InCluster; restore an External database with its provider's tools (docs/guides/backups.md)"
+// +kubebuilder:validation:XValidation:rule="self.mode != oldSelf.mode || (has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore == oldSelf.restore))",message="spec.postgres.restore cannot be added, changed or removed on a live Armada: it only bootstraps a new cluster (create a new Armada to restore)"
 type Postgres struct {
 	// Mode of the database. External uses an existing server; InCluster
 	// composes a CloudNativePG cluster (the CloudNativePG operator must be
@@ -66,6 +69,14 @@ type Postgres struct {
 	// InCluster configures the composed CloudNativePG cluster.
 	// +optional
 	InCluster *PostgresInCluster `json:"inCluster,omitempty"`
+	// Backup archives the in-cluster PostgreSQL to an object store
+	// (InCluster mode only; see docs/guides/backups.md).
+	// +optional
+	Backup *PostgresBackup `json:"backup,omitempty"`
+	// Restore bootstraps the in-cluster PostgreSQL from a backup when it
+	// is created (InCluster mode only).
+	// +optional
+	Restore *PostgresRestore `json:"restore,omitempty"`
 }
 
 // PostgresInCluster configures an in-cluster CloudNativePG cluster.

@@ -293,6 +293,7 @@ func defaultBackingServices(s *v1alpha1.ArmadaSpec) {
 	if s.Postgres.Mode == modeInCluster {
 		defaultPostgresInCluster(&s.Postgres)
 	}
+	defaultBackup(s.Postgres.Backup)
 	if s.Postgres.Port == 0 {
 		s.Postgres.Port = defaultPostgresPort
 	}

@@ -52,10 +52,37 @@ type Observed struct {
 	// condition is False, by composition resource name: for a
 	// provider-kubernetes Object, why it cannot reach its cluster.
 	Unsynced map[string]string
+	// StatusVersions are the versions the XR's status last reported
+	// (status.version.desired and running), empty when not reported: a
+	// version change is seen even when no workload is observed.
+	StatusVersions []string
+	// StatusBackup is the pre-upgrade Backup the XR's status last
+	// reported (status.backup.lastBackup.name): it stays composed while
+	// its own observation is missing.
+	StatusBackup string
+	// Backups are the observed CloudNativePG Backups, by object name.
+	Backups map[string]BackupObserved
+	// RecoveryWindows are the recovery windows the observed Barman Cloud
+	// ObjectStores report, by server (cluster) name.
+	RecoveryWindows map[string]RecoveryWindow
 	// SQLProviderConfig is the spec of the observed provider-sql
 	// ProviderConfig, kept while its Databases are observed (see
 	// renderer.postgres); nil if none is observed.
 	SQLProviderConfig map[string]any
+}
+
+// BackupObserved is an observed CloudNativePG Backup.
+type BackupObserved struct {
+	// Phase is its status.phase, empty until CloudNativePG sets it.
+	Phase string
+	// Time is its status.stoppedAt, or startedAt while it runs.
+	Time string
+}
+
+// RecoveryWindow is one server's status.serverRecoveryWindow entry of a
+// Barman Cloud ObjectStore.
+type RecoveryWindow struct {
+	FirstRecoverabilityPoint, LastSuccessful, LastFailed string
 }
 
 // observedPrefix reports whether a composition resource name with prefix
@@ -75,6 +102,19 @@ func (o Observed) WithServices(services map[string]v1alpha1.BackingServiceStatus
 	o.Modes, o.Policies, o.ModeChanges = map[string]string{}, map[string]string{}, map[string]string{}
 	for name, st := range services {
 		o.Modes[name], o.Policies[name], o.ModeChanges[name] = st.Mode, st.DeletionPolicy, st.ModeChangedTo
+	}
+	return o
+}
+
+// WithStatus returns o with what the XR's status reported: the versions
+// and the pre-upgrade Backup.
+func (o Observed) WithStatus(backup string, versions ...string) Observed {
+	o.StatusBackup = backup
+	o.StatusVersions = nil
+	for _, v := range versions {
+		if v != "" {
+			o.StatusVersions = append(o.StatusVersions, v)
+		}
 	}
 	return o
 }
@@ -107,6 +147,7 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 	o := Observed{
 		Passwords: map[string]string{}, TLS: map[string][]byte{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
 		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{}, DeletesData: map[string]bool{},
+		Backups: map[string]BackupObserved{}, RecoveryWindows: map[string]RecoveryWindow{},
 	}
 	for key, u := range resources {
 		if u == nil {
@@ -148,6 +189,10 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 				}
 				o.CertRevisions[key] = rev
 			}
+		case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
+			o.Backups[u.GetName()] = backupObserved(u)
+		case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":
+			recoveryWindows(u, o.RecoveryWindows)
 		case u.GetKind() == "Job":
 			o.Jobs[u.GetName()] = jobState(u)
 		case strings.HasSuffix(key, keyWorkloadSuffix):
@@ -155,6 +200,29 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		}
 	}
 	return o
+}
+
+// backupObserved is a CloudNativePG Backup's phase and time.
+func backupObserved(u *unstructured.Unstructured) BackupObserved {
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	t, _, _ := unstructured.NestedString(u.Object, "status", "stoppedAt")
+	if t == "" {
+		t, _, _ = unstructured.NestedString(u.Object, "status", "startedAt")
+	}
+	return BackupObserved{Phase: phase, Time: t}
+}
+
+// recoveryWindows adds a Barman Cloud ObjectStore's recovery windows to
+// out, by server name.
+func recoveryWindows(u *unstructured.Unstructured, out map[string]RecoveryWindow) {
+	windows, _, _ := unstructured.NestedMap(u.Object, "status", "serverRecoveryWindow")
+	for server, w := range windows {
+		m, _ := w.(map[string]any)
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		out[server] = RecoveryWindow{
+			FirstRecoverabilityPoint: str("firstRecoverabilityPoint"), LastSuccessful: str("lastSuccessfulBackupTime"), LastFailed: str("lastFailedBackupTime"),
+		}
+	}
 }
 
 // secretData is an observed Secret's non-empty values, decoded.

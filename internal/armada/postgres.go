@@ -60,7 +60,9 @@ func (in *Install) cnpgClusterName() string { return in.object("postgres") }
 // Object so that spec.deletionPolicy Orphan can leave it, with its volumes,
 // in place when the claim is deleted: a Cluster composed directly would be
 // garbage-collected with the XR. The Object is Ready when the Cluster's own
-// Ready condition is.
+// Ready condition is. With spec.postgres.backup it archives WAL through
+// the Barman Cloud Plugin; with spec.postgres.restore it bootstraps by
+// recovery (backup.go).
 func (in *Install) cnpgCluster() *unstructured.Unstructured {
 	ic := in.Spec.Postgres.InCluster
 	storage := map[string]any{"size": ic.StorageSize.String()}
@@ -78,12 +80,9 @@ func (in *Install) cnpgCluster() *unstructured.Unstructured {
 	if ic.Resources != nil {
 		spec["resources"] = toJSONMap(ic.Resources)
 	}
+	in.clusterBackupSpec(spec)
 	cluster := in.unstructuredObject(apiCNPG, "Cluster", in.cnpgClusterName(), "postgres", spec)
-	return in.unstructuredObject(apiK8sObject, "Object", in.object("postgres-cluster"), "postgres", in.protect(map[string]any{
-		"forProvider":       map[string]any{"manifest": cluster.Object},
-		"readiness":         map[string]any{"policy": "DeriveFromObject"},
-		"providerConfigRef": map[string]any{"kind": kindClusterPCRef, "name": in.Spec.ProviderConfigs.Kubernetes},
-	}))
+	return in.protectedObject(in.object("postgres-cluster"), readyFromObject, cluster)
 }
 
 // cnpgDatabase is a CloudNativePG Database in the composed cluster, owned

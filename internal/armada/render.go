@@ -36,6 +36,8 @@ const (
 	ReasonReady               = "Ready"
 	ReasonWaiting             = "Waiting"
 	ReasonWaitingForDatabases = "WaitingForDatabases"
+	ReasonWaitingForBackup    = "WaitingForBackup"
+	ReasonBackupFailed        = "BackupFailed"
 )
 
 // Object is one composed object.
@@ -94,6 +96,9 @@ type renderer struct {
 	// modeChanges are the modes allowModeChange allowed a switch to, by
 	// backing service (see checkModeChanges).
 	modeChanges map[string]string
+	// held is set when a pre-upgrade Backup holds a migration not started
+	// yet.
+	held backupHold
 }
 
 // add composes an object. While rendering for a worker cluster it wraps
@@ -145,7 +150,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	migrated, err := r.migrations(g)
+	migrated, err := r.migrations(g, r.backups())
 	if err != nil {
 		return nil, err
 	}
@@ -218,9 +223,10 @@ func (r *renderer) credentials() error {
 }
 
 // migrations composes the migration Jobs of the desired version, once the
-// databases exist, and reports which migrations are complete. A Job already
-// created stays composed whatever the databases' observed state.
-func (r *renderer) migrations(g gates) (map[string]JobState, error) {
+// databases exist and no pre-upgrade Backup holds them, and reports which
+// migrations are complete. A Job already created stays composed whatever
+// the databases' and the Backup's observed state.
+func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, error) {
 	done := map[string]JobState{}
 	v := r.in.Spec.Version
 	for _, m := range migrations {
@@ -231,7 +237,10 @@ func (r *renderer) migrations(g gates) (map[string]JobState, error) {
 		r.add("migrate-"+m.Name+"-config", secret, r.exists("migrate-"+m.Name+"-config"))
 		job := r.in.migrationJob(m, v, secret.Name, hash)
 		state, seen := r.opt.Observed.Jobs[job.Name]
-		if !seen && !g.Postgres {
+		if !seen && (!g.Postgres || hold.Reason != "") {
+			if g.Postgres {
+				r.held = hold
+			}
 			done[m.Name] = JobNotCreated
 			continue
 		}
@@ -393,6 +402,8 @@ func (r *renderer) conditions(migrated map[string]JobState) {
 	}
 	v := r.in.Spec.Version
 	switch {
+	case len(pending) > 0 && r.held.Reason != "":
+		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: r.held.Reason, Message: r.held.Message})
 	case len(pending) > 0:
 		r.out.Conditions = append(r.out.Conditions, Condition{
 			Type: ConditionMigrations, Reason: ReasonWaitingForDatabases,

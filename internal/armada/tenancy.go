@@ -152,6 +152,12 @@ func secretInputs(s *v1alpha1.ArmadaSpec) map[*field.Path]string {
 	if r := s.Postgres.AdminSecretRef; r != nil {
 		out[p.Child("postgres", "adminSecretRef", "name")] = r.Name
 	}
+	if b := s.Postgres.Backup; b != nil {
+		objectStoreSecrets(p.Child("postgres", "backup", "objectStore"), b.ObjectStore, out)
+	}
+	if r := s.Postgres.Restore; r != nil {
+		objectStoreSecrets(p.Child("postgres", "restore", "objectStore"), &r.ObjectStore, out)
+	}
 	key(p.Child("redis", "passwordSecretRef"), s.Redis.PasswordSecretRef)
 	key(p.Child("pulsar", "tokenSecretRef"), s.Pulsar.TokenSecretRef)
 	key(p.Child("pulsar", "caSecretRef"), s.Pulsar.CASecretRef)

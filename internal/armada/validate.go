@@ -79,6 +79,7 @@ func New(xr XR) (*Install, field.ErrorList) {
 	errs = append(errs, validateSpec(field.NewPath("spec"), &in.Spec)...)
 	in.resolveConnections()
 	errs = append(errs, in.checkSecretInputs(&xr.Spec)...)
+	errs = append(errs, in.checkRestoreTarget()...)
 	if in.Namespace == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "namespace"), "set it when the XArmada is not created through an ArmadaClaim"))
 	}
@@ -216,6 +217,7 @@ func validatePostgres(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList {
 			}
 		}
 	}
+	errs = append(errs, validateBackupRestore(p, pg)...)
 	if ic := pg.InCluster; ic != nil && (ic.Instances < 0 || ic.Instances > 9) {
 		errs = append(errs, field.Invalid(p.Child("inCluster", "instances"), ic.Instances, "must be between 1 and 9"))
 	}

@@ -114,9 +114,11 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	}
 
 	out, err := armada.Render(in, armada.Options{
-		Observed: armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)),
-		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
-		Created:  oxr.Resource.GetCreationTimestamp().Time,
+		Observed: armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)).
+			WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
+				statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running")),
+		Rand:    armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
+		Created: oxr.Resource.GetCreationTimestamp().Time,
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
@@ -269,6 +271,12 @@ func setConditions(rsp *fnv1.RunFunctionResponse, conds []armada.Condition) {
 		}
 		response.ConditionFalse(rsp, c.Type, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
+}
+
+// statusString is a string of the XR's status, or "".
+func statusString(xr map[string]any, fields ...string) string {
+	s, _, _ := unstructured.NestedString(xr, append([]string{"status"}, fields...)...)
+	return s
 }
 
 // observedServices are the backing services as the XR's status reports

@@ -1,8 +1,8 @@
 // Package providers pins the Crossplane providers and the CloudNativePG,
-// cert-manager and prometheus-operator releases whose kinds function-armada
-// composes, and fetches their CRDs from
-// the Go module proxy at those versions: offline validation and the local
-// control plane check composed objects against exactly these schemas.
+// Barman Cloud Plugin, cert-manager and prometheus-operator releases whose
+// kinds function-armada composes, and fetches their CRDs from the Go module
+// proxy at those versions: offline validation and the local control plane
+// check composed objects against exactly these schemas.
 package providers
 
 import (
@@ -59,6 +59,12 @@ var Pinned = []Provider{
 		Name: "cloudnative-pg", Module: "github.com/cloudnative-pg/cloudnative-pg", Version: "v1.29.0",
 		CRDDir: "config/crd/bases",
 		Why:    "newest release on Kubernetes 1.35 libraries; its default operand image is pinned in the function",
+	},
+	{
+		Name: "plugin-barman-cloud", Module: "github.com/cloudnative-pg/plugin-barman-cloud", Version: "v0.15.0",
+		CRDDir: "config/crd/bases",
+		Why: "CloudNativePG's Barman Cloud Plugin (barmancloud.cnpg.io/v1 ObjectStore) spec.postgres.backup and restore compose: " +
+			"newest release the proxy serves; needs CloudNativePG 1.26 or newer (the in-tree barmanObjectStore is deprecated)",
 	},
 	{
 		Name: "cert-manager", Module: "github.com/cert-manager/cert-manager", Version: "v1.19.1",

@@ -36,7 +36,7 @@ type Postgres struct {
 	// SuperuserPassword is the password of the superuser "postgres".
 	SuperuserPassword string
 
-	dir string
+	dir, data string
 }
 
 // StartPostgres initialises and starts a PostgreSQL server in a fresh
@@ -46,17 +46,40 @@ type Postgres struct {
 // PostgreSQL binaries are missing.
 func StartPostgres(tb testing.TB) *Postgres {
 	tb.Helper()
+	return StartPostgresWith(tb, PostgresOptions{})
+}
+
+// PostgresOptions change how StartPostgresWith starts a server.
+type PostgresOptions struct {
+	// Settings are extra server settings, name=value each.
+	Settings []string
+	// Data is an existing data directory to start, such as a restored base
+	// backup, instead of one initdb creates; it is handed to the postgres
+	// user. SuperuserPassword is then its superuser's password.
+	Data              string
+	SuperuserPassword string
+}
+
+// StartPostgresWith is StartPostgres with options.
+func StartPostgresWith(tb testing.TB, opt PostgresOptions) *Postgres {
+	tb.Helper()
 	for _, b := range []string{"initdb", "pg_ctl", "postgres", "psql"} {
 		requireExecutable(tb, filepath.Join(PostgresBinDir, b))
 	}
-	p := &Postgres{Host: "127.0.0.1", SuperuserPassword: RandomPassword(tb)}
-	if err := p.start(tb); err != nil {
+	p := &Postgres{Host: "127.0.0.1", SuperuserPassword: RandomPassword(tb), data: opt.Data}
+	if opt.SuperuserPassword != "" {
+		p.SuperuserPassword = opt.SuperuserPassword
+	}
+	if err := p.start(tb, opt.Settings); err != nil {
 		tb.Fatal(errors.Wrap(err, "cannot start postgres"))
 	}
 	return p
 }
 
-func (p *Postgres) start(tb testing.TB) error {
+// DataDir is the server's data directory.
+func (p *Postgres) DataDir() string { return p.data }
+
+func (p *Postgres) start(tb testing.TB, settings []string) error {
 	tb.Helper()
 	// Not tb.TempDir: its parent directory is private to the test's user,
 	// and the postgres user must reach this one.
@@ -82,11 +105,17 @@ func (p *Postgres) start(tb testing.TB) error {
 		return err
 	}
 
-	data := filepath.Join(dir, "data")
-	if err := runCmd(asPostgres(tb.Context(), "initdb", "-D", data, "-U", "postgres",
-		"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile="+filepath.Join(dir, "pwfile"),
-		"-E", "UTF8", "--locale=C", "--no-instructions")); err != nil {
-		return errors.Wrap(err, "cannot initialise the data directory")
+	data := p.data
+	if data == "" {
+		data = filepath.Join(dir, "data")
+		if err := runCmd(asPostgres(tb.Context(), "initdb", "-D", data, "-U", "postgres",
+			"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile="+filepath.Join(dir, "pwfile"),
+			"-E", "UTF8", "--locale=C", "--no-instructions")); err != nil {
+			return errors.Wrap(err, "cannot initialise the data directory")
+		}
+		p.data = data
+	} else if err := chownToPostgres(data); err != nil {
+		return err
 	}
 
 	p.Port = FreePort(tb)
@@ -102,6 +131,9 @@ func (p *Postgres) start(tb testing.TB) error {
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
 	}, " ")
+	for _, kv := range settings {
+		opts += " -c " + shellQuote(kv)
+	}
 	// Registered before start so a half-started server is stopped too.
 	tb.Cleanup(func() {
 		// The test's context is done by the time cleanups run.

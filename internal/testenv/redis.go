@@ -28,6 +28,8 @@ type Redis struct {
 	Password string
 
 	log string
+	// kill stops the server with SIGKILL and waits until it has exited.
+	kill func()
 }
 
 // StartRedis starts a Redis server that requires a random password, and
@@ -51,12 +53,43 @@ func StartRedisWithPassword(tb testing.TB, password string) *Redis {
 	return r
 }
 
+// StartRedisArgs starts redis-server with args, a configuration under
+// test such as the one the function composes, followed by the loopback
+// address and a free port; it stops it when the test ends. Kill stops it
+// as a crash would, so a restart in the same directory shows what the
+// configuration persists.
+func StartRedisArgs(tb testing.TB, password string, args []string) *Redis {
+	tb.Helper()
+	bin := lookPath(tb, "redis-server")
+	logDir := tb.TempDir()
+	r := &Redis{Host: "127.0.0.1", Port: FreePort(tb), Password: password, log: filepath.Join(logDir, "redis.log")}
+	args = append(append([]string{}, args...), "--port", strconv.Itoa(r.Port), "--bind", r.Host)
+	if err := r.run(tb, bin, args); err != nil {
+		tb.Fatal(errors.Wrap(err, "cannot start redis"))
+	}
+	return r
+}
+
+// Kill stops the server with SIGKILL, as a crash or an evicted pod would,
+// and waits until it has exited.
+func (r *Redis) Kill() {
+	if r.kill != nil {
+		r.kill()
+	}
+}
+
 func (r *Redis) start(tb testing.TB, bin, dir string) error {
 	tb.Helper()
 	args := []string{"--port", strconv.Itoa(r.Port), "--bind", r.Host, "--save", "", "--appendonly", "no", "--dir", dir}
 	if r.Password != "" {
 		args = append(args, "--requirepass", r.Password)
 	}
+	return r.run(tb, bin, args)
+}
+
+// run starts redis-server with args and waits until it answers PING.
+func (r *Redis) run(tb testing.TB, bin string, args []string) error {
+	tb.Helper()
 	logf, err := os.Create(r.log)
 	if err != nil {
 		return errors.Wrap(err, "cannot create the redis log")
@@ -67,6 +100,10 @@ func (r *Redis) start(tb testing.TB, bin, dir string) error {
 	exited, err := startInGroup(tb, cmd, logf)
 	if err != nil {
 		return errors.Wrap(err, "cannot run redis-server")
+	}
+	r.kill = func() {
+		KillProcessGroup(cmd.Process)
+		<-exited
 	}
 
 	deadline := time.Now().Add(15 * time.Second)

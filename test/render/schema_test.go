@@ -34,6 +34,9 @@ spec:
   auth: {basicUsers: [{name: admin}]}
 `
 
+// objectStore is a valid spec.postgres.backup.objectStore, in flow style.
+const objectStore = "{bucket: armada-backups, path: prod, accessKeyIdSecretRef: {name: s3, key: id}, secretAccessKeySecretRef: {name: s3, key: secret}}"
+
 // TestSchema proves the generated XRD rejects bad claims before they reach
 // the function, with messages that name the field: the real Crossplane
 // validator applies the XRD's OpenAPI schema and CEL rules offline.
@@ -137,6 +140,36 @@ func TestSchema(t *testing.T) {
 			reason: "Replicas are bounded.",
 			claim:  valid + "  components: {server: {replicas: 0}}\n",
 			want:   []string{"spec.components.server.replicas: Invalid value: 0: spec.components.server.replicas in body should be greater than or equal to 1"},
+		},
+		"Backup": {
+			reason: "An in-cluster PostgreSQL may be backed up to an object store and restored from another's.",
+			claim: strings.Replace(inCluster, "postgres: {mode: InCluster}", "postgres: {mode: InCluster, backup: {objectStore: "+objectStore+"}, "+
+				"restore: {serverName: old-postgres, targetTime: \"2026-12-01T10:00:00Z\", objectStore: "+objectStore+"}}", 1),
+		},
+		"BackupOnExternal": {
+			reason: "An External database is backed up by its provider.",
+			claim:  strings.Replace(valid, "key: password}}", "key: password}, backup: {objectStore: "+objectStore+"}}", 1),
+			want:   []string{"spec.postgres.backup is only valid with mode: InCluster"},
+		},
+		"RestoreOnExternal": {
+			reason: "An External database is restored by its provider.",
+			claim:  strings.Replace(valid, "key: password}}", "key: password}, restore: {serverName: old-postgres, objectStore: "+objectStore+"}}", 1),
+			want:   []string{"spec.postgres.restore is only valid with mode: InCluster"},
+		},
+		"BackupWithoutObjectStore": {
+			reason: "Backups need an object store.",
+			claim:  strings.Replace(inCluster, "postgres: {mode: InCluster}", `postgres: {mode: InCluster, backup: {schedule: "0 0 2 * * *"}}`, 1),
+			want:   []string{"spec.postgres.backup needs objectStore"},
+		},
+		"BackupFiveFieldSchedule": {
+			reason: "CloudNativePG's schedule has six fields, seconds first.",
+			claim:  strings.Replace(inCluster, "postgres: {mode: InCluster}", `postgres: {mode: InCluster, backup: {schedule: "0 2 * * *", objectStore: `+objectStore+"}}", 1),
+			want:   []string{"spec.postgres.backup.schedule: Invalid value"},
+		},
+		"RestoreBadTargetTime": {
+			reason: "A point in time is an RFC 3339 date-time.",
+			claim:  strings.Replace(inCluster, "postgres: {mode: InCluster}", "postgres: {mode: InCluster, restore: {serverName: old-postgres, targetTime: yesterday, objectStore: "+objectStore+"}}", 1),
+			want:   []string{"spec.postgres.restore.targetTime"},
 		},
 		"IssuerRef": {
 			reason: "A cert-manager ClusterIssuer by name is accepted.",
