@@ -113,6 +113,12 @@ func (c *ControlPlane) crossplaneArgs() []string {
 		"--metrics-port="+strconv.Itoa(c.ports.crossplaneMetrics),
 		"--health-probe-port="+strconv.Itoa(c.ports.crossplaneHealth),
 		"--webhook-port="+strconv.Itoa(c.ports.crossplaneWebhook),
+		// Crossplane's XR circuit breaker (burst 100, 1/s) opens when the
+		// harness marks a claim's workloads ready in a burst of status
+		// writes a kubelet would spread out; while it is open, a spec
+		// change waits for the next poll (60 s). A larger burst keeps the
+		// breaker for real loops without delaying every refusal a minute.
+		"--circuit-breaker-burst=1000",
 	)
 }
 
