@@ -119,7 +119,7 @@ func (p *Postgres) start(tb testing.TB, settings []string) error {
 	}
 
 	p.Port = FreePort(tb)
-	opts := strings.Join([]string{
+	args := []string{
 		"-p", strconv.Itoa(p.Port),
 		"-k", dir,
 		"-c", "listen_addresses=127.0.0.1",
@@ -130,10 +130,11 @@ func (p *Postgres) start(tb testing.TB, settings []string) error {
 		"-c", "fsync=off",
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
-	}, " ")
-	for _, kv := range settings {
-		opts += " -c " + shellQuote(kv)
 	}
+	for _, kv := range settings {
+		args = append(args, "-c", shellQuote(kv))
+	}
+	opts := strings.Join(args, " ")
 	// Registered before start so a half-started server is stopped too.
 	tb.Cleanup(func() {
 		// The test's context is done by the time cleanups run.

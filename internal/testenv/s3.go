@@ -43,7 +43,7 @@ func StartS3(tb testing.TB) *S3 {
 		}
 		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", "versitygw-"+VersityGWVersion)
 	}
-	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The tool cache path or the developer's VERSITYGW_BIN.
 		tb.Fatalf("%s is missing: build it with `make versitygw`", bin)
 	}
 	dir := tb.TempDir()
@@ -75,7 +75,7 @@ func StartS3(tb testing.TB) *S3 {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint, http.NoBody)
 		rsp, err := http.DefaultClient.Do(req)
 		cancel()
 		if err == nil {
