@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestPulsar(t *testing.T) {
 		out, err := exec.CommandContext(t.Context(), p.AdminToolPath(), args...).Output()
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("pulsar-admin %s: %v\n%s", strings.Join(args, " "), err, stderr)
