@@ -39,6 +39,10 @@ type invocation struct {
 	// MetricsPort is the container port named "metrics", which the
 	// component's Service and ServiceMonitor scrape; 0 if none.
 	MetricsPort int32
+	// Ports are the container's named ports.
+	Ports map[string]int32
+	// Readiness is the container's readinessProbe; nil if none.
+	Readiness *corev1.Probe
 }
 
 // envVar is one environment variable.
@@ -75,10 +79,13 @@ func (rs *resolver) Invocation(w workload, c corev1.Container, root string) (*in
 	if !ok {
 		return nil, errors.Errorf("image %q is not an Armada image", c.Image)
 	}
-	inv := &invocation{Workload: w.ID(), Container: c.Name, Component: comp, Tag: tag, Mounts: map[string]string{}}
+	inv := &invocation{Workload: w.ID(), Container: c.Name, Component: comp, Tag: tag, Mounts: map[string]string{}, Ports: map[string]int32{}, Readiness: c.ReadinessProbe}
 	for _, p := range c.Ports {
 		if p.Name == "metrics" {
 			inv.MetricsPort = p.ContainerPort
+		}
+		if p.Name != "" {
+			inv.Ports[p.Name] = p.ContainerPort
 		}
 	}
 
@@ -112,6 +119,33 @@ func (rs *resolver) Invocation(w workload, c corev1.Container, root string) (*in
 	for _, f := range configFlags(inv.Args) {
 		inv.ConfigFiles = append(inv.ConfigFiles, rw.Rewrite(f))
 	}
+	return inv, nil
+}
+
+// ScriptInvocation reconstructs a container of w that runs a script of
+// the render's in a third-party image (the Pulsar topic-init Job): its
+// command and args, environment and volumes exactly as rendered.
+// Component is the container's name.
+func (rs *resolver) ScriptInvocation(w workload, c corev1.Container, root string) (*invocation, error) {
+	inv := &invocation{Workload: w.ID(), Container: c.Name, Component: c.Name, Mounts: map[string]string{}}
+	if err := rs.mount(inv, w, c, root); err != nil {
+		return nil, err
+	}
+	env, err := rs.env(w, c)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{}
+	for _, e := range env {
+		vars[e.Name] = e.Value
+	}
+	for _, a := range append(slices.Clone(c.Command), c.Args...) {
+		inv.Args = append(inv.Args, expand(a, vars))
+	}
+	if len(inv.Args) == 0 {
+		return nil, errors.Errorf("container %s has no command: the test runs only the render's own scripts", c.Name)
+	}
+	inv.Env = env
 	return inv, nil
 }
 

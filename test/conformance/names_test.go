@@ -19,10 +19,10 @@ import (
 // names resolves the in-cluster (or external) host names rendered configs
 // dial to loopback addresses, below the config: each Armada process runs
 // in its own root (see podRoot) whose /etc/hosts maps those names to
-// addresses in 127.0.0.0/8, where the test listens on the rendered ports. The configs keep their hosts and ports byte for byte; what
-// stands in is the Service's virtual IP (kube-proxy): a relay that
-// forwards a Postgres or Redis address to the private server, or the
-// test's Pulsar broker listener.
+// addresses in 127.0.0.0/8, where the test listens on the rendered ports.
+// The configs keep their hosts and ports byte for byte; what stands in is
+// the Service's virtual IP (kube-proxy): a relay that forwards a
+// Postgres, Redis or Pulsar address to the private server or broker.
 //
 // Every 127.0.0.0/8 address is local on Linux without configuration, so
 // each name gets its own address and the rendered ports (5432, 6379,
@@ -141,8 +141,10 @@ func relay(conn net.Conn, target string) {
 	_, _ = io.Copy(conn, up)
 }
 
-// serveFarEnds makes the example's Postgres and Redis far ends reach the
-// private servers through their names, for every process alike.
+// serveFarEnds makes the example's Postgres, Redis and Pulsar far ends
+// reach the private servers and the real broker through their names, for
+// every process alike. Pulsar's lookups then send clients to the broker's
+// advertised address, 127.0.0.1, as a real broker's send them to its pod.
 func serveFarEnds(t *testing.T, svc *services, f farEnds) {
 	t.Helper()
 	for _, a := range f.Postgres {
@@ -152,26 +154,15 @@ func serveFarEnds(t *testing.T, svc *services, f farEnds) {
 		svc.Names.Relay(t, a, svc.Redis.Addr())
 	}
 	svc.PulsarAt = f.Pulsar
+	if f.Pulsar != "" && svc.Pulsar != nil {
+		svc.Names.Relay(t, f.Pulsar, brokerAddr(svc.Pulsar))
+	}
 }
 
-// resolveNames gives a long-running component with a pulsar.URL its own
-// Pulsar broker listener at the example's Pulsar far end, and writes rn's
-// hosts file.
+// resolveNames writes rn's hosts file.
 func resolveNames(t *testing.T, svc *services, rn *run) {
 	t.Helper()
-	own := map[string]string{}
-	if raw, _ := rn.Effective("pulsar.URL"); raw != "" && !rn.Job && svc.PulsarAt != "" {
-		host, port, err := net.SplitHostPort(svc.PulsarAt)
-		if err != nil {
-			t.Fatalf("the example's Pulsar far end %q is not host:port", svc.PulsarAt)
-		}
-		if rn.Pulsar == nil {
-			rn.Pulsar = startPulsarBroker(t, net.JoinHostPort(svc.Names.address(), port))
-		}
-		ip, _, _ := net.SplitHostPort(rn.Pulsar.Addr)
-		own[host] = ip
-	}
-	hosts, err := svc.Names.HostsFile(rn.Root, own)
+	hosts, err := svc.Names.HostsFile(rn.Root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,13 @@ func listening(port int, timeout time.Duration) bool {
 // timeout passes; it returns the last status or error seen. Lookout answers
 // 200, binoculars 204.
 func healthy(port int, timeout time.Duration) (bool, string) {
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/health"
+	return get2xx(port, "/health", timeout)
+}
+
+// get2xx polls GET http://127.0.0.1:port<path> until it answers 2xx or
+// timeout passes; it returns the last status or error seen.
+func get2xx(port int, path string, timeout time.Duration) (bool, string) {
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + path
 	deadline := time.Now().Add(timeout)
 	last := "no attempt"
 	for time.Now().Before(deadline) {
