@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,9 +31,13 @@ func checkProbe(o *outcome, rn *run, c *component, timeout time.Duration) {
 	}
 	var port intstr.IntOrString
 	var kind string
+	scheme := corev1.URISchemeHTTP
 	switch {
 	case p.HTTPGet != nil:
-		port, kind = p.HTTPGet.Port, "httpGet "+p.HTTPGet.Path
+		if p.HTTPGet.Scheme != "" {
+			scheme = p.HTTPGet.Scheme
+		}
+		port, kind = p.HTTPGet.Port, "httpGet "+string(scheme)+" "+p.HTTPGet.Path
 	case p.TCPSocket != nil:
 		port, kind = p.TCPSocket.Port, "tcpSocket"
 	default:
@@ -55,7 +60,7 @@ func checkProbe(o *outcome, rn *run, c *component, timeout time.Duration) {
 	}
 	switch {
 	case p.HTTPGet != nil:
-		if ok, last := get2xx(moved, p.HTTPGet.Path, timeout); !ok {
+		if ok, last := get2xx(probeClient, strings.ToLower(string(scheme)), moved, p.HTTPGet.Path, timeout); !ok {
 			o.errorf("readinessProbe %s on port %s (%s, moved to %d) did not answer 2xx within %s; last: %s", kind, port.String(), key, moved, timeout, last)
 			return
 		}
@@ -65,6 +70,12 @@ func checkProbe(o *outcome, rn *run, c *component, timeout time.Duration) {
 	}
 	o.Notes = append(o.Notes, fmt.Sprintf("ready by its readinessProbe (%s on %s, %s)", kind, port.String(), key))
 }
+
+// probeClient gets as the kubelet's HTTPS probes do: without verifying
+// the certificate.
+var probeClient = &http.Client{Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // As the kubelet's probes: they do not verify.
+}}
 
 // movedPort finds the listening key whose rendered value is number, and
 // where it was moved.
@@ -87,8 +98,10 @@ func TestCheckProbe(t *testing.T) {
 	defer ok.Close()
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	defer down.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer secure.Close()
 	portOf := func(s *httptest.Server) int {
-		_, p, _ := net.SplitHostPort(strings.TrimPrefix(s.URL, "http://"))
+		_, p, _ := net.SplitHostPort(s.Listener.Addr().String())
 		n, _ := strconv.Atoi(p)
 		return n
 	}
@@ -103,6 +116,15 @@ func TestCheckProbe(t *testing.T) {
 		"Ready": {
 			reason: "The probe's named port is the container port httpPort sets; the process answers 200 where httpPort moved.",
 			probe:  httpProbe, ports: map[string]int32{"http": 8080}, moved: map[string]int{"httpPort": portOf(ok)}, want: true,
+		},
+		"HTTPS": {
+			reason: "An HTTPS probe gets over TLS without verifying, as the kubelet does.",
+			probe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTPS}}},
+			ports:  map[string]int32{"http": 8080}, moved: map[string]int{"httpPort": portOf(secure)}, want: true,
+		},
+		"HTTPToHTTPS": {
+			reason: "A plain HTTP probe of a TLS port fails (the server's answer is 400).",
+			probe:  httpProbe, ports: map[string]int32{"http": 8080}, moved: map[string]int{"httpPort": portOf(secure)},
 		},
 		"NotReady": {
 			reason: "A 503 where the probe goes fails the check.",

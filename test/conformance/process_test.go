@@ -143,19 +143,19 @@ func listening(port int, timeout time.Duration) bool {
 // timeout passes; it returns the last status or error seen. Lookout answers
 // 200, binoculars 204.
 func healthy(port int, timeout time.Duration) (bool, string) {
-	return get2xx(port, "/health", timeout)
+	return get2xx(http.DefaultClient, "http", port, "/health", timeout)
 }
 
-// get2xx polls GET http://127.0.0.1:port<path> until it answers 2xx or
-// timeout passes; it returns the last status or error seen.
-func get2xx(port int, path string, timeout time.Duration) (bool, string) {
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + path
+// get2xx polls GET <scheme>://127.0.0.1:port<path> with client until it
+// answers 2xx or timeout passes; it returns the last status or error seen.
+func get2xx(client *http.Client, scheme string, port int, path string, timeout time.Duration) (bool, string) {
+	url := scheme + "://127.0.0.1:" + strconv.Itoa(port) + path
 	deadline := time.Now().Add(timeout)
 	last := "no attempt"
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err == nil {
 			var body bytes.Buffer
 			_, _ = body.ReadFrom(resp.Body)
