@@ -83,12 +83,13 @@ const (
 	redisPort     = 6379
 	redisPassword = "internal-redis"
 
-	// The Apache Pulsar Helm chart and the image of the topic-init Job,
-	// the chart's appVersion (Pulsar 4.0 LTS).
+	// The Apache Pulsar Helm chart, and the image of its brokers,
+	// bookies and ZooKeeper (the chart's defaultPulsarImageTag) and of the
+	// topic-init Job: PulsarVersion, the release the tests run.
 	pulsarChartRepository = "https://pulsar.apache.org/charts"
 	pulsarChartName       = "pulsar"
 	pulsarChartVersion    = "4.5.0"
-	pulsarImage           = "apachepulsar/pulsar:4.0.9"
+	pulsarImage           = "apachepulsar/pulsar:" + PulsarVersion
 	pulsarUID             = 10000
 	pulsarAdminPort       = 8080
 )

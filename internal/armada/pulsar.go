@@ -35,6 +35,7 @@ func pulsarProfile(profile, storageClass string) map[string]any {
 		return v
 	}
 	return map[string]any{
+		"defaultPulsarImageTag": PulsarVersion,
 		"components": map[string]any{
 			"zookeeper": true, "bookkeeper": true, "autorecovery": true, "broker": true,
 			"proxy": false, "toolset": false, "pulsar_manager": false,

@@ -39,6 +39,10 @@ type Invocation struct {
 	// MetricsPort is the container port named "metrics", which the
 	// component's Service and ServiceMonitor scrape; 0 if none.
 	MetricsPort int32
+	// Ports are the container's named ports.
+	Ports map[string]int32
+	// Readiness is the container's readinessProbe; nil if none.
+	Readiness *corev1.Probe
 }
 
 // EnvVar is one environment variable.
@@ -118,10 +122,13 @@ func (rs *Resolver) Invocation(w Workload, c corev1.Container, root string) (*In
 // args, which depend on the image (Invocation does that for Armada's;
 // Command expands a container's command and args as the kubelet does).
 func (rs *Resolver) Container(w Workload, c corev1.Container, root string) (*Invocation, error) {
-	inv := &Invocation{Workload: w.ID(), Container: c.Name, Mounts: map[string]string{}}
+	inv := &Invocation{Workload: w.ID(), Container: c.Name, Mounts: map[string]string{}, Ports: map[string]int32{}, Readiness: c.ReadinessProbe}
 	for _, p := range c.Ports {
 		if p.Name == "metrics" {
 			inv.MetricsPort = p.ContainerPort
+		}
+		if p.Name != "" {
+			inv.Ports[p.Name] = p.ContainerPort
 		}
 	}
 
@@ -148,6 +155,23 @@ func (inv *Invocation) Command(c corev1.Container) []string {
 		out = append(out, Expand(a, vars))
 	}
 	return out
+}
+
+// Script reconstructs a container of w that runs a script of the
+// render's in a third-party image (the Pulsar topic-init Job): Container,
+// with Args its command and args expanded as the kubelet runs them.
+// Component is the container's name.
+func (rs *Resolver) Script(w Workload, c corev1.Container, root string) (*Invocation, error) {
+	inv, err := rs.Container(w, c, root)
+	if err != nil {
+		return nil, err
+	}
+	inv.Component = c.Name
+	inv.Args = inv.Command(c)
+	if len(inv.Args) == 0 {
+		return nil, errors.Errorf("container %s has no command: only the render's own scripts are run from a third-party image", c.Name)
+	}
+	return inv, nil
 }
 
 // mount materialises every volume c mounts under root and records where

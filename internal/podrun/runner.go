@@ -548,13 +548,9 @@ func (r *Runner) armadaCommand(p *pod, c corev1.Container, root string) (*podCmd
 // as in the image.
 func (r *Runner) pulsarCommand(p *pod, c corev1.Container, root string) (*podCmd, error) {
 	rs := &Resolver{Sources: clusterSources{c: r.o.Client, ns: r.o.Namespace}, Namespace: r.o.Namespace}
-	inv, err := rs.Container(p.w, c, root)
+	inv, err := rs.Script(p.w, c, root)
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
-	}
-	cmd := inv.Command(c)
-	if len(cmd) == 0 {
-		return nil, errors.Errorf("%s container %s has no command: only the topic-init script is run from Pulsar's image", p.w.ID(), c.Name)
 	}
 	dir := filepath.Join(root, "pulsar")
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
@@ -563,7 +559,7 @@ func (r *Runner) pulsarCommand(p *pod, c corev1.Container, root string) (*podCmd
 	if err := os.Symlink(r.o.PulsarAdmin, filepath.Join(dir, "bin", "pulsar-admin")); err != nil {
 		return nil, errors.Wrap(err, "cannot link pulsar-admin")
 	}
-	return &podCmd{inv: inv, bin: cmd[0], dir: dir, args: cmd[1:]}, nil
+	return &podCmd{inv: inv, bin: inv.Args[0], dir: dir, args: inv.Args[1:]}, nil
 }
 
 // movePorts gives each listening port key of a workload's config a

@@ -91,18 +91,35 @@ func (r *Runner) probe(ctx context.Context, p *pod) error {
 	if pr == nil {
 		return nil
 	}
+	var port intstr.IntOrString
 	switch {
 	case pr.HTTPGet != nil:
-		port, err := r.localPort(p, c, pr.HTTPGet.Port)
-		if err != nil {
-			return err
-		}
+		port = pr.HTTPGet.Port
+	case pr.TCPSocket != nil:
+		port = pr.TCPSocket.Port
+	default:
+		return errors.Errorf("%s: only httpGet and tcpSocket readiness probes can be run", p.w.ID())
+	}
+	local, err := r.localPort(p, c, port)
+	if err != nil {
+		return err
+	}
+	return errors.Wrap(Probe(ctx, pr, local), p.w.ID())
+}
+
+// Probe runs a readiness probe once, as the kubelet does, against the
+// process listening on the loopback port its container port moved to: an
+// httpGet (HTTP, or HTTPS without verifying) must answer 2xx or 3xx, a
+// tcpSocket must accept.
+func Probe(ctx context.Context, pr *corev1.Probe, port int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	switch {
+	case pr.HTTPGet != nil:
 		scheme := "http"
 		if pr.HTTPGet.Scheme == corev1.URISchemeHTTPS {
 			scheme = "https"
 		}
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://127.0.0.1:"+strconv.Itoa(port)+pr.HTTPGet.Path, http.NoBody)
 		if err != nil {
 			return errors.Wrap(err, "cannot build probe")
@@ -117,18 +134,13 @@ func (r *Runner) probe(ctx context.Context, p *pod) error {
 		}
 		return nil
 	case pr.TCPSocket != nil:
-		port, err := r.localPort(p, c, pr.TCPSocket.Port)
-		if err != nil {
-			return err
-		}
-		d := net.Dialer{Timeout: 2 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			return err
 		}
 		return conn.Close()
 	default:
-		return errors.Errorf("%s: only httpGet and tcpSocket readiness probes can be run", p.w.ID())
+		return errors.New("only httpGet and tcpSocket readiness probes can be run")
 	}
 }
 

@@ -109,3 +109,53 @@ func TestPulsar(t *testing.T) {
 		}
 	})
 }
+
+// TestPulsarTokenAuth shows a broker with TokenAuth admits a client with a
+// token it signed and refuses one without a token or with a token signed
+// by another key, on the admin API (the topic-init Job's path) and the
+// binary protocol (the components' path).
+func TestPulsarTokenAuth(t *testing.T) {
+	p := StartPulsarWithOptions(t, PulsarOptions{TokenAuth: true})
+	other := &Pulsar{tokenKey: []byte("another key, another broker, 32b")}
+	tokenArgs := func(token string) []string {
+		return []string{"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken", "--auth-params", "token:" + token}
+	}
+	cases := map[string]struct {
+		reason string
+		token  string
+		want   bool
+	}{
+		"Signed":   {reason: "A token the broker signed is accepted.", token: p.Token("armada"), want: true},
+		"NoToken":  {reason: "Without a token the broker refuses the client.", want: false},
+		"Unsigned": {reason: "A token signed by another key is refused.", token: other.Token("armada"), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"clusters", "list"}
+			if tc.token != "" {
+				args = append(tokenArgs(tc.token), args...)
+			}
+			out, err := exec.CommandContext(t.Context(), p.AdminToolPath(), args...).CombinedOutput()
+			if got := err == nil; got != tc.want {
+				t.Errorf("%s\npulsar-admin clusters list succeeded: %t, want %t; output:\n%s", tc.reason, got, tc.want, out)
+			}
+
+			opts := pulsar.ClientOptions{URL: p.ServiceURL(), OperationTimeout: 20 * time.Second, ConnectionTimeout: 10 * time.Second}
+			if tc.token != "" {
+				opts.Authentication = pulsar.NewAuthenticationToken(tc.token)
+			}
+			client, err := pulsar.NewClient(opts)
+			if err != nil {
+				t.Fatalf("cannot create a Pulsar client: %v", err)
+			}
+			defer client.Close()
+			producer, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/auth"})
+			if err == nil {
+				producer.Close()
+			}
+			if got := err == nil; got != tc.want {
+				t.Errorf("%s\ncreating a producer succeeded: %t, want %t (%v)", tc.reason, got, tc.want, err)
+			}
+		})
+	}
+}

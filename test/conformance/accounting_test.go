@@ -13,8 +13,7 @@ import (
 // notRun are the non-Armada images an example may compose, by image name,
 // with why the test does not run them and what stands in.
 var notRun = map[string]string{
-	"apachepulsar/pulsar": "the Pulsar topic-init Job; its script runs in the unit tests against a fault-injecting pulsar-admin, and no Pulsar runs here",
-	"library/redis":       "the in-cluster Redis; the test's private Redis stands in for it at its Service's address (see farEnds)",
+	"library/redis": "the in-cluster Redis; the test's private Redis stands in for it at its Service's address (see farEnds)",
 }
 
 // notRunReason returns why a non-Armada image is not run, or false if the

@@ -27,9 +27,6 @@ const (
 	migrationTimeout = 60 * time.Second
 	// tailLines of a process's log are printed when its check fails.
 	tailLines = 40
-	// fakePulsarToken stands in for a user's Pulsar JWT. No Pulsar runs:
-	// the test's broker listener checks each component sends exactly it.
-	fakePulsarToken = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjb25mb3JtYW5jZSJ9.Y29uZm9ybWFuY2U"
 )
 
 // rendersEnv, if set, is a glob of render outputs to check instead of the
@@ -58,6 +55,8 @@ type env struct {
 	// RefusedCAShown is set once an in-cluster executor of this release
 	// was shown refusing the scheduler without the rendered CA.
 	RefusedCAShown bool
+	// Brokers are the real Pulsar brokers every example shares.
+	Brokers *brokers
 }
 
 // newEnv finds a release's binaries and source, failing the test if they
@@ -100,10 +99,14 @@ func TestArmadaConformance(t *testing.T) {
 	// before anything runs.
 	versions := map[string]string{}
 	examples := map[string][]string{}
+	token := false
 	for _, f := range files {
 		r, err := loadRender(f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
+			token = true
 		}
 		v := r.XRString("", "status", "version", "desired")
 		if _, ok := armada.ReleaseOf(v); !ok {
@@ -119,12 +122,14 @@ func TestArmadaConformance(t *testing.T) {
 		}
 	}
 	home := startWorkerClusters(t, []string{thisCluster})
+	pulsars := startBrokers(t, token)
 	envs := map[string]*env{}
 	for _, f := range files {
 		v := versions[f]
 		if envs[v] == nil {
 			envs[v] = newEnv(t, v)
 			envs[v].Home = home
+			envs[v].Brokers = pulsars
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
 			runExample(t, envs[v], f)
@@ -211,8 +216,11 @@ type services struct {
 	Names *names
 	// PulsarAt is the example's Pulsar far end, host:port.
 	PulsarAt string
+	// Pulsar is the real broker the example's Pulsar names reach.
+	Pulsar *testenv.Pulsar
 	// PulsarToken is the token the test puts in the user's
-	// spec.pulsar.tokenSecretRef Secret; empty without one.
+	// spec.pulsar.tokenSecretRef Secret, signed by Pulsar's key; empty
+	// without one.
 	PulsarToken string
 }
 
@@ -227,8 +235,8 @@ func runExample(t *testing.T, e *env, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, supplied := startServices(t, r, workloads)
-	runs, workloadOf, skipped := newRuns(t, e, r, workloads, supplied)
+	svc, supplied := startServices(t, r, workloads, e.Brokers)
+	runs, workloadOf, topics, skipped := newRuns(t, e, r, workloads, supplied)
 	checkAccounting(t, r, runs, e.Version)
 	startStandIns(t, svc, r, runs, workloadOf)
 	// Worker clusters start in the background while migrations run.
@@ -236,6 +244,7 @@ func runExample(t *testing.T, e *env, file string) {
 	prepareDatabases(t, r, svc, runs)
 	free := (&ports{t: t}).Free
 	migrations := runMigrations(t, e, svc, free, runs)
+	runTopicJobs(t, e, svc, topics, runs)
 	checkTables(t, svc, runs)
 	checkWiring(t, runs)
 	started := runComponents(t, e, svc, free, runs)
@@ -255,8 +264,8 @@ func runExample(t *testing.T, e *env, file string) {
 		})
 		remotes++
 	}
-	t.Logf("%s (Armada %s): %d migration containers run twice; %d components started and checked; %d in-cluster executors run against this cluster's API server and the scheduler; %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
-		filepath.Base(file), e.Version, migrations, started, locals, remotes, skipped, time.Since(start).Round(time.Second))
+	t.Logf("%s (Armada %s): %d migration containers run twice; %d Pulsar topic Jobs run against the real broker; %d components started and checked; %d in-cluster executors run against this cluster's API server and the scheduler; %d remote executors run against worker clusters and the executor API; %d non-Armada containers not run; in %s",
+		filepath.Base(file), e.Version, migrations, len(topics), started, locals, remotes, skipped, time.Since(start).Round(time.Second))
 }
 
 // startStandIns serves the far ends of the links the test serves by name
@@ -268,9 +277,9 @@ func startStandIns(t *testing.T, svc *services, r *render, runs []*run, workload
 }
 
 // newRuns reconstructs every Armada container of a render's workloads,
-// Jobs' first, with the workload of each; skipped counts the non-Armada
-// containers.
-func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map[secretRef]string) (runs []*run, workloadOf map[*run]workload, skipped int) {
+// Jobs' first, with the workload of each, and the Pulsar topic-init Jobs'
+// containers; skipped counts the other non-Armada containers.
+func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map[secretRef]string) (runs []*run, workloadOf map[*run]workload, topics []*topicJob, skipped int) {
 	t.Helper()
 	workloadOf = map[*run]workload{}
 	// A namespaced Armada runs in its own namespace; an XArmada in
@@ -279,6 +288,16 @@ func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
+			if isTopicJob(w, c) {
+				root := t.TempDir()
+				inv, err := rs.Script(w, c, root)
+				if err != nil {
+					t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
+					continue
+				}
+				topics = append(topics, &topicJob{Inv: inv, Root: root})
+				continue
+			}
 			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {
 				why, known := notRunReason(c.Image)
 				if known {
@@ -308,7 +327,7 @@ func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map
 			workloadOf[rn] = w
 		}
 	}
-	return runs, workloadOf, skipped
+	return runs, workloadOf, topics, skipped
 }
 
 // runMigrations runs every Job container, each in a subtest, and returns
@@ -345,13 +364,14 @@ func runComponents(t *testing.T, e *env, svc *services, free func() int, runs []
 	return len(started)
 }
 
-// startServices starts PostgreSQL and Redis and returns the values of the
+// startServices starts PostgreSQL and Redis, picks the example's Pulsar
+// broker among b, and returns the values of the
 // Secrets that are not part of the render: the user's (spec references) or
 // the ones an operator generates (CloudNativePG's app Secret). Which Secret
 // keys hold the Postgres and Redis passwords is read from the rendered
 // workloads' env, so the test connects through exactly the references the
 // function rendered.
-func startServices(t *testing.T, r *render, workloads []workload) (*services, map[secretRef]string) {
+func startServices(t *testing.T, r *render, workloads []workload, b *brokers) (*services, map[secretRef]string) {
 	t.Helper()
 	supplied := map[secretRef]string{}
 	svc := &services{PG: testenv.StartPostgres(t), Names: newNames(t)}
@@ -384,10 +404,7 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 	if svc.Redis == nil {
 		svc.Redis = testenv.StartRedisWithPassword(t, "")
 	}
-	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
-		supplied[ref] = fakePulsarToken
-		svc.PulsarToken = fakePulsarToken
-	}
+	useBroker(t, b, r, svc, supplied)
 	if ref, ok := r.XRSecretRef("pulsar", "caSecretRef"); ok {
 		ca, _ := testenv.SelfSignedCert(t)
 		supplied[ref] = string(ca)
@@ -403,6 +420,7 @@ func startServices(t *testing.T, r *render, workloads []workload) (*services, ma
 		t.Fatal(err)
 	}
 	serveFarEnds(t, svc, far)
+	servePulsar(t, svc, workloads)
 	return svc, supplied
 }
 

@@ -40,7 +40,7 @@ var (
 
 // checkLocalExecutors proves the link from each in-cluster executor to
 // the scheduler from both ends, with Armada's own code at both: the
-// scheduler runs as rendered (Pulsar off, see startSchedulerAlone) on its
+// scheduler runs as rendered (see startScheduler, with the real Pulsar) on its
 // database, and the rendered Services' names for its gRPC port resolve, in
 // each process's own hosts file (names), to a relay to it. The executor
 // runs as rendered against a real kube-apiserver as its ServiceAccount,
@@ -77,7 +77,7 @@ func checkLocalExecutors(t *testing.T, e *env, svc *services, free func() int, r
 		if err != nil {
 			t.Fatal(err)
 		}
-		schp, grpcPort := startSchedulerAlone(t, e, svc, free, scheduler)
+		schp, grpcPort := startScheduler(t, e, svc, free, scheduler)
 		defer schp.Stop()
 		v, _ := scheduler.Effective("grpc.port")
 		port, err := strconv.Atoi(v)

@@ -6,8 +6,10 @@ import (
 	"testing"
 )
 
-// serveFarEnds makes the example's Postgres and Redis far ends reach the
-// private servers through their names, for every process alike.
+// serveFarEnds makes the example's Postgres, Redis and Pulsar far ends
+// reach the private servers and the real broker through their names, for
+// every process alike. Pulsar's lookups then send clients to the broker's
+// advertised address, 127.0.0.1, as a real broker's send them to its pod.
 func serveFarEnds(t *testing.T, svc *services, f farEnds) {
 	t.Helper()
 	for _, a := range f.Postgres {
@@ -17,26 +19,15 @@ func serveFarEnds(t *testing.T, svc *services, f farEnds) {
 		relayName(t, svc.Names, a, svc.Redis.Addr())
 	}
 	svc.PulsarAt = f.Pulsar
+	if f.Pulsar != "" && svc.Pulsar != nil {
+		relayName(t, svc.Names, f.Pulsar, brokerAddr(svc.Pulsar))
+	}
 }
 
-// resolveNames gives a long-running component with a pulsar.URL its own
-// Pulsar broker listener at the example's Pulsar far end, and writes rn's
-// hosts file.
+// resolveNames writes rn's hosts file.
 func resolveNames(t *testing.T, svc *services, rn *run) {
 	t.Helper()
-	own := map[string]string{}
-	if raw, _ := rn.Effective("pulsar.URL"); raw != "" && !rn.Job && svc.PulsarAt != "" {
-		host, port, err := net.SplitHostPort(svc.PulsarAt)
-		if err != nil {
-			t.Fatalf("the example's Pulsar far end %q is not host:port", svc.PulsarAt)
-		}
-		if rn.Pulsar == nil {
-			rn.Pulsar = startPulsarBroker(t, net.JoinHostPort(svc.Names.Address(), port))
-		}
-		ip, _, _ := net.SplitHostPort(rn.Pulsar.Addr)
-		own[host] = ip
-	}
-	hosts, err := svc.Names.HostsFile(rn.Root, own)
+	hosts, err := svc.Names.HostsFile(rn.Root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

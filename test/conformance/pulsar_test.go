@@ -1,200 +1,315 @@
 package conformance
 
 import (
-	"bufio"
-	"encoding/binary"
-	"io"
+	"context"
+	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
 	"slices"
-	"sync"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
-// pulsarBroker stands in for a Pulsar broker at the address a component's
-// rendered pulsar.URL resolves to (see names): it reads the first command
-// of Pulsar's binary protocol, which a client sends as soon as it
-// connects, records the CONNECT's authentication, and closes the
-// connection, as a broker that refuses it would. Armada's Pulsar client
-// then retries, as it does when no broker is up. Each component gets its
-// own, so what it sent is known per component.
-type pulsarBroker struct {
-	Addr string
+// topicJobTimeout bounds one run of the topic-init Job's script: it
+// starts pulsar-admin, a JVM, six times.
+const topicJobTimeout = 5 * time.Minute
 
-	mu       sync.Mutex
-	connects []pulsarConnect
+// topicsReady is the last line of the topic-init Job's script.
+const topicsReady = "Pulsar topics ready"
+
+// brokers are the real Apache Pulsar brokers a top-level test's examples
+// share (testenv.StartPulsar: the version table's release, standalone):
+// Plain without authentication, and Token, started only if an example's
+// claim gives spec.pulsar.tokenSecretRef, with token authentication, so a
+// component that does not present the token from that Secret is refused.
+// Each example's topic-init Job creates its tenant, and the example
+// deletes it when it ends, so examples do not see each other's topics.
+type brokers struct {
+	Plain, Token *testenv.Pulsar
 }
 
-// pulsarConnect is what one CONNECT command carried.
-type pulsarConnect struct {
-	ClientVersion  string
-	AuthMethodName string
-	AuthData       string
-	// Err is set if the bytes were not a CONNECT.
-	Err string
-}
-
-func startPulsarBroker(t *testing.T, addr string) *pulsarBroker {
+// startBrokers starts the plain broker, and the token broker if token is
+// set.
+func startBrokers(t *testing.T, token bool) *brokers {
 	t.Helper()
-	lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr)
-	if err != nil {
-		t.Fatalf("cannot listen on %s, standing in for the Pulsar broker: %v", addr, err)
+	b := &brokers{Plain: testenv.StartPulsar(t)}
+	if token {
+		b.Token = testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{TokenAuth: true})
 	}
-	t.Cleanup(func() { _ = lis.Close() })
-	b := &pulsarBroker{Addr: addr}
-	go func() {
-		for {
-			conn, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go b.serve(conn)
-		}
-	}()
 	return b
 }
 
-func (b *pulsarBroker) serve(conn net.Conn) {
-	defer func() { _ = conn.Close() }()
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	c, err := readConnect(bufio.NewReader(conn))
-	if err != nil {
-		c.Err = err.Error()
+// pulsarToken is the role of the token the test puts in the user's
+// spec.pulsar.tokenSecretRef Secret.
+const pulsarToken = "armada"
+
+// useBroker picks the example's broker and, with a tokenSecretRef, supplies
+// a token it accepts in that Secret.
+func useBroker(t *testing.T, b *brokers, r *render, svc *services, supplied map[secretRef]string) {
+	t.Helper()
+	svc.Pulsar = b.Plain
+	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
+		if b.Token == nil {
+			t.Fatal("the claim gives spec.pulsar.tokenSecretRef, but no broker with token authentication was started")
+		}
+		svc.Pulsar = b.Token
+		svc.PulsarToken = b.Token.Token(pulsarToken)
+		supplied[ref] = svc.PulsarToken
 	}
-	b.mu.Lock()
-	b.connects = append(b.connects, c)
-	b.mu.Unlock()
 }
 
-// Connects returns the CONNECTs received so far.
-func (b *pulsarBroker) Connects() []pulsarConnect {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.connects)
+// hostPort is a URL's host:port.
+func hostPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		t.Fatalf("%q is not a URL with a host", raw)
+	}
+	return u.Host
 }
 
-// Pulsar's frames are [total size][command size][BaseCommand], sizes
-// big-endian uint32 (PulsarApi.proto, "simple commands"). BaseCommand's
-// field 1 is its type, CONNECT = 2, field 2 the CommandConnect, whose
-// fields 1, 3 and 5 are client_version, auth_data and auth_method_name.
-const (
-	pulsarMaxFrame      = 5 << 20
-	pulsarTypeConnect   = 2
-	baseCommandType     = 1
-	baseCommandConnect  = 2
-	connectClientVer    = 1
-	connectAuthData     = 3
-	connectAuthMethName = 5
-)
-
-func readConnect(r io.Reader) (pulsarConnect, error) {
-	var sizes [8]byte
-	if _, err := io.ReadFull(r, sizes[:]); err != nil {
-		return pulsarConnect{}, errors.Wrap(err, "cannot read a frame header")
-	}
-	total, size := binary.BigEndian.Uint32(sizes[:4]), binary.BigEndian.Uint32(sizes[4:])
-	if total > pulsarMaxFrame || size+4 > total {
-		return pulsarConnect{}, errors.Errorf("frame sizes %d/%d are not a Pulsar command", total, size)
-	}
-	cmd := make([]byte, size)
-	if _, err := io.ReadFull(r, cmd); err != nil {
-		return pulsarConnect{}, errors.Wrap(err, "cannot read a command")
-	}
-	var typ uint64
-	var connect []byte
-	if err := eachField(cmd, func(num int, v uint64, b []byte) {
-		switch num {
-		case baseCommandType:
-			typ = v
-		case baseCommandConnect:
-			connect = b
-		}
-	}); err != nil {
-		return pulsarConnect{}, err
-	}
-	if typ != pulsarTypeConnect || connect == nil {
-		return pulsarConnect{}, errors.Errorf("first command has type %d, not CONNECT", typ)
-	}
-	var c pulsarConnect
-	err := eachField(connect, func(num int, _ uint64, b []byte) {
-		switch num {
-		case connectClientVer:
-			c.ClientVersion = string(b)
-		case connectAuthData:
-			c.AuthData = string(b)
-		case connectAuthMethName:
-			c.AuthMethodName = string(b)
-		}
-	})
-	return c, err
+// topicJob is the render's Pulsar topic-init Job container, run as
+// composed: its own script, environment and mounted Secrets.
+type topicJob struct {
+	Inv  *invocation
+	Root string
 }
 
-// eachField calls f with every field of a protobuf message: its number
-// and its value, a varint or bytes.
-func eachField(msg []byte, f func(num int, v uint64, b []byte)) error {
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return errors.Wrap(protowire.ParseError(n), "cannot parse a Pulsar command")
-		}
-		msg = msg[n:]
-		switch typ {
-		case protowire.VarintType:
-			v, m := protowire.ConsumeVarint(msg)
-			if m < 0 {
-				return errors.Wrap(protowire.ParseError(m), "cannot parse a Pulsar command")
+// isTopicJob reports whether a container is the topic-init Job's.
+func isTopicJob(w workload, c corev1.Container) bool {
+	return w.Kind == "Job" && c.Name == "pulsar-topics"
+}
+
+// servePulsar makes the names of the topic-init Job's ADMIN_URL reach
+// the broker's web service, for every process alike, and deletes the
+// Job's tenant from the broker when the test that started the services
+// ends, so examples sharing a broker do not see each other's topics.
+func servePulsar(t *testing.T, svc *services, workloads []workload) {
+	t.Helper()
+	for _, w := range workloads {
+		for _, c := range w.Pod.Containers {
+			if !isTopicJob(w, c) {
+				continue
 			}
-			f(int(num), v, nil)
-			n = m
-		case protowire.BytesType:
-			b, m := protowire.ConsumeBytes(msg)
-			if m < 0 {
-				return errors.Wrap(protowire.ParseError(m), "cannot parse a Pulsar command")
+			var adminURL, tenant string
+			for _, e := range c.Env {
+				switch e.Name {
+				case "ADMIN_URL":
+					adminURL = e.Value
+				case "TENANT":
+					tenant = e.Value
+				}
 			}
-			f(int(num), 0, b)
-			n = m
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, msg)
-			if n < 0 {
-				return errors.Wrap(protowire.ParseError(n), "cannot parse a Pulsar command")
+			if adminURL == "" || tenant == "" {
+				t.Fatalf("%s: the topic-init Job sets no ADMIN_URL or TENANT", w.ID())
 			}
+			relayName(t, svc.Names, hostPort(t, adminURL), hostPort(t, svc.Pulsar.AdminURL()))
+			t.Cleanup(func() {
+				if _, err := svc.Pulsar.Admin(context.Background(), http.MethodDelete, "/admin/v2/tenants/"+url.PathEscape(tenant)+"?force=true"); err != nil {
+					t.Logf("cannot delete Pulsar tenant %s after the test: %v", tenant, err)
+				}
+			})
 		}
-		msg = msg[n:]
 	}
-	return nil
 }
 
-// checkPulsar fails unless the component's broker received a CONNECT
-// within timeout that authenticates exactly as the user's Secret says: the
-// token from spec.pulsar.tokenSecretRef with method "token", or no
-// authentication without one.
-func checkPulsar(o *outcome, b *pulsarBroker, at, token string, timeout time.Duration) {
-	if b == nil {
+// runTopicJobs runs every topic-init Job's script against the example's
+// broker, through the Service name the render gives in ADMIN_URL, then
+// checks from the broker that the topics every component uses exist as
+// the claim asks.
+func runTopicJobs(t *testing.T, e *env, svc *services, jobs []*topicJob, runs []*run) {
+	t.Helper()
+	if len(jobs) == 0 {
+		t.Errorf("the render has no Pulsar topic-init Job: nothing creates the topics the components use")
 		return
 	}
+	for _, j := range jobs {
+		t.Run(j.Inv.Workload+"/"+j.Inv.Container, func(t *testing.T) {
+			runTopicJob(t, e, svc, j)
+			checkTopics(t, svc, j, runs)
+		})
+	}
+}
+
+// runTopicJob runs the Job's script once, with the broker's pulsar-admin
+// as the image's (PULSAR_ADMIN, which the script honours), and the names
+// of ADMIN_URL resolving to the broker's web service (servePulsar).
+func runTopicJob(t *testing.T, e *env, svc *services, j *topicJob) {
+	t.Helper()
+	adminURL, _ := j.Inv.Lookup("ADMIN_URL")
+	hosts, err := svc.Names.HostsFile(j.Root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	bin, args, err := podrun.PodCommand(root, hosts, j.Root, j.Inv.Mounts, j.Inv.Args[0], j.Inv.Args[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := make([]string, 0, len(j.Inv.Env)+3)
+	for _, v := range j.Inv.Env {
+		env = append(env, v.Name+"="+v.Value)
+	}
+	env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin", "HOME="+podrun.PodPath(j.Root), "PULSAR_ADMIN="+podrun.PodPath(svc.Pulsar.AdminToolPath()))
+	p, err := startProcess(t, bin, e.SourceDir, args, env, filepath.Join(t.TempDir(), "pulsar-topics.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, ok := p.Wait(topicJobTimeout)
+	if !ok {
+		t.Fatalf("the script did not finish within %s; log:\n%s", topicJobTimeout, p.Tail(tailLines))
+	}
+	if code != 0 || !strings.Contains(p.Log(), topicsReady) {
+		t.Fatalf("the script exited %d (want 0, with %q); log:\n%s", code, topicsReady, p.Tail(tailLines))
+	}
+	t.Logf("ran against Pulsar at %s (as %s):\n%s", svc.Pulsar.AdminURL(), adminURL, strings.TrimSpace(p.Log()))
+}
+
+// checkTopics checks from the broker that the job set events topic every
+// component uses is partitioned into the claim's partition count and the
+// control-plane topic exists, as the Job's script made them: a Job
+// creating other names leaves the components' topics missing.
+func checkTopics(t *testing.T, svc *services, j *topicJob, runs []*run) {
+	t.Helper()
+	partitions, _ := j.Inv.Lookup("PARTITIONS")
+	want, err := strconv.Atoi(partitions)
+	if err != nil {
+		t.Fatalf("the Job's PARTITIONS %q is not a number", partitions)
+	}
+	events, control := map[string]bool{}, map[string]bool{}
+	for _, rn := range runs {
+		if rn.Job || rn.Cluster != "" {
+			continue
+		}
+		if v, ok := rn.Effective("pulsar.jobsetEventsTopic"); ok && rn.Cfg.Has("pulsar.URL") {
+			events[fullTopic(v)] = true
+		}
+		if v, ok := rn.Effective("pulsar.controlPlaneEventsTopic"); ok && rn.Cfg.Has("pulsar.URL") {
+			control[fullTopic(v)] = true
+		}
+	}
+	if len(events) == 0 && len(control) == 0 {
+		// A first install composes only the Jobs until the migrations
+		// complete: check the topics the Job names; the components'
+		// subscriptions are checked once they run.
+		ev, _ := j.Inv.Lookup("EVENTS_TOPIC")
+		cp, _ := j.Inv.Lookup("CONTROL_PLANE_TOPIC")
+		events[fullTopic(ev)], control[fullTopic(cp)] = true, true
+		t.Logf("no component of this render uses Pulsar yet: checking the topics the Job names, %s and %s", ev, cp)
+	}
+	if len(events) == 0 || len(control) == 0 {
+		t.Fatalf("the components name no job set events topic (%v) or no control-plane topic (%v)", events, control)
+	}
+	for topic := range events {
+		body, err := svc.Pulsar.Admin(t.Context(), http.MethodGet, "/admin/v2/"+restTopic(topic)+"/partitions")
+		if err != nil {
+			t.Errorf("the components' job set events topic %s: %v", topic, err)
+			continue
+		}
+		var meta struct {
+			Partitions int `json:"partitions"`
+		}
+		if err := json.Unmarshal([]byte(body), &meta); err != nil {
+			t.Errorf("cannot decode the partitions of %s: %v", topic, err)
+			continue
+		}
+		if diff := cmp.Diff(want, meta.Partitions); diff != "" {
+			t.Errorf("the components' job set events topic %s has the wrong partition count (0: not a partitioned topic): -want, +got:\n%s", topic, diff)
+		}
+	}
+	for topic := range control {
+		ns := restTopic(topic)[:strings.LastIndex(restTopic(topic), "/")]
+		body, err := svc.Pulsar.Admin(t.Context(), http.MethodGet, "/admin/v2/"+ns)
+		if err != nil {
+			t.Errorf("cannot list the topics of %s: %v", ns, err)
+			continue
+		}
+		var topics []string
+		_ = json.Unmarshal([]byte(body), &topics)
+		if !slices.Contains(topics, topic) {
+			t.Errorf("the components' control-plane topic %s does not exist; %s holds %v", topic, ns, topics)
+		}
+	}
+}
+
+// fullTopic is a topic's full name: Pulsar reads a bare name as
+// persistent://public/default/<name>.
+func fullTopic(name string) string {
+	if strings.Contains(name, "://") {
+		return name
+	}
+	return "persistent://public/default/" + name
+}
+
+// restTopic is a full topic name's path in the admin REST API:
+// persistent/<tenant>/<namespace>/<topic>.
+func restTopic(full string) string {
+	return strings.Replace(full, "://", "/", 1)
+}
+
+// checkPulsar checks from the broker that a component reached it as
+// configured: an ingester's subscription (subscriptionName) on its job set
+// events topic has a consumer. A wrong subscription name, topic, address
+// or token leaves it without one. Components that only publish show it by
+// their readiness probes (the server's /health answers 200 only once its
+// producers exist).
+func checkPulsar(o *outcome, svc *services, rn *run, timeout time.Duration) {
+	sub, ok := rn.Effective("subscriptionName")
+	topic, hasTopic := rn.Effective("pulsar.jobsetEventsTopic")
+	if !ok || !hasTopic || svc.Pulsar == nil {
+		return
+	}
+	topic = fullTopic(topic)
 	deadline := time.Now().Add(timeout)
-	for len(b.Connects()) == 0 {
-		if time.Now().After(deadline) {
-			o.errorf("never connected to the example's Pulsar broker at %s (the test's listener for it: %s); see its pulsar.URL", at, b.Addr)
+	var last string
+	for {
+		n, err := consumers(svc.Pulsar, topic, sub)
+		if err == nil && n > 0 {
+			o.Notes = append(o.Notes, fmt.Sprintf("the broker shows subscription %q on %s with %d consumers", sub, topic, n))
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		last = fmt.Sprintf("%d consumers, %v", n, err)
+		if time.Now().After(deadline) {
+			o.errorf("the broker shows no consumer on subscription %q of %s within %s (last: %s)", sub, topic, timeout, last)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	c := b.Connects()[0]
-	switch {
-	case c.Err != "":
-		o.errorf("sent the Pulsar broker something other than a CONNECT: %s", c.Err)
-	case token == "" && (c.AuthMethodName != "" || c.AuthData != ""):
-		o.errorf("authenticated to Pulsar with method %q, but the claim gives no token", c.AuthMethodName)
-	case token != "" && (c.AuthMethodName != "token" || c.AuthData != token):
-		o.errorf("authenticated to Pulsar with method %q and %d bytes of auth data, not the token from spec.pulsar.tokenSecretRef", c.AuthMethodName, len(c.AuthData))
-	case token != "":
-		o.Notes = append(o.Notes, "sent Pulsar a CONNECT with the token from spec.pulsar.tokenSecretRef ("+c.ClientVersion+")")
-	default:
-		o.Notes = append(o.Notes, "sent Pulsar an unauthenticated CONNECT, as the claim gives no token ("+c.ClientVersion+")")
+}
+
+// consumers counts the consumers of a subscription across a partitioned
+// topic's partitions.
+func consumers(p *testenv.Pulsar, topic, sub string) (int, error) {
+	body, err := p.Admin(context.Background(), http.MethodGet, "/admin/v2/"+restTopic(topic)+"/partitioned-stats")
+	if err != nil {
+		return 0, err
 	}
+	var stats struct {
+		Subscriptions map[string]struct {
+			Consumers []json.RawMessage `json:"consumers"`
+		} `json:"subscriptions"`
+	}
+	if err := json.Unmarshal([]byte(body), &stats); err != nil {
+		return 0, errors.Wrapf(err, "cannot decode the stats of %s", topic)
+	}
+	return len(stats.Subscriptions[sub].Consumers), nil
+}
+
+// brokerAddr is the broker's binary-protocol host:port.
+func brokerAddr(p *testenv.Pulsar) string {
+	u, _ := url.Parse(p.ServiceURL())
+	return net.JoinHostPort(u.Hostname(), u.Port())
 }

@@ -26,9 +26,6 @@ type run struct {
 	// HostsFile is the /etc/hosts the process sees (see names), once
 	// overrides has written it.
 	HostsFile string
-	// Pulsar is the broker listener at the address the component's
-	// pulsar.URL resolves to; nil for Jobs and without Pulsar.
-	Pulsar *pulsarBroker
 }
 
 // Command is how the test starts the run's binary: in a root of its own
@@ -88,8 +85,8 @@ func (p *ports) Free() int {
 //     the run's own /etc/hosts (see names) resolves the names of the
 //     example's far ends (farEnds: where the claim and what it composes
 //     put the services) to loopback addresses where relays to the private
-//     Postgres and Redis, and the run's own Pulsar broker listener, wait
-//     on those ports. A config naming anything else reaches nothing.
+//     Postgres and Redis and the real Pulsar broker wait on those ports.
+//     A config naming anything else reaches nothing.
 //   - Every listening port key the loaded config files set (grpcPort,
 //     httpPort, metricsPort, apiPort, grpc.port, http.port, metrics.port,
 //     metric.port, profiling.port) moves to a free loopback port, so the

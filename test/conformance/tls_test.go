@@ -27,17 +27,11 @@ import (
 
 // tlsTimeout bounds how long the TLS check waits for the scheduler's gRPC
 // port.
-const tlsTimeout = 60 * time.Second
+const tlsTimeout = 120 * time.Second
 
 // queuesLoaded is the scheduler's log line once it has loaded its queue
 // cache from the server (internal/scheduler/queue).
 var queuesLoaded = regexp.MustCompile(`Refreshed Queues in`)
-
-// noPulsar is a config file the TLS check adds to the scheduler's: with no
-// Pulsar URL the scheduler skips Pulsar (schedulerapp.go: "Pulsar URL not
-// configured") and opens its gRPC port, which it otherwise does only once
-// Pulsar is up, which never happens here.
-const noPulsar = "pulsar:\n  URL: \"\"\n"
 
 // checkTLS proves, when the render turns TLS on, that Armada's own server
 // and scheduler serve TLS with the certificates at the rendered paths, as
@@ -45,13 +39,12 @@ const noPulsar = "pulsar:\n  URL: \"\"\n"
 // trusting the rendered CA through the rendered SSL_CERT_FILE connect while
 // clients without it are refused:
 //
-//   - the server binary serves its HTTP port with its certificate (its
-//     gRPC port opens only once Pulsar is up; Armada serves both from the
-//     same grpc.tls keys): a client with the scheduler's rendered trust
-//     accepts it for the name the scheduler dials, one with the system
-//     roots is refused;
-//   - the scheduler binary, with Pulsar switched off by an added config
-//     file, loads its queue cache from the server's API stand-in, which
+//   - the server binary serves its HTTP port with its certificate (Armada
+//     serves HTTP and gRPC from the same grpc.tls keys): a client with the
+//     scheduler's rendered trust accepts it for the name the scheduler
+//     dials, one with the system roots is refused;
+//   - the scheduler binary, as rendered, with the real Pulsar broker,
+//     loads its queue cache from the server's API stand-in, which
 //     serves the server's rendered certificate (armadaAPI), trusting the
 //     CA through its rendered SSL_CERT_FILE, and serves gRPC over TLS: a
 //     client with the server's (and the executor's) rendered trust,
@@ -83,7 +76,7 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 			}
 		}
 
-		// The server, as rendered: its HTTPS port listens before Pulsar.
+		// The server, as rendered.
 		sc := startComponent(t, e, svc, free, server)
 		if sc.Err != nil {
 			t.Fatal(sc.Err)
@@ -106,8 +99,8 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 			}
 		})
 
-		// The scheduler, as rendered, without Pulsar.
-		schp, grpcPort := startSchedulerAlone(t, e, svc, free, scheduler)
+		// The scheduler, as rendered.
+		schp, grpcPort := startScheduler(t, e, svc, free, scheduler)
 		defer schp.Stop()
 		if svc.ArmadaAPI != nil && svc.ArmadaAPI.TLS && !queuesLoaded.MatchString(schp.Log()) {
 			t.Errorf("the scheduler did not load its queues from the server's API serving the server's rendered certificate")
@@ -155,25 +148,20 @@ func checkTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run)
 	})
 }
 
-// startSchedulerAlone starts the scheduler as rendered, with an added
-// config file that switches Pulsar off (noPulsar), and waits for its gRPC
-// port: its executor API then answers with Armada's own code, backed by
-// the scheduler's database. It returns the process and the moved
-// grpc.port.
-func startSchedulerAlone(t *testing.T, e *env, svc *services, free func() int, scheduler *run) (*process, int) {
+// startScheduler starts the scheduler as rendered, against the example's
+// real Pulsar broker, and waits for its gRPC port, which opens once
+// Pulsar is up: its executor API then answers with Armada's own code,
+// backed by the scheduler's database. It returns the process and the
+// moved grpc.port.
+func startScheduler(t *testing.T, e *env, svc *services, free func() int, scheduler *run) (*process, int) {
 	t.Helper()
-	noPulsarFile := filepath.Join(t.TempDir(), "no-pulsar.yaml")
-	if err := os.WriteFile(noPulsarFile, []byte(noPulsar), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	extra, moved := overrides(t, e, svc, free, scheduler)
 	routed, _ := routedEnv(t, svc, scheduler)
 	bin, args, err := scheduler.Command(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args = append(args, "--config", podrun.PodPath(noPulsarFile))
-	logPath := filepath.Join(t.TempDir(), "scheduler-alone.log")
+	logPath := filepath.Join(t.TempDir(), "scheduler.log")
 	p, err := startProcess(t, bin, e.SourceDir, args, environ(scheduler, append(extra, routed...)), logPath)
 	if err != nil {
 		t.Fatal(err)

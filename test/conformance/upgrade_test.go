@@ -41,13 +41,14 @@ var addedColumns = map[int][]string{
 //     config) with that release's binaries against the previous release's
 //     databases, and checks the schema: each database's recorded version
 //     is the table's, and the columns a migration adds appear exactly when
-//     it has run;
+//     it has run; and runs the topic-init Job's script against the real
+//     Pulsar broker (a second run finds the topics there);
 //  4. reports the Jobs complete, renders again and checks every component
 //     now runs the new release;
 //  5. starts every component with that release's binaries on the migrated
-//     databases and checks it as TestArmadaConformance does (lookout and
-//     binoculars healthy, the others past Postgres to Pulsar or the
-//     Kubernetes API).
+//     databases and the real Pulsar broker and checks it as
+//     TestArmadaConformance does (ready by its readinessProbe; the
+//     executor past its config to the Kubernetes API).
 //
 // Finally a render back to the previous release must be refused.
 //
@@ -89,7 +90,8 @@ func TestArmadaUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.svc, u.supplied = startServices(t, r, workloads)
+	_, token := r.XRSecretRef("pulsar", "tokenSecretRef")
+	u.svc, u.supplied = startServices(t, r, workloads, startBrokers(t, token))
 
 	var previous string
 	for _, rel := range armada.Releases {
@@ -177,7 +179,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, _, _ := newRuns(t, e, r, workloads, u.supplied)
+	runs, _, topics, _ := newRuns(t, e, r, workloads, u.supplied)
 	if previous == "" {
 		prepareDatabases(t, r, u.svc, runs)
 	}
@@ -215,6 +217,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	// 3. Run the new migrations on the previous release's databases.
 	start := time.Now()
 	runMigrations(t, e, u.svc, u.free, runs)
+	runTopicJobs(t, e, u.svc, topics, runs)
 	if t.Failed() {
 		t.Fatalf("Armada %s: stopping here; see the failures above", v)
 	}
@@ -227,7 +230,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if workloads, err = r.Workloads(); err != nil {
 		t.Fatal(err)
 	}
-	runs, workloadOf, _ := newRuns(t, e, r, workloads, u.supplied)
+	runs, workloadOf, _, _ := newRuns(t, e, r, workloads, u.supplied)
 	for _, rn := range runs {
 		if rn.Inv.Tag != v {
 			t.Errorf("Armada %s: after its migrations completed, %s still runs %s", v, rn.ID(), rn.Inv.Tag)

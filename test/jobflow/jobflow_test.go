@@ -304,16 +304,27 @@ func submit(ctx context.Context, a *armadactl, user, password, jobSet string, jo
 }
 
 // watch follows a job set's events with `armadactl watch --raw
-// --exit-if-inactive` until every job in it has finished.
+// --exit-if-inactive` until every job in it has finished. That exits at
+// once while the job set has no events yet (the submission still on its
+// way through Pulsar and the event ingester to Redis): it is run again
+// until it shows some, within the same bound.
 func watch(ctx context.Context, t *testing.T, a *armadactl, user, password, jobSet string) []event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	out, err := a.run(ctx, user, password, "watch", queue, jobSet, "--raw", "--exit-if-inactive")
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", a.command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, out)
+	for {
+		out, err := a.run(ctx, user, password, "watch", queue, jobSet, "--raw", "--exit-if-inactive")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", a.command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, out)
+		}
+		if evs := parseEvents(out); len(evs) > 0 || ctx.Err() != nil {
+			return evs
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
-	return parseEvents(out)
 }
 
 // waitLookout waits until Lookout's API shows every job of a job set in
