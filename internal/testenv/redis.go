@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -32,7 +31,7 @@ type Redis struct {
 
 // StartRedis starts a Redis server that requires a random password, and
 // stops it when the test ends. It fails the test if redis-server is missing.
-func StartRedis(tb testing.TB) *Redis {
+func StartRedis(tb TB) *Redis {
 	tb.Helper()
 	return StartRedisWithPassword(tb, RandomPassword(tb))
 }
@@ -40,7 +39,7 @@ func StartRedis(tb testing.TB) *Redis {
 // StartRedisWithPassword starts a Redis server that requires password, or no
 // password if it is empty, and stops it when the test ends. It fails the test
 // if redis-server is missing.
-func StartRedisWithPassword(tb testing.TB, password string) *Redis {
+func StartRedisWithPassword(tb TB, password string) *Redis {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
 	dir := tb.TempDir()
@@ -51,7 +50,7 @@ func StartRedisWithPassword(tb testing.TB, password string) *Redis {
 	return r
 }
 
-func (r *Redis) start(tb testing.TB, bin, dir string) error {
+func (r *Redis) start(tb TB, bin, dir string) error {
 	tb.Helper()
 	args := []string{"--port", strconv.Itoa(r.Port), "--bind", r.Host, "--save", "", "--appendonly", "no", "--dir", dir}
 	if r.Password != "" {
