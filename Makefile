@@ -111,6 +111,12 @@ bench: ## Benchmark RunFunction against its codec floor (ratio printed), its sca
 	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; \
 	go test -run '^$$' -bench 'BenchmarkMemoFootprint' -benchtime 3x -benchmem -count 1 ./internal/function/; } | go run ./internal/cmd/benchratio
 
+# BENCH_JOBS picks BenchmarkJobFlow's rounds: 100, 1000 or both.
+BENCH_JOBS ?= 100|1000
+.PHONY: bench-jobflow
+bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory. Not part of make test.
+	go test -run '^$$' -bench 'BenchmarkJobFlow/jobs=($(BENCH_JOBS))$$' -benchtime 1x -timeout 90m -v ./test/jobflow/
+
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
 	go run ./internal/cmd/render examples/minimal.yaml

@@ -17,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
@@ -37,9 +34,6 @@ const (
 	fieldOwner = client.FieldOwner("armada-jobflow")
 )
 
-// cp is the test's control plane.
-var cp *controlplane.ControlPlane
-
 // The far ends' names, as a user's claim would name their PostgreSQL,
 // Redis and Pulsar; each pod's hosts file resolves them to relays to the
 // test's private servers.
@@ -51,90 +45,10 @@ const (
 
 // TestJobFlow composes an Armada and runs jobs through it.
 func TestJobFlow(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	version := armada.DefaultVersion
-	rel, ctl, err := jobflow.FindRelease(ctx, version)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	pgPassword, redisPassword := testenv.RandomPassword(t), testenv.RandomPassword(t)
-	be := jobflow.StartBackends(t, jobflow.BackendOptions{
-		PostgresAddr: postgresHost + ":5432", RedisAddr: redisHost + ":6379",
-		PulsarAddr: pulsarHost + ":6650", PulsarAdminAddr: pulsarHost + ":8080",
-		PostgresUser: "armada", PostgresPassword: pgPassword, RedisPassword: redisPassword,
-	})
-	pg, names := be.Postgres, be.Names
-	cp = controlplane.StartForTest(t, controlplane.Options{JobFlow: true})
-	if err := cp.AddNodes(ctx, controlplane.Node{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"}, controlplane.Node{Name: "kwok-node-2", CPU: "16", Memory: "64Gi"}); err != nil {
-		t.Fatal(err)
-	}
-
-	jobflow.Namespace(t, cp.Client(), ns, true)
-	// Job pods are the user's: their namespace is theirs to label.
-	jobflow.Namespace(t, cp.Client(), jobsNamespace, false)
-	apply(t, secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redisPassword))
-	// Who may do what comes from the claim: admin is in the admin group;
-	// submitter may submit to, watch and cancel the queue; viewer only
-	// watch it.
-	claim := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": jobflow.ClaimAPIVersion, "kind": "ArmadaClaim",
-		"metadata": map[string]any{"name": claimName, "namespace": ns},
-		"spec": map[string]any{
-			"version":  version,
-			"postgres": map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
-			"redis":    map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
-			"pulsar":   map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
-			"auth": map[string]any{"basicUsers": []any{
-				map[string]any{"name": "admin", "groups": []any{"armada-admins"}},
-				map[string]any{"name": "submitter", "groups": []any{"submitters"}},
-				map[string]any{"name": "viewer", "groups": []any{"viewers"}},
-			}},
-			"queues": []any{map[string]any{
-				"name": queue, "priorityFactor": "1", "groupOwners": []any{"armada-admins"},
-				"permissions": []any{
-					map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "submitters"}}, "verbs": []any{"submit", "cancel", "watch"}},
-					map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "viewers"}}, "verbs": []any{"watch"}},
-				},
-			}},
-		},
-	}}
-	applied := time.Now()
-	apply(t, claim)
-
-	runner := jobflow.StartRunner(t, be, jobflow.RunnerOptions{
-		Client: cp.Client(), Namespace: ns, Kubeconfig: cp.Kubeconfig(),
-		Version: version, Release: rel, Logf: t.Logf,
-	})
-	c := jobflow.Claim{T: t, Client: cp.Client(), Namespace: ns, Name: claimName}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("pod logs:\n%s", jobflow.PodLogs(runner))
-			t.Logf("pulsar log (tail):\n%s", jobflow.Tail(be.Pulsar.Log(), 20))
-		}
-	})
-
-	d := jobflow.WaitFor(t, 6*time.Minute, "claim Ready (every component running as composed and ready by its own probe)", func() (bool, string) {
-		s, r, m := c.Condition("Ready")
-		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s", s, r, m, jobflow.RunnerState(runner))
-	}, nil)
-	t.Logf("claim applied → Ready in %s", d.Round(time.Second))
-
-	if err := jobflow.RunProvider(ctx, cp.RESTConfig(), names, func(err error) { t.Error(err) }); err != nil {
-		t.Fatal(err)
-	}
-	jobflow.WaitFor(t, 2*time.Minute, "queue "+queue+" created by provider-armada", func() (bool, string) {
-		s, r, m := c.Condition("QueuesReady")
-		return s == "True", fmt.Sprintf("QueuesReady=%s %s: %s", s, r, m)
-	}, nil)
-
-	// Where users reach Armada, as the claim's status says.
-	a := c.Armadactl(ctl, names)
-	lookoutURL := c.Endpoint("lookout")
-	t.Logf("armadactl --armadaUrl %s; Lookout at %s", a.Server, lookoutURL)
-	adminPassword, submitterPassword, viewerPassword := c.Credential("admin"), c.Credential("submitter"), c.Credential("viewer")
-	clusterID := c.ExecutorClusterID()
+	ctx := t.Context()
+	f := compose(t, twoNodes)
+	a, names, lookoutURL, clusterID, pg, applied := f.a, f.be.Names, f.lookoutURL, f.clusterID, f.be.Postgres, f.applied
+	adminPassword, submitterPassword, viewerPassword := f.claim.Credential("admin"), f.claim.Credential("submitter"), f.claim.Credential("viewer")
 
 	t.Run("Succeeded", func(t *testing.T) {
 		jobSet := "succeeds"
@@ -240,22 +154,4 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
-}
-
-func secret(namespace, name, key, value string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata":   map[string]any{"name": name, "namespace": namespace},
-		"stringData": map[string]any{key: value},
-	}}
-}
-
-// apply server-side applies objects.
-func apply(t *testing.T, objs ...*unstructured.Unstructured) {
-	t.Helper()
-	for _, o := range objs {
-		if err := cp.Client().Patch(t.Context(), o.DeepCopy(), client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
-			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
 }
