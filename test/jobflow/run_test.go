@@ -33,9 +33,14 @@ func TestMakeRun(t *testing.T) {
 		t.Fatalf("go build ./internal/cmd/run: %v\n%s", err, out)
 	}
 	// Everything the command writes goes under tmp, so that what is left
-	// after Ctrl-C shows.
-	tmp := filepath.Join(t.TempDir(), "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+	// after Ctrl-C shows. Not under t.TempDir(), whose 0700 parent keeps
+	// out the postgres user PostgreSQL runs as.
+	tmp, err := os.MkdirTemp("", "make-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // PostgreSQL's user must reach its data directory below.
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // The command under test.
