@@ -37,7 +37,7 @@ type TB = testenv.TB
 // ends the function Run runs with an error, Cleanup's functions run (last
 // first) when Run returns, and TempDir's directories are removed then.
 type Session struct {
-	ctx  context.Context
+	ctx  context.Context //nolint:containedctx // Context() returns it, as testing.T's does.
 	logf func(string, ...any)
 	root string
 
@@ -137,8 +137,9 @@ func FindRelease(ctx context.Context, version string) (podrun.Release, string, e
 	}
 	dir := filepath.Join(root, "armada-v"+version)
 	for _, b := range append(slices.Clone(podrun.Binaries), "armadactl") {
-		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.Mode()&0o111 == 0 {
-			return podrun.Release{}, "", errors.Errorf("Armada %s binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh v%s)", version, b, dir, version)
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The tool cache's own files.
+			return podrun.Release{}, "", errors.Errorf("Armada %s binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh v%s)",
+				version, b, dir, version)
 		}
 	}
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()

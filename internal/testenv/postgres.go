@@ -59,7 +59,7 @@ func (p *Postgres) start(tb TB) error {
 	tb.Helper()
 	// Not tb.TempDir: its parent directory is private to the test's user,
 	// and the postgres user must reach this one.
-	dir, err := os.MkdirTemp("", "armada-pg-") //nolint:usetesting // See above.
+	dir, err := os.MkdirTemp("", "armada-pg-")
 	if err != nil {
 		return errors.Wrap(err, "cannot create postgres directory")
 	}

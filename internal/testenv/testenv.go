@@ -20,7 +20,7 @@ import (
 // TB is what the starters use of a test: testing.TB satisfies it, and so
 // does a command that runs the same servers outside a test (package
 // jobflow's Session, for `make run`).
-type TB interface {
+type TB interface { //nolint:interfacebloat // The part of testing.TB the starters use, no more.
 	Helper()
 	Cleanup(f func())
 	Context() context.Context

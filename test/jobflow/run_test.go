@@ -27,7 +27,7 @@ func TestMakeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "run")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/cmd/run")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/cmd/run") //nolint:gosec // Builds the command under test.
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./internal/cmd/run: %v\n%s", err, out)
@@ -35,7 +35,7 @@ func TestMakeRun(t *testing.T) {
 	// Everything the command writes goes under tmp, so that what is left
 	// after Ctrl-C shows. Not under t.TempDir(), whose 0700 parent keeps
 	// out the postgres user PostgreSQL runs as.
-	tmp, err := os.MkdirTemp("", "make-run-")
+	tmp, err := os.MkdirTemp("", "make-run-") //nolint:usetesting // See above.
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestMakeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(entries))
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}

@@ -87,7 +87,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 		return err
 	}
 	defer s.Close()
-	err = s.Run(func() { demo(s, o) })
+	err = s.Run(func() { demo(s, o) }) //nolint:contextcheck // demo takes ctx from s.Context().
 	if ctx.Err() != nil {
 		return nil
 	}

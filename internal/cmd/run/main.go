@@ -48,10 +48,13 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	example := fs.String("example", "examples/minimal.yaml", "example file holding the ArmadaClaim (and any Secrets) to apply")
 	kubeconfig := fs.String("kubeconfig", "", "use this cluster (Crossplane v2 and function-armada installed) instead of a local control plane")
-	healthy := fs.Bool("simulate-healthy", false, "no kubelet runs locally: mark Jobs complete and workloads available, as a cluster would, to show the rollout (no demo job)")
-	demo := fs.Bool("demo", true, "after showing the composed tree, run the composed Armada for real (Pulsar, PostgreSQL, Redis, KWOK Nodes, Armada's binaries) and one demo job through it (local control plane only)")
+	healthy := fs.Bool("simulate-healthy", false, "no kubelet runs locally: mark Jobs complete and workloads available, as a cluster would, "+
+		"to show the rollout (no demo job)")
+	demo := fs.Bool("demo", true, "after showing the composed tree, run the composed Armada for real (Pulsar, PostgreSQL, Redis, "+
+		"KWOK Nodes, Armada's binaries) and one demo job through it (local control plane only)")
 	exitAfter := fs.Bool("exit-after-demo", false, "stop everything and exit once the demo job has succeeded (exit 1 if it did not)")
-	binsCmd := fs.String("bins-cmd", "", "shell command building the demo's binaries (Pulsar, Armada's), run after the composed tree is shown; make run passes `make run-bins`")
+	binsCmd := fs.String("bins-cmd", "", "shell command building the demo's binaries (Pulsar, Armada's), run after the composed tree is shown; "+
+		"make run passes `make run-bins`")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, runOptions{
