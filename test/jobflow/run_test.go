@@ -2,11 +2,14 @@ package jobflow
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,20 +35,8 @@ func TestMakeRun(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./internal/cmd/run: %v\n%s", err, out)
 	}
-	// Everything the command writes goes under tmp, so that what is left
-	// after Ctrl-C shows. Not under t.TempDir(), whose 0700 parent keeps
-	// out the postgres user PostgreSQL runs as.
-	tmp, err := os.MkdirTemp("", "make-run-") //nolint:usetesting // See above.
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // PostgreSQL's user must reach its data directory below.
-		t.Fatal(err)
-	}
 	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // The command under test.
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -115,6 +106,14 @@ func TestMakeRun(t *testing.T) {
 		t.Errorf("make run printed no Succeeded event of the demo job; output:\n%s", output())
 	}
 
+	// What the command runs now: its process tree (each process with its
+	// start time, so a reused PID does not count) and the temporary
+	// directories their command lines name.
+	tree, dirs := processTree(cmd.Process.Pid)
+	if len(tree) < 10 || len(dirs) == 0 {
+		t.Fatalf("make run's command runs %d processes naming temporary directories %v; want its control plane, backends and Armada", len(tree), dirs)
+	}
+
 	// Ctrl-C: the terminal signals the whole foreground process group.
 	stopped := time.Now()
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
@@ -130,41 +129,88 @@ func TestMakeRun(t *testing.T) {
 		t.Fatalf("make run's command had not exited 2 minutes after Ctrl-C; output:\n%s", output())
 	}
 	t.Logf("Ctrl-C → exited in %s", time.Since(stopped).Round(100*time.Millisecond))
-	if left := processesUnder(t, tmp); len(left) > 0 {
-		t.Errorf("after Ctrl-C, processes started by make run are still running:\n%s", strings.Join(left, "\n"))
+	var left []string
+	for pid, started := range tree {
+		if st, cmdline := procStart(pid); st == started {
+			left = append(left, fmt.Sprintf("%d: %s", pid, cmdline))
+		}
 	}
-	entries, err := os.ReadDir(tmp)
-	if err != nil {
-		t.Fatal(err)
+	if len(left) > 0 {
+		t.Errorf("after Ctrl-C, processes make run started are still running:\n%s", strings.Join(left, "\n"))
 	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("after Ctrl-C, make run left its temporary directory %s (%v)", d, err)
+		}
 	}
-	if len(names) > 0 {
-		t.Errorf("after Ctrl-C, make run left temporary files in %s: %v", tmp, names)
-	}
+	t.Logf("after Ctrl-C: none of the %d processes is left, nor any of the temporary directories %v", len(tree), dirs)
 }
 
-// processesUnder lists the processes whose command line or working
-// directory is under dir.
-func processesUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	procs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline")) //nolint:gosec // /proc.
+// processTree returns pid's process and its descendants, each with its
+// start time, and the top-level directories under os.TempDir() their
+// command lines name.
+func processTree(pid int) (map[int]string, []string) {
+	children := map[int][]int{}
+	entries, _ := filepath.Glob("/proc/[0-9]*")
+	for _, e := range entries {
+		p, err := strconv.Atoi(filepath.Base(e))
 		if err != nil {
 			continue
 		}
-		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
-		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		if strings.Contains(line, dir) || strings.HasPrefix(cwd, dir) {
-			out = append(out, filepath.Base(p)+": "+line)
+		b, err := os.ReadFile(filepath.Join(e, "stat")) //nolint:gosec // /proc.
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state, ppid.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
 		}
 	}
-	return out
+	tree := map[int]string{}
+	seen := map[string]bool{}
+	tmp := filepath.Clean(os.TempDir()) + "/"
+	var walk func(int)
+	walk = func(p int) {
+		st, cmdline := procStart(p)
+		if st == "" {
+			return
+		}
+		tree[p] = st
+		for arg := range strings.FieldsSeq(cmdline) {
+			for part := range strings.SplitSeq(arg, "=") {
+				if rest, ok := strings.CutPrefix(part, tmp); ok {
+					top, _, _ := strings.Cut(rest, "/")
+					if strings.HasPrefix(top, "armada-") && !strings.HasPrefix(top, "armada-crossplane-ports-") {
+						seen[tmp+top] = true
+					}
+				}
+			}
+		}
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	dirs := make([]string, 0, len(seen))
+	for d := range seen {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	return tree, dirs
+}
+
+// procStart returns a process's start time (field 22 of /proc/<pid>/stat)
+// and command line, or "" if it is gone.
+func procStart(pid int) (string, string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", ""
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 {
+		return "", ""
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return f[19], strings.ReplaceAll(string(cmdline), "\x00", " ")
 }

@@ -89,6 +89,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	defer s.Close()
 	err = s.Run(func() { demo(s, o) }) //nolint:contextcheck // demo takes ctx from s.Context().
 	if ctx.Err() != nil {
+		fmt.Println("\nInterrupted: stopping every process and removing the temporary directories...")
 		return nil
 	}
 	return err
