@@ -120,10 +120,30 @@ func (a *Armadactl) Submit(ctx context.Context, user, password, queue, jobSet st
 	if err := os.WriteFile(f, b, 0o600); err != nil {
 		return "", errors.Wrap(err, "cannot write the job file")
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	return a.Run(ctx, user, password, "submit", podrun.PodPath(f))
+	// The server learns of a new queue from its queue cache, which it
+	// refreshes every queueCacheRefreshPeriod (10 s in Armada's defaults):
+	// a submit just after provider-armada created the queue is refused
+	// with "could not find queue" until then.
+	deadline := time.Now().Add(queueCacheWait)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		out, err := a.Run(sctx, user, password, "submit", podrun.PodPath(f))
+		cancel()
+		if err == nil || !strings.Contains(out, "could not find queue") || time.Now().After(deadline) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
+
+// queueCacheWait is how long Submit retries a submit refused because the
+// server's queue cache does not hold the queue yet: three of Armada's
+// default refresh periods.
+const queueCacheWait = 30 * time.Second
 
 // Watch follows a job set's events with `armadactl watch --raw
 // --exit-if-inactive` until every job in it has finished, calling each,
