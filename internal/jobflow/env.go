@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -126,6 +127,9 @@ func StartRunner(t TB, b *Backends, o RunnerOptions) *podrun.Runner {
 // would, through names. errs, if not nil, receives the manager's error.
 func RunProvider(ctx context.Context, cfg *rest.Config, names *podrun.Names, errs func(error)) error {
 	ctrllog.SetLogger(logr.Discard())
+	// Its event recorder logs through klog: failed event writes while
+	// the control plane stops would land on stderr.
+	klog.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		return errors.Wrap(err, "cannot create provider-armada's manager")
