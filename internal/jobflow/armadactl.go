@@ -213,6 +213,9 @@ type Event struct {
 
 // JobID is the event's job, if it names one.
 func (e Event) JobID() string {
+	if id, ok := e.Raw["jobId"].(string); ok {
+		return id
+	}
 	for _, v := range e.Raw {
 		if m, ok := v.(map[string]any); ok {
 			if id, ok := m["jobId"].(string); ok {
@@ -220,8 +223,7 @@ func (e Event) JobID() string {
 			}
 		}
 	}
-	id, _ := e.Raw["jobId"].(string)
-	return id
+	return ""
 }
 
 // parseEvent reads a line `armadactl watch --raw` prints:
