@@ -294,3 +294,42 @@ func Namespace(t TB, c client.Client, name string, restricted bool) {
 		t.Fatalf("cannot create namespace %s: %v", name, err)
 	}
 }
+
+// SubmitCheckPeriod is how often Armada's scheduler reloads the executors
+// its submit check judges jobs against (executorUpdateFrequency, 60 s in
+// Armada's defaults, which the claim keeps). A job submitted before the
+// first reload that sees an executor's Nodes is failed as unschedulable.
+const SubmitCheckPeriod = 60 * time.Second
+
+// WaitExecutor waits until the scheduler's database holds executor
+// clusterID (it has made a lease request, reporting its Nodes) and
+// returns when it was first seen there.
+func WaitExecutor(t TB, pg *testenv.Postgres, clusterID string, progress func(string)) time.Time {
+	t.Helper()
+	q := "SELECT count(*) FROM executors WHERE executor_id = " + testenv.QuoteLiteral(clusterID)
+	WaitFor(t, 3*time.Minute, "executor "+clusterID+" in the scheduler's database", func() (bool, string) {
+		n, err := pg.Exec("scheduler", q)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.TrimSpace(n) == "1", "the scheduler has not heard from executor " + clusterID + " yet"
+	}, progress)
+	return time.Now()
+}
+
+// WaitSubmitCheck waits until the scheduler's submit check has reloaded
+// its executors at least once since seen (WaitExecutor), with a margin.
+func WaitSubmitCheck(t TB, seen time.Time, progress func(string)) {
+	t.Helper()
+	until := seen.Add(SubmitCheckPeriod + 5*time.Second)
+	if d := time.Until(until); d > 0 {
+		if progress != nil {
+			progress(fmt.Sprintf("Armada's submit check reloads executors every %s (executorUpdateFrequency): %s more", SubmitCheckPeriod, d.Round(time.Second)))
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("stopped while waiting for the submit check")
+		case <-time.After(d):
+		}
+	}
+}

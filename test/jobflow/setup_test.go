@@ -85,6 +85,8 @@ func compose(t testing.TB, nodes []controlplane.Node) *flow {
 		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s", s, r, m, jobflow.RunnerState(runner))
 	}, nil)
 	t.Logf("claim applied → Ready in %s", d.Round(time.Second))
+	clusterID := c.ExecutorClusterID()
+	seen := jobflow.WaitExecutor(t, be.Postgres, clusterID, nil)
 
 	if err := jobflow.RunProvider(ctx, cp.RESTConfig(), be.Names, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
@@ -93,9 +95,10 @@ func compose(t testing.TB, nodes []controlplane.Node) *flow {
 		s, r, m := c.Condition("QueuesReady")
 		return s == "True", fmt.Sprintf("QueuesReady=%s %s: %s", s, r, m)
 	}, nil)
+	jobflow.WaitSubmitCheck(t, seen, func(m string) { t.Log(m) })
 
 	// Where users reach Armada, as the claim's status says.
-	f := &flow{cp: cp, be: be, runner: runner, claim: c, a: c.Armadactl(ctl, be.Names), lookoutURL: c.Endpoint("lookout"), clusterID: c.ExecutorClusterID(), applied: applied}
+	f := &flow{cp: cp, be: be, runner: runner, claim: c, a: c.Armadactl(ctl, be.Names), lookoutURL: c.Endpoint("lookout"), clusterID: clusterID, applied: applied}
 	t.Logf("armadactl --armadaUrl %s; Lookout at %s", f.a.Server, f.lookoutURL)
 	return f
 }

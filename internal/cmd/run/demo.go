@@ -125,6 +125,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, jobflow.RunnerState(runner))
 	}, newProgress())
 	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the runner started).\n", cl.Namespace, cl.Name, d.Round(time.Second))
+	seen := jobflow.WaitExecutor(s, be.Postgres, cl.ExecutorClusterID(), newProgress())
 
 	if err := jobflow.RunProvider(ctx, o.cp.RESTConfig(), be.Names, func(err error) { fmt.Println("  ", err) }); err != nil {
 		s.Fatal(err)
@@ -135,6 +136,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 		return st == statusTrue, fmt.Sprintf("QueuesReady=%s %s: %s", st, r, firstLine(m))
 	}, func(msg string) { fmt.Println("  waiting:", msg) })
 	fmt.Printf("provider-armada created queue %s.\n", queue)
+	jobflow.WaitSubmitCheck(s, seen, newProgress())
 
 	a := cl.Armadactl(ctl, be.Names)
 	password := cl.Credential(demoUser)
@@ -152,7 +154,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 		s.Fatalf("%s: %v\n%s", a.Command("watch", queue, demoJobSet, "--raw", "--exit-if-inactive"), err, out)
 	}
 	if got := jobflow.Types(evs); len(got) == 0 || got[len(got)-1] != "Succeeded" {
-		s.Fatalf("the demo job did not succeed: its events were %v", got)
+		s.Fatalf("the demo job did not succeed: its events were %v:\n%s", got, jobflow.RawEvents(evs))
 	}
 	lookoutURL := cl.Endpoint("lookout")
 	jobs := jobflow.WaitLookout(s, be.Names, lookoutURL, password, demoJobSet, "SUCCEEDED")
