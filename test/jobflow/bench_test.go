@@ -158,6 +158,8 @@ func memoryTable(b *testing.B, f *flow) string {
 		}
 	}
 	tmp := filepath.Dir(b.TempDir())
+	redisAddr := f.be.Redis.Addr()
+	pgPort := fmt.Sprintf(" -p %d ", f.be.Postgres.Port)
 	children := map[int][]int{}
 	entries, _ := filepath.Glob("/proc/[0-9]*")
 	for _, e := range entries {
@@ -172,15 +174,21 @@ func memoryTable(b *testing.B, f *flow) string {
 			continue
 		}
 		cmd, err := os.ReadFile(filepath.Join(e, "cmdline")) //nolint:gosec // /proc.
-		if err != nil || !strings.Contains(string(cmd), tmp) {
+		if err != nil {
 			continue
 		}
-		args := strings.Split(string(cmd), "\x00")
-		name := filepath.Base(args[0])
-		if strings.Contains(string(cmd), "PulsarStandaloneStarter") {
-			name = "pulsar (java)"
+		line := strings.ReplaceAll(string(cmd), "\x00", " ")
+		switch {
+		// Redis and PostgreSQL rewrite their process titles: known by port.
+		case strings.HasPrefix(line, "redis-server ") && strings.Contains(line, redisAddr):
+			label[pid] = "redis-server"
+		case strings.Contains(line, "/postgres -D ") && strings.Contains(line, pgPort):
+			label[pid] = "postgres"
+		case strings.Contains(line, "PulsarStandaloneStarter") && strings.Contains(line, tmp):
+			label[pid] = "pulsar (java)"
+		case strings.Contains(line, tmp):
+			label[pid] = filepath.Base(strings.Fields(line)[0])
 		}
-		label[pid] = name
 	}
 	total := map[string]int{}
 	for pid, l := range label {
