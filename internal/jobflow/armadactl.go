@@ -280,6 +280,7 @@ type LookoutJob struct {
 		RunID       string  `json:"runId"`
 		Cluster     string  `json:"cluster"`
 		Node        *string `json:"node"`
+		Pool        *string `json:"pool"`
 		JobRunState string  `json:"jobRunState"`
 		ExitCode    *int    `json:"exitCode"`
 	} `json:"runs"`

@@ -225,8 +225,17 @@ func (c Claim) Credential(user string) string {
 // composed config.
 func (c Claim) ExecutorClusterID() string {
 	c.T.Helper()
+	return c.ExecutorClusterIDOf(c.Client, "local")
+}
+
+// ExecutorClusterIDOf reads executor's clusterId from its composed config
+// Secret (<claim>-executor-<executor>-config) in the cluster cl reaches:
+// the control plane's for an in-cluster executor, a worker cluster's for
+// a remote one.
+func (c Claim) ExecutorClusterIDOf(cl client.Client, executor string) string {
+	c.T.Helper()
 	s := &corev1.Secret{}
-	if err := c.Client.Get(c.T.Context(), client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-executor-local-config"}, s); err != nil {
+	if err := cl.Get(c.T.Context(), client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-executor-" + executor + "-config"}, s); err != nil {
 		c.T.Fatalf("the executor's config: %v", err)
 	}
 	var cfg struct {
