@@ -110,6 +110,10 @@ func TestMakeRun(t *testing.T) {
 	// start time, so a reused PID does not count) and the temporary
 	// directories their command lines name.
 	tree, dirs := processTree(cmd.Process.Pid)
+	// pg_ctl starts PostgreSQL as a daemon, outside that tree: it is the
+	// postmaster listening on the port make run printed.
+	pg := postmaster(t, output())
+	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
 	if len(tree) < 10 || len(dirs) == 0 {
 		t.Fatalf("make run's command runs %d processes naming temporary directories %v; want its control plane, backends and Armada", len(tree), dirs)
 	}
@@ -213,4 +217,38 @@ func procStart(pid int) (string, string) {
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return f[19], strings.ReplaceAll(string(cmdline), "\x00", " ")
+}
+
+// A pgProcess is a PostgreSQL postmaster: its PID, start time and the
+// top-level temporary directory of its data.
+type pgProcess struct {
+	pid          int
+	started, dir string
+}
+
+// postmaster finds the postmaster of the PostgreSQL make run's output
+// names ("PostgreSQL at 127.0.0.1:PORT").
+func postmaster(t *testing.T, out string) pgProcess {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "PostgreSQL at 127.0.0.1:")
+	port, _, _ := strings.Cut(rest, ",")
+	if !ok || port == "" {
+		t.Fatalf("make run did not say where PostgreSQL listens; output:\n%s", out)
+	}
+	entries, _ := filepath.Glob("/proc/[0-9]*")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(filepath.Base(e))
+		if err != nil {
+			continue
+		}
+		started, cmdline := procStart(pid)
+		if !strings.Contains(cmdline, "/postgres -D ") || !strings.Contains(cmdline, " -p "+port+" ") {
+			continue
+		}
+		data := strings.Fields(cmdline[strings.Index(cmdline, " -D ")+4:])[0]
+		top, _, _ := strings.Cut(strings.TrimPrefix(data, filepath.Clean(os.TempDir())+"/"), "/")
+		return pgProcess{pid: pid, started: started, dir: filepath.Join(os.TempDir(), top)}
+	}
+	t.Fatalf("no PostgreSQL postmaster listens on port %s", port)
+	return pgProcess{}
 }

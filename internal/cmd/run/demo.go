@@ -232,7 +232,10 @@ func backends(s *jobflow.Session, c client.Client, claim *unstructured.Unstructu
 	}
 	fmt.Printf("\nStarting PostgreSQL, Redis and Pulsar %s, reached at the claim's %s, %s and %s...\n",
 		armada.PulsarVersion, o.PostgresAddr, o.RedisAddr, o.PulsarAddr)
-	return jobflow.StartBackends(s, o)
+	be := jobflow.StartBackends(s, o)
+	fmt.Printf("  PostgreSQL at 127.0.0.1:%d, Redis at %s, Pulsar at %s (admin %s)\n",
+		be.Postgres.Port, be.Redis.Addr(), be.Pulsar.ServiceURL(), be.Pulsar.AdminURL())
+	return be
 }
 
 // secretValue reads the Secret spec.<of>.passwordSecretRef names.
