@@ -180,7 +180,7 @@ func memoryTable(b *testing.B, f *flow) string {
 		line := strings.ReplaceAll(string(cmd), "\x00", " ")
 		switch {
 		// Redis and PostgreSQL rewrite their process titles: known by port.
-		case strings.HasPrefix(line, "redis-server ") && strings.Contains(line, redisAddr):
+		case strings.Contains(line, "redis-server ") && strings.Contains(line, redisAddr):
 			label[pid] = "redis-server"
 		case strings.Contains(line, "/postgres -D ") && strings.Contains(line, pgPort):
 			label[pid] = "postgres"
