@@ -147,6 +147,9 @@ func TestMakeRun(t *testing.T) {
 			t.Errorf("after Ctrl-C, make run left its temporary directory %s (%v)", d, err)
 		}
 	}
+	if t.Failed() {
+		return
+	}
 	t.Logf("after Ctrl-C: none of the %d processes is left, nor any of the temporary directories %v", len(tree), dirs)
 }
 
@@ -205,14 +208,16 @@ func processTree(pid int) (map[int]string, []string) {
 }
 
 // procStart returns a process's start time (field 22 of /proc/<pid>/stat)
-// and command line, or "" if it is gone.
+// and command line, or "" if it is gone or a zombie.
 func procStart(pid int) (string, string) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return "", ""
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 20 {
+	// A zombie has exited: only its parent has not reaped it (in a
+	// container, PID 1 may never reap a daemon such as PostgreSQL's).
+	if len(f) < 20 || f[0] == "Z" {
 		return "", ""
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
