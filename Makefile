@@ -113,17 +113,35 @@ bench: ## Benchmark RunFunction against its codec floor (ratio printed), its sca
 	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; \
 	go test -run '^$$' -bench 'BenchmarkMemoFootprint' -benchtime 3x -benchmem -count 1 ./internal/function/; } | go run ./internal/cmd/benchratio
 
+# BENCH_JOBS picks BenchmarkJobFlow's rounds: 100, 1000 or both.
+BENCH_JOBS ?= 100|1000
+.PHONY: bench-jobflow
+bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory. Not part of make test.
+	go test -run '^$$' -bench 'BenchmarkJobFlow/jobs=($(BENCH_JOBS))$$' -benchtime 1x -timeout 90m -v ./test/jobflow/
+
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
 	go run ./internal/cmd/render examples/minimal.yaml
 
 # RUN_ARGS: -example FILE, -kubeconfig PATH (use that cluster instead of a
 # local control plane), -simulate-healthy (report Jobs complete and
-# workloads available, as a kubelet would, to show the whole rollout).
-RUN_ARGS ?= -simulate-healthy
+# workloads available, as a kubelet would, to show the whole rollout,
+# instead of the demo job), -demo=false (stop after the composed tree),
+# -exit-after-demo. The demo's binaries (run-bins) are built by the command
+# once it has shown the composed tree, so that point comes as early as it
+# did before.
+RUN_ARGS ?=
 .PHONY: run
-run: crossplane-core cluster-bins ## The main job: local control plane, apply the default claim, show what it composed.
-	go run ./internal/cmd/run $(RUN_ARGS)
+run: crossplane-core cluster-bins ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
+	go run ./internal/cmd/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
+
+# ARMADA_DEFAULT_VERSION is the release a claim without spec.version runs;
+# evaluated only where used.
+ARMADA_DEFAULT_VERSION = $(shell go run ./internal/cmd/armadaversions -default)
+.PHONY: run-bins
+run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, and Armada's binaries and armadactl at the default release.
+	tools/pulsar/build.sh $(PULSAR_VERSIONS)
+	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
 # internal/cmd/xpkg (e.g. -push, -version v1.2.3, -arch amd64). The version

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -44,7 +43,7 @@ type Postgres struct {
 // test ends. When the test runs as root, initdb and pg_ctl run as the
 // postgres user, which owns the directory. It fails the test if the
 // PostgreSQL binaries are missing.
-func StartPostgres(tb testing.TB) *Postgres {
+func StartPostgres(tb TB) *Postgres {
 	tb.Helper()
 	return StartPostgresWith(tb, PostgresOptions{})
 }
@@ -61,7 +60,7 @@ type PostgresOptions struct {
 }
 
 // StartPostgresWith is StartPostgres with options.
-func StartPostgresWith(tb testing.TB, opt PostgresOptions) *Postgres {
+func StartPostgresWith(tb TB, opt PostgresOptions) *Postgres {
 	tb.Helper()
 	for _, b := range []string{"initdb", "pg_ctl", "postgres", "psql"} {
 		requireExecutable(tb, filepath.Join(PostgresBinDir, b))
@@ -79,11 +78,11 @@ func StartPostgresWith(tb testing.TB, opt PostgresOptions) *Postgres {
 // DataDir is the server's data directory.
 func (p *Postgres) DataDir() string { return p.data }
 
-func (p *Postgres) start(tb testing.TB, settings []string) error {
+func (p *Postgres) start(tb TB, settings []string) error {
 	tb.Helper()
 	// Not tb.TempDir: its parent directory is private to the test's user,
 	// and the postgres user must reach this one.
-	dir, err := os.MkdirTemp("", "armada-pg-") //nolint:usetesting // See above.
+	dir, err := os.MkdirTemp("", "armada-pg-")
 	if err != nil {
 		return errors.Wrap(err, "cannot create postgres directory")
 	}
@@ -182,7 +181,7 @@ func (p *Postgres) ExecAs(role, password, db, sql string) (string, error) {
 }
 
 // MustExec is Exec that fails the test on error.
-func (p *Postgres) MustExec(tb testing.TB, db, sql string) string {
+func (p *Postgres) MustExec(tb TB, db, sql string) string {
 	tb.Helper()
 	out, err := p.Exec(db, sql)
 	if err != nil {
@@ -192,13 +191,13 @@ func (p *Postgres) MustExec(tb testing.TB, db, sql string) string {
 }
 
 // CreateRole creates a role that can log in with password.
-func (p *Postgres) CreateRole(tb testing.TB, name, password string) {
+func (p *Postgres) CreateRole(tb TB, name, password string) {
 	tb.Helper()
 	p.MustExec(tb, "postgres", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD %s", QuoteIdent(name), QuoteLiteral(password)))
 }
 
 // CreateDatabase creates a database owned by owner.
-func (p *Postgres) CreateDatabase(tb testing.TB, name, owner string) {
+func (p *Postgres) CreateDatabase(tb TB, name, owner string) {
 	tb.Helper()
 	p.MustExec(tb, "postgres", fmt.Sprintf("CREATE DATABASE %s OWNER %s", QuoteIdent(name), QuoteIdent(owner)))
 }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -114,13 +113,13 @@ type pulsarPaths struct {
 // stops it on cleanup. It returns once the broker answers its health
 // check and has created public/default. It fails the test if the broker's
 // jars are not assembled (`make pulsar`) or java is missing.
-func StartPulsar(tb testing.TB) *Pulsar {
+func StartPulsar(tb TB) *Pulsar {
 	tb.Helper()
 	return StartPulsarWithOptions(tb, PulsarOptions{})
 }
 
 // StartPulsarWithOptions is StartPulsar with options.
-func StartPulsarWithOptions(tb testing.TB, o PulsarOptions) *Pulsar {
+func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 	tb.Helper()
 	paths := pulsarJars(tb)
 	dir := tb.TempDir()
@@ -195,7 +194,7 @@ func (p *Pulsar) Log() string {
 
 // pulsarJars finds java and the jars `make pulsar` assembled, failing the
 // test with instructions if either is missing.
-func pulsarJars(tb testing.TB) pulsarPaths {
+func pulsarJars(tb TB) pulsarPaths {
 	tb.Helper()
 	root := os.Getenv("PULSAR_BIN_ROOT")
 	if root == "" {
@@ -220,7 +219,7 @@ func pulsarJars(tb testing.TB) pulsarPaths {
 
 // javaPath is $JAVA_HOME/bin/java if JAVA_HOME is set, else java on PATH.
 // Pulsar 4.0's broker needs Java 17 or later.
-func javaPath(tb testing.TB) string {
+func javaPath(tb TB) string {
 	tb.Helper()
 	if home := os.Getenv("JAVA_HOME"); home != "" {
 		j, err := exec.LookPath(filepath.Join(home, "bin", "java"))
@@ -348,7 +347,7 @@ func shellQuote(s string) string {
 
 // start runs the broker in dir (its working directory, so every relative
 // path Pulsar uses stays in it) and waits until it is ready.
-func (p *Pulsar) start(tb testing.TB, dir string, paths pulsarPaths, bookiePort int) error {
+func (p *Pulsar) start(tb TB, dir string, paths pulsarPaths, bookiePort int) error {
 	tb.Helper()
 	args := append(append(append([]string{}, pulsarMemory...), pulsarStartup...), pulsarJVMFlags...)
 	args = append(args,

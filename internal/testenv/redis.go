@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -34,7 +33,7 @@ type Redis struct {
 
 // StartRedis starts a Redis server that requires a random password, and
 // stops it when the test ends. It fails the test if redis-server is missing.
-func StartRedis(tb testing.TB) *Redis {
+func StartRedis(tb TB) *Redis {
 	tb.Helper()
 	return StartRedisWithPassword(tb, RandomPassword(tb))
 }
@@ -42,7 +41,7 @@ func StartRedis(tb testing.TB) *Redis {
 // StartRedisWithPassword starts a Redis server that requires password, or no
 // password if it is empty, and stops it when the test ends. It fails the test
 // if redis-server is missing.
-func StartRedisWithPassword(tb testing.TB, password string) *Redis {
+func StartRedisWithPassword(tb TB, password string) *Redis {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
 	dir := tb.TempDir()
@@ -58,7 +57,7 @@ func StartRedisWithPassword(tb testing.TB, password string) *Redis {
 // address and a free port; it stops it when the test ends. Kill stops it
 // as a crash would, so a restart in the same directory shows what the
 // configuration persists.
-func StartRedisArgs(tb testing.TB, password string, args []string) *Redis {
+func StartRedisArgs(tb TB, password string, args []string) *Redis {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server")
 	logDir := tb.TempDir()
@@ -78,7 +77,7 @@ func (r *Redis) Kill() {
 	}
 }
 
-func (r *Redis) start(tb testing.TB, bin, dir string) error {
+func (r *Redis) start(tb TB, bin, dir string) error {
 	tb.Helper()
 	args := []string{"--port", strconv.Itoa(r.Port), "--bind", r.Host, "--save", "", "--appendonly", "no", "--dir", dir}
 	if r.Password != "" {
@@ -88,7 +87,7 @@ func (r *Redis) start(tb testing.TB, bin, dir string) error {
 }
 
 // run starts redis-server with args and waits until it answers PING.
-func (r *Redis) run(tb testing.TB, bin string, args []string) error {
+func (r *Redis) run(tb TB, bin string, args []string) error {
 	tb.Helper()
 	logf, err := os.Create(r.log)
 	if err != nil {

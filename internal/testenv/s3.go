@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -33,7 +32,7 @@ type S3 struct {
 // StartS3 starts versitygw with random credentials, and stops it when the
 // test ends. It fails the test if the binary `make versitygw` builds is
 // missing.
-func StartS3(tb testing.TB) *S3 {
+func StartS3(tb TB) *S3 {
 	tb.Helper()
 	bin := os.Getenv("VERSITYGW_BIN")
 	if bin == "" {
@@ -96,7 +95,7 @@ func StartS3(tb testing.TB) *S3 {
 
 // CreateBucket creates a bucket: the POSIX gateway serves each directory
 // of its root as one.
-func (s *S3) CreateBucket(tb testing.TB, name string) {
+func (s *S3) CreateBucket(tb TB, name string) {
 	tb.Helper()
 	if err := os.Mkdir(filepath.Join(s.root, name), 0o700); err != nil {
 		tb.Fatal(errors.Wrapf(err, "cannot create bucket %s", name))
@@ -114,7 +113,7 @@ func (s *S3) Log() string {
 
 // Keys lists the keys of the objects in a bucket, read from the gateway's
 // directory, sorted.
-func (s *S3) Keys(tb testing.TB, bucket string) []string {
+func (s *S3) Keys(tb TB, bucket string) []string {
 	tb.Helper()
 	root := filepath.Join(s.root, bucket)
 	var keys []string

@@ -6,16 +6,29 @@
 package testenv
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"os/exec"
-	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/freeport"
 )
+
+// TB is what the starters use of a test: testing.TB satisfies it, and so
+// does a command that runs the same servers outside a test (package
+// jobflow's Session, for `make run`).
+type TB interface { //nolint:interfacebloat // The part of testing.TB the starters use, no more.
+	Helper()
+	Cleanup(f func())
+	Context() context.Context
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+}
 
 // installHint tells a developer how to get the service binaries.
 const installHint = "install them with `apt-get install -y postgresql redis-server` (`make test` and .ci/run install them)"
@@ -24,7 +37,7 @@ const installHint = "install them with `apt-get install -y postgresql redis-serv
 // reserved for this test process, so no other test process using package
 // ports (the local control plane, other suites' components) is given it:
 // see package freeport.
-func FreePort(tb testing.TB) int {
+func FreePort(tb TB) int {
 	tb.Helper()
 	p, err := freeport.Reserve(tb.Context(), 1)
 	if err != nil {
@@ -34,7 +47,7 @@ func FreePort(tb testing.TB) int {
 }
 
 // RandomPassword returns a random password of 32 hex characters.
-func RandomPassword(tb testing.TB) string {
+func RandomPassword(tb TB) string {
 	tb.Helper()
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -44,7 +57,7 @@ func RandomPassword(tb testing.TB) string {
 }
 
 // requireExecutable fails the test unless path is an executable file.
-func requireExecutable(tb testing.TB, path string) {
+func requireExecutable(tb TB, path string) {
 	tb.Helper()
 	fi, err := os.Stat(path)
 	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -53,7 +66,7 @@ func requireExecutable(tb testing.TB, path string) {
 }
 
 // lookPath finds name on PATH, failing the test if it is absent.
-func lookPath(tb testing.TB, name string) string {
+func lookPath(tb TB, name string) string {
 	tb.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -71,7 +84,7 @@ func runCmd(cmd *exec.Cmd) error {
 // startInGroup starts cmd in a process group of its own, writing to logf
 // (closed when cmd exits), and kills the group on tb's cleanup. The
 // channel it returns is closed when cmd has exited.
-func startInGroup(tb testing.TB, cmd *exec.Cmd, logf *os.File) (<-chan struct{}, error) {
+func startInGroup(tb TB, cmd *exec.Cmd, logf *os.File) (<-chan struct{}, error) {
 	tb.Helper()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()

@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
-	"testing"
 	"time"
 )
 
@@ -17,7 +16,7 @@ import (
 // self-signed CA certificate valid for a day, for localhost and 127.0.0.1.
 // Because it is its own CA, the certificate can serve both as a server
 // certificate and as a trust bundle.
-func SelfSignedCert(tb testing.TB) (certPEM, keyPEM []byte) {
+func SelfSignedCert(tb TB) (certPEM, keyPEM []byte) {
 	tb.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

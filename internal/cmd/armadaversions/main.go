@@ -3,7 +3,9 @@
 // versions: what `make armada-bins` builds binaries for. With -pulsar it
 // prints the Apache Pulsar broker and pulsar-admin releases instead
 // (internal/armada.PulsarVersion, PulsarAdminToolVersion): what
-// `make pulsar` assembles.
+// `make pulsar` assembles. With -default it prints the release a claim
+// without spec.version runs (internal/armada.DefaultVersion): what
+// `make run-bins` builds for make run's demo job.
 package main
 
 import (
@@ -16,7 +18,12 @@ import (
 
 func main() {
 	pulsar := flag.Bool("pulsar", false, "print the Pulsar broker and pulsar-admin releases (tools/pulsar/build.sh's arguments)")
+	def := flag.Bool("default", false, "print only the default release (tools/armada/build.sh's argument for make run's demo job)")
 	flag.Parse()
+	if *def {
+		fmt.Println("v" + armada.DefaultVersion)
+		return
+	}
 	if *pulsar {
 		fmt.Println(armada.PulsarVersion, armada.PulsarAdminToolVersion)
 		return

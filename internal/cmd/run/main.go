@@ -2,7 +2,10 @@
 // kube-apiserver, kube-controller-manager, Crossplane, provider-kubernetes
 // and function-armada as local processes), applies an example claim, waits
 // until Crossplane has composed it, prints the tree of what it composed
-// and the claim's status, and keeps running until interrupted.
+// and the claim's status. Then, unless -demo=false or -simulate-healthy,
+// it brings that Armada up for real and runs one demo job through it (see
+// runDemo), prints how to carry on by hand, and keeps running until
+// interrupted; -exit-after-demo returns once the job has succeeded.
 //
 // With -kubeconfig it uses that cluster instead: it applies the XRD and
 // Composition and the claim, and expects Crossplane v2 and function-armada
@@ -40,12 +43,24 @@ const (
 )
 
 func main() {
-	example := flag.String("example", "examples/minimal.yaml", "example file holding the ArmadaClaim (and any Secrets) to apply")
-	kubeconfig := flag.String("kubeconfig", "", "use this cluster (Crossplane v2 and function-armada installed) instead of a local control plane")
-	healthy := flag.Bool("simulate-healthy", false, "no kubelet runs locally: mark Jobs complete and workloads available, as a cluster would, to show the rollout")
-	flag.Parse()
+	// A flag set of its own: controller-runtime, which provider-armada's
+	// controllers bring in, registers -kubeconfig on the global one.
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	example := fs.String("example", "examples/minimal.yaml", "example file holding the ArmadaClaim (and any Secrets) to apply")
+	kubeconfig := fs.String("kubeconfig", "", "use this cluster (Crossplane v2 and function-armada installed) instead of a local control plane")
+	healthy := fs.Bool("simulate-healthy", false, "no kubelet runs locally: mark Jobs complete and workloads available, as a cluster would, "+
+		"to show the rollout (no demo job)")
+	demo := fs.Bool("demo", true, "after showing the composed tree, run the composed Armada for real (Pulsar, PostgreSQL, Redis, "+
+		"KWOK Nodes, Armada's binaries) and one demo job through it (local control plane only)")
+	exitAfter := fs.Bool("exit-after-demo", false, "stop everything and exit once the demo job has succeeded (exit 1 if it did not)")
+	binsCmd := fs.String("bins-cmd", "", "shell command building the demo's binaries (Pulsar, Armada's), run after the composed tree is shown; "+
+		"make run passes `make run-bins`")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *example, *kubeconfig, *healthy)
+	err := run(ctx, runOptions{
+		example: *example, kubeconfig: *kubeconfig, healthy: *healthy,
+		demo: *demo && *kubeconfig == "" && !*healthy, exitAfterDemo: *exitAfter, binsCmd: *binsCmd,
+	})
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "run:", err)
@@ -53,12 +68,25 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
+// runOptions are run's flags.
+type runOptions struct {
+	example, kubeconfig string
+	healthy             bool
+	demo, exitAfterDemo bool
+	binsCmd             string
+}
+
+func run(ctx context.Context, o runOptions) error {
+	example, kubeconfig, healthy := o.example, o.kubeconfig, o.healthy
 	docs, err := xprender.ReadDocs(example)
 	if err != nil {
 		return err
 	}
+	if o.demo {
+		withDemoQueue(docs)
+	}
 	var c client.Client
+	var cp *controlplane.ControlPlane
 	var workers []worker
 	if kubeconfig != "" {
 		if c, err = existingCluster(ctx, kubeconfig); err != nil {
@@ -66,13 +94,17 @@ func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
 		}
 	} else {
 		fmt.Println("Bringing up the local control plane (binaries from ~/.cache/armada-crossplane/bin)...")
-		cp, err := controlplane.Start(ctx, controlplane.Options{
+		cp, err = controlplane.Start(ctx, controlplane.Options{
 			Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) },
 			// Worker clusters' objects are observed through provider-kubernetes.
 			ProviderPollInterval: 5 * time.Second,
 			// As on a real cluster: Crossplane under its chart's RBAC and
 			// cluster/rbac, not admin.
 			LeastPrivilege: true,
+			// The demo's jobs: kube-scheduler and KWOK, which plays the
+			// Nodes' kubelets; the workload controllers stay off (package
+			// podrun runs the composed pods).
+			JobFlow: o.demo,
 		})
 		if err != nil {
 			return err
@@ -110,8 +142,11 @@ func run(ctx context.Context, example, kubeconfig string, healthy bool) error {
 	}
 	fmt.Printf("\nexport KUBECONFIG=%s\nkubectl get armadaclaims -A; kubectl get xarmadas; kubectl -n %s get deploy,sts,jobs,secrets\n",
 		kubeconfig, claim.GetNamespace())
+	if o.demo {
+		return runDemo(ctx, demoOptions{cp: cp, claim: claim, binsCmd: o.binsCmd, exitAfter: o.exitAfterDemo, applied: start})
+	}
 	if !healthy {
-		fmt.Println("No kubelet runs locally, so migrations stay Running: `make run ARGS=-simulate-healthy` reports them complete to show the rollout.")
+		fmt.Println("No kubelet runs locally, so migrations stay Running: `make run RUN_ARGS=-simulate-healthy` reports them complete to show the rollout.")
 	}
 	fmt.Println("Running until interrupted (Ctrl-C).")
 	<-ctx.Done()

@@ -1,0 +1,259 @@
+package jobflow
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMakeRun runs what `make run` runs (internal/cmd/run, its flags as
+// the Makefile passes them, the binaries already built): the local
+// control plane, the default claim and its composed tree, then the
+// composed Armada for real with one demo job. It fails unless the demo
+// job's events end Succeeded and Lookout shows it, and unless Ctrl-C
+// (SIGINT) then stops every process it started and removes every
+// temporary directory.
+func TestMakeRun(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "run")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/cmd/run") //nolint:gosec // Builds the command under test.
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./internal/cmd/run: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // The command under test.
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); _ = pw.Close() }()
+
+	var (
+		mu     sync.Mutex
+		out    strings.Builder
+		marks  = map[string]time.Duration{}
+		lines  = make(chan string, 1024)
+		wanted = map[string]string{
+			"tree":        "XArmada ",
+			"succeeded":   "The demo job succeeded",
+			"interrupted": "Running until interrupted",
+		}
+	)
+	go func() {
+		s := bufio.NewScanner(pr)
+		for s.Scan() {
+			l := s.Text()
+			mu.Lock()
+			fmt.Fprintf(&out, "%7.1fs %s\n", time.Since(start).Seconds(), l)
+			for k, prefix := range wanted {
+				if _, ok := marks[k]; !ok && strings.HasPrefix(l, prefix) {
+					marks[k] = time.Since(start)
+				}
+			}
+			mu.Unlock()
+			select {
+			case lines <- l:
+			default:
+			}
+		}
+		close(lines)
+	}()
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
+	deadline := time.After(25 * time.Minute)
+	for waiting := true; waiting; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("make run's command ended before the demo job succeeded (%v); output:\n%s", <-exited, output())
+			}
+			waiting = !strings.HasPrefix(l, wanted["interrupted"])
+		case <-deadline:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("the demo job did not succeed within 25 minutes; output:\n%s", output())
+		}
+	}
+	mu.Lock()
+	_, ok := marks["succeeded"]
+	t.Logf("make run: composed tree at %s, demo job succeeded at %s", marks["tree"].Round(time.Second), marks["succeeded"].Round(time.Second))
+	mu.Unlock()
+	if !ok {
+		t.Fatalf("make run's command is running on without saying the demo job succeeded; output:\n%s", output())
+	}
+	if !strings.Contains(output(), "Succeeded ") {
+		t.Errorf("make run printed no Succeeded event of the demo job; output:\n%s", output())
+	}
+
+	// What the command runs now: its process tree (each process with its
+	// start time, so a reused PID does not count) and the temporary
+	// directories their command lines name.
+	tree, dirs := processTree(cmd.Process.Pid)
+	// pg_ctl starts PostgreSQL as a daemon, outside that tree: it is the
+	// postmaster listening on the port make run printed.
+	pg := postmaster(t, output())
+	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
+	if len(tree) < 10 || len(dirs) == 0 {
+		t.Fatalf("make run's command runs %d processes naming temporary directories %v; want its control plane, backends and Armada", len(tree), dirs)
+	}
+
+	// Ctrl-C: the terminal signals the whole foreground process group.
+	stopped := time.Now()
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("after Ctrl-C, make run's command exited with %v, want 0; output:\n%s", err, output())
+		}
+	case <-time.After(2 * time.Minute):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("make run's command had not exited 2 minutes after Ctrl-C; output:\n%s", output())
+	}
+	t.Logf("Ctrl-C → exited in %s", time.Since(stopped).Round(100*time.Millisecond))
+	var left []string
+	for pid, started := range tree {
+		if st, cmdline := procStart(pid); st == started {
+			left = append(left, fmt.Sprintf("%d: %s", pid, cmdline))
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("after Ctrl-C, processes make run started are still running:\n%s", strings.Join(left, "\n"))
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("after Ctrl-C, make run left its temporary directory %s (%v)", d, err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	t.Logf("after Ctrl-C: none of the %d processes is left, nor any of the temporary directories %v", len(tree), dirs)
+}
+
+// processTree returns pid's process and its descendants, each with its
+// start time, and the top-level directories under os.TempDir() their
+// command lines name.
+func processTree(pid int) (map[int]string, []string) {
+	children := map[int][]int{}
+	entries, _ := filepath.Glob("/proc/[0-9]*")
+	for _, e := range entries {
+		p, err := strconv.Atoi(filepath.Base(e))
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(e, "stat")) //nolint:gosec // /proc.
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state, ppid.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	tree := map[int]string{}
+	seen := map[string]bool{}
+	tmp := filepath.Clean(os.TempDir()) + "/"
+	var walk func(int)
+	walk = func(p int) {
+		st, cmdline := procStart(p)
+		if st == "" {
+			return
+		}
+		tree[p] = st
+		for arg := range strings.FieldsSeq(cmdline) {
+			for part := range strings.SplitSeq(arg, "=") {
+				if rest, ok := strings.CutPrefix(part, tmp); ok {
+					top, _, _ := strings.Cut(rest, "/")
+					if strings.HasPrefix(top, "armada-") && !strings.HasPrefix(top, "armada-crossplane-ports-") {
+						seen[tmp+top] = true
+					}
+				}
+			}
+		}
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	dirs := make([]string, 0, len(seen))
+	for d := range seen {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	return tree, dirs
+}
+
+// procStart returns a process's start time (field 22 of /proc/<pid>/stat)
+// and command line, or "" if it is gone or a zombie.
+func procStart(pid int) (string, string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", ""
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	// A zombie has exited: only its parent has not reaped it (in a
+	// container, PID 1 may never reap a daemon such as PostgreSQL's).
+	if len(f) < 20 || f[0] == "Z" {
+		return "", ""
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return f[19], strings.ReplaceAll(string(cmdline), "\x00", " ")
+}
+
+// A pgProcess is a PostgreSQL postmaster: its PID, start time and the
+// top-level temporary directory of its data.
+type pgProcess struct {
+	pid          int
+	started, dir string
+}
+
+// postmaster finds the postmaster of the PostgreSQL make run's output
+// names ("PostgreSQL at 127.0.0.1:PORT").
+func postmaster(t *testing.T, out string) pgProcess {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "PostgreSQL at 127.0.0.1:")
+	port, _, _ := strings.Cut(rest, ",")
+	if !ok || port == "" {
+		t.Fatalf("make run did not say where PostgreSQL listens; output:\n%s", out)
+	}
+	entries, _ := filepath.Glob("/proc/[0-9]*")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(filepath.Base(e))
+		if err != nil {
+			continue
+		}
+		started, cmdline := procStart(pid)
+		if !strings.Contains(cmdline, "/postgres -D ") || !strings.Contains(cmdline, " -p "+port+" ") {
+			continue
+		}
+		data := strings.Fields(cmdline[strings.Index(cmdline, " -D ")+4:])[0]
+		top, _, _ := strings.Cut(strings.TrimPrefix(data, filepath.Clean(os.TempDir())+"/"), "/")
+		return pgProcess{pid: pid, started: started, dir: filepath.Join(os.TempDir(), top)}
+	}
+	t.Fatalf("no PostgreSQL postmaster listens on port %s", port)
+	return pgProcess{}
+}
