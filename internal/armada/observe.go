@@ -169,37 +169,43 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			}
 			u = &unstructured.Unstructured{Object: m}
 		}
-		switch {
-		case key == keyPostgresSQLPC:
-			if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
-				o.SQLProviderConfig = spec
-			}
-		case key == keyCredentials:
-			for user, b := range secretData(u) {
-				o.Passwords[user] = string(b)
-			}
-			o.PasswordGenerations = observedGenerations(u.GetAnnotations())
-		case key == keyTLS:
-			o.TLS = secretData(u)
-			o.CAGeneration = observedGenerations(u.GetAnnotations())[rotationCA]
-		case u.GetAPIVersion() == apiCertManager && u.GetKind() == kindCertificate:
-			if rev, ok := number(u.Object, "status", "revision"); ok {
-				if o.CertRevisions == nil {
-					o.CertRevisions = map[string]int64{}
-				}
-				o.CertRevisions[key] = rev
-			}
-		case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
-			o.Backups[u.GetName()] = backupObserved(u)
-		case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":
-			recoveryWindows(u, o.RecoveryWindows)
-		case u.GetKind() == "Job":
-			o.Jobs[u.GetName()] = jobState(u)
-		case strings.HasSuffix(key, keyWorkloadSuffix):
-			o.Workloads[strings.TrimSuffix(key, keyWorkloadSuffix)] = workload(u)
-		}
+		o.observeContent(key, u)
 	}
 	return o
+}
+
+// observeContent records what one observed object (the manifest of a
+// remote Object) holds that rendering reads back.
+func (o *Observed) observeContent(key string, u *unstructured.Unstructured) {
+	switch {
+	case key == keyPostgresSQLPC:
+		if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
+			o.SQLProviderConfig = spec
+		}
+	case key == keyCredentials:
+		for user, b := range secretData(u) {
+			o.Passwords[user] = string(b)
+		}
+		o.PasswordGenerations = observedGenerations(u.GetAnnotations())
+	case key == keyTLS:
+		o.TLS = secretData(u)
+		o.CAGeneration = observedGenerations(u.GetAnnotations())[rotationCA]
+	case u.GetAPIVersion() == apiCertManager && u.GetKind() == kindCertificate:
+		if rev, ok := number(u.Object, "status", "revision"); ok {
+			if o.CertRevisions == nil {
+				o.CertRevisions = map[string]int64{}
+			}
+			o.CertRevisions[key] = rev
+		}
+	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
+		o.Backups[u.GetName()] = backupObserved(u)
+	case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":
+		recoveryWindows(u, o.RecoveryWindows)
+	case u.GetKind() == "Job":
+		o.Jobs[u.GetName()] = jobState(u)
+	case strings.HasSuffix(key, keyWorkloadSuffix):
+		o.Workloads[strings.TrimSuffix(key, keyWorkloadSuffix)] = workload(u)
+	}
 }
 
 // backupObserved is a CloudNativePG Backup's phase and time.
