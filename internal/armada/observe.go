@@ -169,14 +169,14 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			}
 			u = &unstructured.Unstructured{Object: m}
 		}
-		o.observeContent(key, u)
+		observeContent(&o, key, u)
 	}
 	return o
 }
 
 // observeContent records what one observed object (the manifest of a
-// remote Object) holds that rendering reads back.
-func (o *Observed) observeContent(key string, u *unstructured.Unstructured) {
+// remote Object) holds that rendering reads back into o.
+func observeContent(o *Observed, key string, u *unstructured.Unstructured) {
 	switch {
 	case key == keyPostgresSQLPC:
 		if spec, ok, _ := unstructured.NestedMap(u.Object, "spec"); ok {
