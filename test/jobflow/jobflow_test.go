@@ -28,6 +28,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
@@ -38,6 +39,10 @@ const (
 	claimName       = "armada"
 	// queue is the queue provider-armada creates from the claim.
 	queue = "jobflow"
+	// executorCluster is the in-cluster executor's clusterId, as the claim
+	// names it: Lookout and the scheduler's database must show each run
+	// there.
+	executorCluster = "kwok"
 	// fieldOwner applies the test's objects.
 	fieldOwner = client.FieldOwner("armada-jobflow")
 )
@@ -69,6 +74,16 @@ func TestJobFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The platform's fixed RBAC, applied as the install guide has it
+	// (`kubectl apply -f cluster/rbac/`): the composed executor's and
+	// binoculars' bindings refer to its ClusterRoles, and every pod reaches
+	// the API server with its own ServiceAccount's token only.
+	rbac, err := manifest.ReadDir(filepath.Join("..", "..", "cluster", "rbac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, rbac...)
+
 	// The claim's far ends, named as a user's would be.
 	names := podrun.NewNames()
 	t.Cleanup(names.Close)
@@ -89,8 +104,6 @@ func TestJobFlow(t *testing.T) {
 	}
 
 	namespace(t, ns, true)
-	// Job pods are the user's: their namespace is theirs to label.
-	namespace(t, "jobs", false)
 	apply(t, secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redis.Password))
 	// Who may do what comes from the claim: admin is in the admin group;
 	// submitter may submit to, watch and cancel the queue; viewer only
@@ -99,10 +112,11 @@ func TestJobFlow(t *testing.T) {
 		"apiVersion": claimAPIVersion, "kind": "ArmadaClaim",
 		"metadata": map[string]any{"name": claimName, "namespace": ns},
 		"spec": map[string]any{
-			"version":  version,
-			"postgres": map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
-			"redis":    map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
-			"pulsar":   map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
+			"version":   version,
+			"postgres":  map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
+			"redis":     map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
+			"pulsar":    map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
+			"executors": []any{map[string]any{"clusterId": executorCluster}},
 			"auth": map[string]any{"basicUsers": []any{
 				map[string]any{"name": "admin", "groups": []any{"armada-admins"}},
 				map[string]any{"name": "submitter", "groups": []any{"submitters"}},
@@ -125,7 +139,7 @@ func TestJobFlow(t *testing.T) {
 		Releases: func(tag string) (podrun.Release, bool) {
 			return rel, tag == version
 		},
-		Kubeconfig:  cp.Kubeconfig(),
+		APIServer:   cp.RESTConfig(),
 		PulsarAdmin: pulsar.AdminToolPath(),
 		Dir:         filepath.Join(t.TempDir(), "pods"),
 		Names:       names,
@@ -176,7 +190,7 @@ func TestJobFlow(t *testing.T) {
 	t.Logf("armadactl --armadaUrl %s; Lookout at %s", grpcAddr, lookoutURL)
 	a := &armadactl{bin: ctl, dir: t.TempDir(), hosts: hosts, ca: caFile, server: grpcAddr}
 	adminPassword := credential(ctx, t, "admin")
-	clusterID := executorClusterID(t)
+	clusterID := executorCluster
 
 	t.Run("Succeeded", func(t *testing.T) {
 		jobSet := "succeeds"
@@ -194,6 +208,10 @@ func TestJobFlow(t *testing.T) {
 		jobs := waitLookout(ctx, t, names, lookoutURL, adminPassword, jobSet, "SUCCEEDED")
 		checkRun(t, jobs[0], clusterID)
 		checkSchedulerRun(t, pg, jobs[0].JobID, clusterID, "succeeded")
+	})
+
+	t.Run("ExecutorAsItsServiceAccount", func(t *testing.T) {
+		checkIdentities(ctx, t, runner)
 	})
 
 	t.Run("Failed", func(t *testing.T) {
@@ -272,12 +290,21 @@ func release(t *testing.T, version string) (podrun.Release, string) {
 func jobSpec(annotations map[string]string) map[string]any {
 	res := map[string]any{"cpu": "100m", "memory": "64Mi"}
 	j := map[string]any{
-		"priority": 0, "namespace": "jobs",
+		// The claim's own queues run their jobs in the install's
+		// namespace, the one job namespace its executor's composed
+		// RoleBinding grants (team queues bring their own); it enforces
+		// the restricted Pod Security Standard, which the pod meets.
+		"priority": 0, "namespace": ns,
 		"podSpec": map[string]any{
 			"terminationGracePeriodSeconds": 0,
 			"restartPolicy":                 "Never",
 			"containers": []any{map[string]any{
 				"name": "work", "image": "busybox:1.36", "command": []any{"sh", "-c", "sleep 1"},
+				"securityContext": map[string]any{
+					"runAsNonRoot": true, "runAsUser": 1000, "allowPrivilegeEscalation": false,
+					"capabilities":   map[string]any{"drop": []any{"ALL"}},
+					"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+				},
 				"resources": map[string]any{"requests": res, "limits": res},
 			}},
 		},
@@ -495,25 +522,6 @@ func credential(ctx context.Context, t *testing.T, user string) string {
 		t.Fatalf("the credentials Secret %s has no key %s (keys: %v)", name, user, keys)
 	}
 	return string(p)
-}
-
-// executorClusterID reads the in-cluster executor's clusterId from its
-// composed config.
-func executorClusterID(t *testing.T) string {
-	t.Helper()
-	s := &corev1.Secret{}
-	if err := cp.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claimName + "-executor-local-config"}, s); err != nil {
-		t.Fatalf("the executor's config: %v", err)
-	}
-	var cfg struct {
-		Application struct {
-			ClusterID string `json:"clusterId"`
-		} `json:"application"`
-	}
-	if err := yaml.Unmarshal(s.Data["config.yaml"], &cfg); err != nil || cfg.Application.ClusterID == "" {
-		t.Fatalf("the executor's config has no application.clusterId (%v)", err)
-	}
-	return cfg.Application.ClusterID
 }
 
 // waitFor polls cond every second until it holds, failing the test after
