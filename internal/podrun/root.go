@@ -98,8 +98,8 @@ func PodCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 func ResolveMountPath(mp string) string {
 	dir, rest := filepath.Clean(mp), ""
 	for dir != "/" && dir != "." {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
+		if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(resolved, rest)
 		}
 		dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest)
 	}

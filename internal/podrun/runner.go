@@ -463,15 +463,14 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create pod directory")
 	}
-	env := []EnvVar{
-		{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"},
-		{Name: "HOME", Value: PodPath(root)},
-	}
 	saDir, saEnv, err := r.serviceAccount(p.w, root)
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, saEnv...)
+	env := append([]EnvVar{
+		{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"},
+		{Name: "HOME", Value: PodPath(root)},
+	}, saEnv...)
 	var cmd *podCmd
 	switch {
 	case isArmadaImage(c.Image):

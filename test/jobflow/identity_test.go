@@ -54,7 +54,8 @@ func checkIdentities(ctx context.Context, t *testing.T, runner *podrun.Runner) {
 			continue
 		}
 		pr := procs[id][0]
-		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pr.Pid()), "environ"))
+		proc := "/proc/" + strconv.Itoa(pr.Pid())
+		env, err := os.ReadFile(proc + "/environ")
 		if err != nil {
 			t.Errorf("%s: cannot read its environment: %v", id, err)
 			continue
@@ -62,7 +63,7 @@ func checkIdentities(ctx context.Context, t *testing.T, runner *podrun.Runner) {
 		if strings.Contains("\x00"+string(env), "\x00KUBECONFIG=") {
 			t.Errorf("%s runs with a KUBECONFIG; a pod has none", id)
 		}
-		token, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pr.Pid()), "root", podrun.ResolveMountPath(podrun.ServiceAccountMountPath), "token"))
+		token, err := os.ReadFile(filepath.Join(proc, "root", podrun.ResolveMountPath(podrun.ServiceAccountMountPath), "token"))
 		mounts := spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken
 		if !mounts {
 			if err == nil {
