@@ -55,7 +55,7 @@ func checkIdentities(ctx context.Context, t *testing.T, runner *podrun.Runner) {
 		}
 		pr := procs[id][0]
 		proc := "/proc/" + strconv.Itoa(pr.Pid())
-		env, err := os.ReadFile(proc + "/environ")
+		env, err := os.ReadFile(proc + "/environ") //nolint:gosec // The runner's own process.
 		if err != nil {
 			t.Errorf("%s: cannot read its environment: %v", id, err)
 			continue
@@ -63,7 +63,7 @@ func checkIdentities(ctx context.Context, t *testing.T, runner *podrun.Runner) {
 		if strings.Contains("\x00"+string(env), "\x00KUBECONFIG=") {
 			t.Errorf("%s runs with a KUBECONFIG; a pod has none", id)
 		}
-		token, err := os.ReadFile(filepath.Join(proc, "root", podrun.ResolveMountPath(podrun.ServiceAccountMountPath), "token"))
+		token, err := os.ReadFile(filepath.Join(proc, "root", podrun.ResolveMountPath(podrun.ServiceAccountMountPath), "token")) //nolint:gosec // The token its process sees.
 		mounts := spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken
 		if !mounts {
 			if err == nil {
