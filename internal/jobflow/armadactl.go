@@ -184,7 +184,10 @@ func (a *Armadactl) Watch(ctx context.Context, user, password, queue, jobSet str
 
 // JobSpec is a one-job job file's job in namespace, with annotations
 // choosing what its KWOK pod does (kwok.armadaproject.io/run-for,
-// kwok.armadaproject.io/exit-code).
+// kwok.armadaproject.io/exit-code). The namespace must be one the
+// executor's composed RoleBindings grant (the install's own, or a team
+// queue's); its pod meets the restricted Pod Security Standard, which the
+// install's namespace enforces.
 func JobSpec(namespace string, annotations map[string]string) map[string]any {
 	res := map[string]any{"cpu": "100m", "memory": "64Mi"}
 	j := map[string]any{
@@ -194,6 +197,11 @@ func JobSpec(namespace string, annotations map[string]string) map[string]any {
 			"restartPolicy":                 "Never",
 			"containers": []any{map[string]any{
 				"name": "work", "image": "busybox:1.36", "command": []any{"sh", "-c", "sleep 1"},
+				"securityContext": map[string]any{
+					"runAsNonRoot": true, "runAsUser": 1000, "allowPrivilegeEscalation": false,
+					"capabilities":   map[string]any{"drop": []any{"ALL"}},
+					"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+				},
 				"resources": map[string]any{"requests": res, "limits": res},
 			}},
 		},

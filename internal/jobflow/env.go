@@ -86,9 +86,12 @@ func StartBackends(t TB, o BackendOptions) *Backends {
 
 // RunnerOptions say what StartRunner runs.
 type RunnerOptions struct {
-	Client     client.Client
-	Namespace  string
-	Kubeconfig string
+	Client    client.Client
+	Namespace string
+	// APIServer is the cluster's API server (URL and CA): a pod that
+	// mounts its ServiceAccount's token reaches it with that token, as in
+	// a cluster; no process gets a kubeconfig.
+	APIServer *rest.Config
 	// Version is the composed release (x.y.z) and Release its binaries.
 	Version string
 	Release podrun.Release
@@ -105,7 +108,7 @@ func StartRunner(t TB, b *Backends, o RunnerOptions) *podrun.Runner {
 		Releases: func(tag string) (podrun.Release, bool) {
 			return o.Release, tag == o.Version
 		},
-		Kubeconfig:  o.Kubeconfig,
+		APIServer:   o.APIServer,
 		PulsarAdmin: b.Pulsar.AdminToolPath(),
 		Dir:         filepath.Join(t.TempDir(), "pods"),
 		Names:       b.Names,

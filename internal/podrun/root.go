@@ -84,9 +84,26 @@ func PodCommand(root, hostsFile, dir string, mounts map[string]string, bin strin
 			}
 		}
 	}) {
-		out = append(out, mounts[mp], mp)
+		out = append(out, mounts[mp], ResolveMountPath(mp))
 	}
 	return unshare, append(append(out, PodPath(bin)), args...), nil
+}
+
+// ResolveMountPath follows the symbolic links on a mount path's way, as
+// the kubelet's mount would inside the container. The root is an overlay
+// of the machine's, so its links are the machine's, and the script mounts
+// before it changes root: /var/run/secrets/... must become /run/secrets/...
+// where /var/run links to /run, or the mount would land on the machine's
+// /run. Links are resolved to the longest prefix that exists.
+func ResolveMountPath(mp string) string {
+	dir, rest := filepath.Clean(mp), ""
+	for dir != "/" && dir != "." {
+		if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(resolved, rest)
+		}
+		dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest)
+	}
+	return mp
 }
 
 // podTmp is where a process's root shows the machine's temporary

@@ -22,6 +22,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -51,9 +52,10 @@ type RunnerOptions struct {
 	// Releases returns the binaries of an image tag (x.y.z); false if
 	// there are none.
 	Releases func(tag string) (Release, bool)
-	// Kubeconfig is the KUBECONFIG every process gets: executors and
-	// leader-elected components build their Kubernetes clients from it.
-	Kubeconfig string
+	// APIServer is the Kubernetes API server (its URL and CA) a pod that
+	// mounts its ServiceAccount's token reaches with that token, as in a
+	// cluster; no process gets a kubeconfig (see serviceAccount).
+	APIServer *rest.Config
 	// PulsarAdmin is the pulsar-admin executable the topic-init Job's
 	// script runs (as bin/pulsar-admin in its working directory, as in
 	// Pulsar's image).
@@ -461,11 +463,14 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create pod directory")
 	}
-	env := []EnvVar{
+	saDir, saEnv, err := r.serviceAccount(p.w, root)
+	if err != nil {
+		return nil, err
+	}
+	env := append([]EnvVar{
 		{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"},
 		{Name: "HOME", Value: PodPath(root)},
-		{Name: "KUBECONFIG", Value: PodPath(r.o.Kubeconfig)},
-	}
+	}, saEnv...)
 	var cmd *podCmd
 	switch {
 	case isArmadaImage(c.Image):
@@ -477,6 +482,9 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 	}
 	if err != nil {
 		return nil, err
+	}
+	if saDir != "" {
+		cmd.inv.Mounts[ServiceAccountMountPath] = saDir
 	}
 	full := make([]string, 0, len(cmd.inv.Env)+len(env)+len(cmd.env))
 	for _, e := range append(append(slices.Clone(cmd.inv.Env), env...), cmd.env...) {

@@ -28,8 +28,13 @@ const (
 	claimName = "armada"
 	// queue is the queue provider-armada creates from the claim.
 	queue = "jobflow"
-	// jobsNamespace holds the jobs' pods.
-	jobsNamespace = "jobs"
+	// jobsNamespace holds the jobs' pods: the claim's own queues run their
+	// jobs in the install's namespace, the one job namespace its executor's
+	// composed RoleBinding grants (team queues bring their own).
+	jobsNamespace = ns
+	// executorCluster is the in-cluster executor's clusterId, as the claim
+	// names it.
+	executorCluster = "kwok"
 	// fieldOwner applies the test's objects.
 	fieldOwner = client.FieldOwner("armada-jobflow")
 )
@@ -66,6 +71,10 @@ func TestJobFlow(t *testing.T) {
 		jobs := jobflow.WaitLookout(t, names, lookoutURL, adminPassword, jobSet, "SUCCEEDED")
 		checkRun(t, jobs[0], clusterID)
 		checkSchedulerRun(t, pg, jobs[0].JobID, clusterID, "succeeded")
+	})
+
+	t.Run("ExecutorAsItsServiceAccount", func(t *testing.T) {
+		checkIdentities(ctx, t, f.cp.Client(), f.runner)
 	})
 
 	t.Run("Failed", func(t *testing.T) {

@@ -2,6 +2,7 @@ package jobflow
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
@@ -61,15 +63,22 @@ func compose(t testing.TB, nodes []controlplane.Node) *flow {
 		t.Fatal(err)
 	}
 
+	// The platform's fixed RBAC, applied as the install guide has it
+	// (`kubectl apply -f cluster/rbac/`): the composed executor's and
+	// binoculars' bindings refer to its ClusterRoles, and every pod reaches
+	// the API server with its own ServiceAccount's token only.
+	rbac, err := manifest.ReadDir(filepath.Join("..", "..", "cluster", "rbac"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, cp.Client(), rbac...)
 	jobflow.Namespace(t, cp.Client(), ns, true)
-	// Job pods are the user's: their namespace is theirs to label.
-	jobflow.Namespace(t, cp.Client(), jobsNamespace, false)
 	apply(t, cp.Client(), secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redisPassword))
 	applied := time.Now()
 	apply(t, cp.Client(), claimFor(version))
 
 	runner := jobflow.StartRunner(t, be, jobflow.RunnerOptions{
-		Client: cp.Client(), Namespace: ns, Kubeconfig: cp.Kubeconfig(),
+		Client: cp.Client(), Namespace: ns, APIServer: cp.RESTConfig(),
 		Version: version, Release: rel, Logf: t.Logf,
 	})
 	c := jobflow.Claim{T: t, Client: cp.Client(), Namespace: ns, Name: claimName}
@@ -85,7 +94,9 @@ func compose(t testing.TB, nodes []controlplane.Node) *flow {
 		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s", s, r, m, jobflow.RunnerState(runner))
 	}, nil)
 	t.Logf("claim applied → Ready in %s", d.Round(time.Second))
-	clusterID := c.ExecutorClusterID()
+	// The clusterId the claim names: Lookout and the scheduler's database
+	// must show each run there.
+	clusterID := executorCluster
 	seen := jobflow.WaitExecutor(t, be.Postgres, clusterID, nil)
 
 	if err := jobflow.RunProvider(ctx, cp.RESTConfig(), be.Names, func(err error) { t.Error(err) }); err != nil {
@@ -111,10 +122,11 @@ func claimFor(version string) *unstructured.Unstructured {
 		"apiVersion": jobflow.ClaimAPIVersion, "kind": "ArmadaClaim",
 		"metadata": map[string]any{"name": claimName, "namespace": ns},
 		"spec": map[string]any{
-			"version":  version,
-			"postgres": map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
-			"redis":    map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
-			"pulsar":   map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
+			"version":   version,
+			"postgres":  map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
+			"redis":     map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
+			"pulsar":    map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
+			"executors": []any{map[string]any{"clusterId": executorCluster}},
 			"auth": map[string]any{"basicUsers": []any{
 				map[string]any{"name": "admin", "groups": []any{"armada-admins"}},
 				map[string]any{"name": "submitter", "groups": []any{"submitters"}},

@@ -28,8 +28,6 @@ const (
 	demoQueue = "demo"
 	// demoJobSet is the demo job's job set.
 	demoJobSet = "demo"
-	// jobsNamespace holds the demo job's pod.
-	jobsNamespace = "jobs"
 	// demoUser submits the demo job: the example's admin.
 	demoUser = "admin"
 )
@@ -112,11 +110,10 @@ func demo(s *jobflow.Session, o demoOptions) {
 	if err := o.cp.AddNodes(ctx, demoNodes...); err != nil {
 		s.Fatal(err)
 	}
-	jobflow.Namespace(s, c, jobsNamespace, false)
 
 	fmt.Printf("Running every composed workload as Armada %s's own binaries (package podrun plays kubelet)...\n", version)
 	runner := jobflow.StartRunner(s, be, jobflow.RunnerOptions{
-		Client: c, Namespace: o.claim.GetNamespace(), Kubeconfig: o.cp.Kubeconfig(),
+		Client: c, Namespace: o.claim.GetNamespace(), APIServer: o.cp.RESTConfig(),
 		Version: version, Release: rel,
 	})
 	cl := jobflow.Claim{T: s, Client: c, Namespace: o.claim.GetNamespace(), Name: o.claim.GetName()}
@@ -142,7 +139,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 	password := cl.Credential(demoUser)
 	fmt.Printf("\nSubmitting one job to queue %s, job set %s, as %s (armadactl %s)...\n", queue, demoJobSet, demoUser, version)
 	submitted := time.Now()
-	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, jobflow.JobSpec(jobsNamespace, nil)); err != nil {
+	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, jobflow.JobSpec(o.claim.GetNamespace(), nil)); err != nil {
 		s.Fatalf("%s: %v\n%s", a.Command("submit", "demo.yaml"), err, out)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
