@@ -120,6 +120,7 @@ type lookoutJob struct {
 		RunID       string  `json:"runId"`
 		Cluster     string  `json:"cluster"`
 		Node        *string `json:"node"`
+		Pool        *string `json:"pool"`
 		JobRunState string  `json:"jobRunState"`
 		ExitCode    *int    `json:"exitCode"`
 	} `json:"runs"`

@@ -65,7 +65,7 @@ func TestJobFlow(t *testing.T) {
 	redis := testenv.StartRedis(t)
 	pulsar := testenv.StartPulsar(t)
 	cp = controlplane.StartForTest(t, controlplane.Options{JobFlow: true})
-	if err := cp.AddNodes(ctx, controlplane.Node{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"}, controlplane.Node{Name: "kwok-node-2", CPU: "16", Memory: "64Gi"}); err != nil {
+	if err := cp.AddNodes(ctx, localNodes()...); err != nil {
 		t.Fatal(err)
 	}
 
@@ -99,10 +99,12 @@ func TestJobFlow(t *testing.T) {
 		"apiVersion": claimAPIVersion, "kind": "ArmadaClaim",
 		"metadata": map[string]any{"name": claimName, "namespace": ns},
 		"spec": map[string]any{
-			"version":  version,
-			"postgres": map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
-			"redis":    map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
-			"pulsar":   map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
+			"version":    version,
+			"postgres":   map[string]any{"host": postgresHost, "user": "armada", "passwordSecretRef": map[string]any{"name": "armada-postgres", "key": "password"}, "sslMode": "disable"},
+			"redis":      map[string]any{"addrs": []any{redisHost + ":6379"}, "passwordSecretRef": map[string]any{"name": "armada-redis", "key": "password"}},
+			"pulsar":     map[string]any{"url": "pulsar://" + pulsarHost + ":6650", "adminURL": "http://" + pulsarHost + ":8080"},
+			"scheduling": poolsSpec(),
+			"executors":  executorsSpec(),
 			"auth": map[string]any{"basicUsers": []any{
 				map[string]any{"name": "admin", "groups": []any{"armada-admins"}},
 				map[string]any{"name": "submitter", "groups": []any{"submitters"}},
@@ -176,7 +178,8 @@ func TestJobFlow(t *testing.T) {
 	t.Logf("armadactl --armadaUrl %s; Lookout at %s", grpcAddr, lookoutURL)
 	a := &armadactl{bin: ctl, dir: t.TempDir(), hosts: hosts, ca: caFile, server: grpcAddr}
 	adminPassword := credential(ctx, t, "admin")
-	clusterID := executorClusterID(t)
+	clusterID := executorClusterID(t, cp.Client(), localExecutor)
+	f := &flow{a: a, names: names, pg: pg, lookoutURL: lookoutURL, adminPassword: adminPassword}
 
 	t.Run("Succeeded", func(t *testing.T) {
 		jobSet := "succeeds"
@@ -236,6 +239,8 @@ func TestJobFlow(t *testing.T) {
 			t.Errorf("viewer, who may only watch queue %s, submitted: err %v, output:\n%s", queue, err, out)
 		}
 	})
+
+	t.Run("GPUPool", func(t *testing.T) { testGPUPool(ctx, t, f) })
 }
 
 // release returns the composed release's binaries and source, and
@@ -288,9 +293,13 @@ func jobSpec(annotations map[string]string) map[string]any {
 	return j
 }
 
-// submit writes a job file for one job and submits it with armadactl.
-func submit(ctx context.Context, a *armadactl, user, password, jobSet string, job map[string]any) (string, error) {
-	b, err := yaml.Marshal(map[string]any{"queue": queue, "jobSetId": jobSet, "jobs": []any{job}})
+// submit writes a job file for jobs and submits it with armadactl.
+func submit(ctx context.Context, a *armadactl, user, password, jobSet string, jobs ...map[string]any) (string, error) {
+	list := make([]any, len(jobs))
+	for i, j := range jobs {
+		list[i] = j
+	}
+	b, err := yaml.Marshal(map[string]any{"queue": queue, "jobSetId": jobSet, "jobs": list})
 	if err != nil {
 		return "", err
 	}
@@ -486,12 +495,13 @@ func credential(ctx context.Context, t *testing.T, user string) string {
 	return string(p)
 }
 
-// executorClusterID reads the in-cluster executor's clusterId from its
-// composed config.
-func executorClusterID(t *testing.T) string {
+// executorClusterID reads an executor's clusterId from its config Secret
+// as composed in cluster c, named after the claim's
+// spec.executors[].clusterId.
+func executorClusterID(t *testing.T, c client.Client, executor string) string {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := cp.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claimName + "-executor-local-config"}, s); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claimName + "-executor-" + executor + "-config"}, s); err != nil {
 		t.Fatalf("the executor's config: %v", err)
 	}
 	var cfg struct {
