@@ -61,13 +61,17 @@ func TestJobFlow(t *testing.T) {
 	version := armada.DefaultVersion
 	rel, ctl := release(t, version)
 
+	// The worker cluster comes up beside everything else.
+	waitWorker := startWorker(t)
 	pg := testenv.StartPostgres(t)
 	redis := testenv.StartRedis(t)
 	pulsar := testenv.StartPulsar(t)
-	cp = controlplane.StartForTest(t, controlplane.Options{JobFlow: true})
+	cp = controlplane.StartForTest(t, controlplane.Options{JobFlow: true, ProviderPollInterval: 5 * time.Second})
 	if err := cp.AddNodes(ctx, localNodes()...); err != nil {
 		t.Fatal(err)
 	}
+	worker := waitWorker()
+	connectWorker(ctx, t, worker)
 
 	// The claim's far ends, named as a user's would be.
 	names := podrun.NewNames()
@@ -122,37 +126,29 @@ func TestJobFlow(t *testing.T) {
 	applied := time.Now()
 	apply(t, claim)
 
-	runner, err := podrun.NewRunner(podrun.RunnerOptions{
-		Client: cp.Client(), Namespace: ns,
-		Releases: func(tag string) (podrun.Release, bool) {
-			return rel, tag == version
-		},
-		Kubeconfig:  cp.Kubeconfig(),
-		PulsarAdmin: pulsar.AdminToolPath(),
-		Dir:         filepath.Join(t.TempDir(), "pods"),
-		Names:       names,
-		FreePort:    func() (int, error) { return testenv.FreePort(t), nil },
-		Logf:        t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
+	ro := runnerOptions{
+		releases:    func(tag string) (podrun.Release, bool) { return rel, tag == version },
+		pulsarAdmin: pulsar.AdminToolPath(),
+		names:       names,
 	}
-	rctx, rcancel := context.WithCancel(ctx)
-	runnerDone := make(chan struct{})
-	go func() { runner.Run(rctx, time.Second); close(runnerDone) }()
-	t.Cleanup(func() { rcancel(); <-runnerDone })
+	runner := startRunner(ctx, t, cp, "pods", ro)
+	// The remote executor's pod, in the worker cluster.
+	workerRunner := startRunner(ctx, t, worker, "worker-pods", ro)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("pod logs:\n%s", podLogs(runner))
+			t.Logf("worker pod logs:\n%s", podLogs(workerRunner))
 			t.Logf("pulsar log (tail):\n%s", tail(pulsar.Log(), 20))
 		}
 	})
 
 	d := waitFor(t, 6*time.Minute, "claim Ready (every component running as composed and ready by its own probe)", func() (bool, string) {
 		s, r, m := claimCondition(t, "Ready")
-		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s", s, r, m, runnerState(runner))
+		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s; worker: %s", s, r, m, runnerState(runner), runnerState(workerRunner))
 	})
 	t.Logf("claim applied → Ready in %s", d.Round(time.Second))
+
+	addRemoteExecutor(t, claim)
 
 	runProvider(ctx, t, names)
 	waitFor(t, 2*time.Minute, "queue "+queue+" created by provider-armada", func() (bool, string) {
@@ -179,7 +175,7 @@ func TestJobFlow(t *testing.T) {
 	a := &armadactl{bin: ctl, dir: t.TempDir(), hosts: hosts, ca: caFile, server: grpcAddr}
 	adminPassword := credential(ctx, t, "admin")
 	clusterID := executorClusterID(t, cp.Client(), localExecutor)
-	f := &flow{a: a, names: names, pg: pg, lookoutURL: lookoutURL, adminPassword: adminPassword}
+	f := &flow{claim: claim, a: a, names: names, pg: pg, lookoutURL: lookoutURL, adminPassword: adminPassword}
 
 	t.Run("Succeeded", func(t *testing.T) {
 		jobSet := "succeeds"
@@ -241,6 +237,7 @@ func TestJobFlow(t *testing.T) {
 	})
 
 	t.Run("GPUPool", func(t *testing.T) { testGPUPool(ctx, t, f) })
+	t.Run("RemoteExecutor", func(t *testing.T) { testRemoteExecutor(ctx, t, f, worker) })
 }
 
 // release returns the composed release's binaries and source, and

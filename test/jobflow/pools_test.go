@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
@@ -35,6 +36,8 @@ const (
 
 // flow is what the subtests share: one Armada, reached as its users do.
 type flow struct {
+	// claim is the claim as the test last applied it.
+	claim         *unstructured.Unstructured
 	a             *armadactl
 	names         *podrun.Names
 	pg            *testenv.Postgres
@@ -44,7 +47,7 @@ type flow struct {
 
 // poolsSpec is the claim's spec.scheduling.
 func poolsSpec() map[string]any {
-	return map[string]any{"pools": []any{map[string]any{"name": defaultPool}, map[string]any{"name": gpuPool}}}
+	return map[string]any{"pools": []any{map[string]any{"name": defaultPool}, map[string]any{"name": gpuPool}, map[string]any{"name": workerPool}}}
 }
 
 // executorsSpec are the claim's executors in this cluster: one for the
@@ -75,10 +78,11 @@ func localNodes() []controlplane.Node {
 // the GPU pool: on the GPU executor and the GPU Node, as the pod's
 // binding, Lookout and the scheduler's database each show.
 func testGPUPool(ctx context.Context, t *testing.T, f *flow) {
+	t.Helper()
 	jobSet := "gpu"
 	job := jobSpec(map[string]string{"kwok.armadaproject.io/run-for": "15s"})
 	res := map[string]any{"cpu": "100m", "memory": "64Mi", "nvidia.com/gpu": "1"}
-	c := job["podSpec"].(map[string]any)["containers"].([]any)[0].(map[string]any) //nolint:forcetypeassert // jobSpec's own shape.
+	c := job["podSpec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	c["resources"] = map[string]any{"requests": res, "limits": res}
 	out, err := submit(ctx, f.a, "admin", f.adminPassword, jobSet, job)
 	if err != nil {
