@@ -58,8 +58,12 @@ const (
 func TestJobFlow(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	version := armada.DefaultVersion
+	// The Armada starts at fromVersion; the Upgrade subtest moves it to the
+	// default release.
+	version := fromVersion
 	rel, ctl := release(t, version)
+	relTo, ctlTo := release(t, armada.DefaultVersion)
+	rels := map[string]podrun.Release{version: rel, armada.DefaultVersion: relTo}
 
 	// The worker cluster comes up beside everything else.
 	waitWorker := startWorker(t)
@@ -127,7 +131,7 @@ func TestJobFlow(t *testing.T) {
 	apply(t, claim)
 
 	ro := runnerOptions{
-		releases:    func(tag string) (podrun.Release, bool) { return rel, tag == version },
+		releases:    func(tag string) (podrun.Release, bool) { r, ok := rels[tag]; return r, ok },
 		pulsarAdmin: pulsar.AdminToolPath(),
 		names:       names,
 	}
@@ -238,6 +242,7 @@ func TestJobFlow(t *testing.T) {
 
 	t.Run("GPUPool", func(t *testing.T) { testGPUPool(ctx, t, f) })
 	t.Run("RemoteExecutor", func(t *testing.T) { testRemoteExecutor(ctx, t, f, worker) })
+	t.Run("Upgrade", func(t *testing.T) { testUpgrade(ctx, t, f, worker, armada.DefaultVersion, ctlTo) })
 }
 
 // release returns the composed release's binaries and source, and
