@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
@@ -46,9 +47,15 @@ const (
 // TestJobFlow composes an Armada and runs jobs through it.
 func TestJobFlow(t *testing.T) {
 	ctx := t.Context()
-	f := compose(t, twoNodes)
+	// The Armada starts at fromVersion; the Upgrade subtest moves it to the
+	// default release.
+	f := compose(t, composeOptions{
+		nodes: localNodes(), version: fromVersion, upgradeTo: armada.DefaultVersion,
+		spec:   map[string]any{"scheduling": poolsSpec(), "executors": executorsSpec()},
+		worker: true,
+	})
 	a, names, lookoutURL, clusterID, pg, applied := f.a, f.be.Names, f.lookoutURL, f.clusterID, f.be.Postgres, f.applied
-	adminPassword, submitterPassword, viewerPassword := f.claim.Credential("admin"), f.claim.Credential("submitter"), f.claim.Credential("viewer")
+	adminPassword, submitterPassword, viewerPassword := f.adminPassword, f.claim.Credential("submitter"), f.claim.Credential("viewer")
 
 	t.Run("Succeeded", func(t *testing.T) {
 		jobSet := "succeeds"
@@ -108,6 +115,10 @@ func TestJobFlow(t *testing.T) {
 			t.Errorf("viewer, who may only watch queue %s, submitted: err %v, output:\n%s", queue, err, out)
 		}
 	})
+
+	t.Run("GPUPool", func(t *testing.T) { testGPUPool(t, f) })
+	t.Run("RemoteExecutor", func(t *testing.T) { testRemoteExecutor(t, f) })
+	t.Run("Upgrade", func(t *testing.T) { testUpgrade(t, f, armada.DefaultVersion) })
 }
 
 // watch follows a job set's events until every job in it has finished.
