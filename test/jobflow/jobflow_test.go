@@ -2,7 +2,8 @@
 // local control plane (TLS on, the default) with kube-scheduler and KWOK
 // Nodes, the claim composes; package podrun runs every composed pod as
 // Armada's own binaries at the composed release, against real PostgreSQL,
-// Redis and Pulsar; a queue comes from provider-armada's Queue; armadactl
+// Redis and Pulsar; a worker cluster beside it runs the claim's remote
+// executor; a queue comes from provider-armada's Queue; armadactl
 // submits jobs; the event stream, Lookout's API and the scheduler's
 // database are checked. The harness is internal/jobflow, which `make run`
 // shares. What is simulated: KWOK's pods run no containers (a job "runs"

@@ -113,9 +113,7 @@ func compose(t testing.TB, o composeOptions) *flow {
 	jobflow.Namespace(t, c, jobsNamespace, false)
 	apply(t, c, secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redisPassword))
 	f.manifest = claimFor(o.version)
-	for k, v := range o.spec {
-		f.manifest.Object["spec"].(map[string]any)[k] = v
-	}
+	maps.Copy(f.manifest.Object["spec"].(map[string]any), o.spec)
 	f.applied = time.Now()
 	apply(t, c, f.manifest)
 
