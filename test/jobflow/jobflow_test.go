@@ -122,28 +122,17 @@ func TestJobFlow(t *testing.T) {
 	t.Run("Upgrade", func(t *testing.T) { testUpgrade(t, f, armada.DefaultVersion) })
 }
 
-// watch follows a job set's events until every job in it has finished.
-// `armadactl watch --exit-if-inactive` exits at once while the job set has
-// no events yet (the submission still on its way through Pulsar and the
-// event ingester to Redis): it is run again until it shows some, within
-// the same bound.
+// watch follows a job set's events until every job in it has finished,
+// within 3 minutes.
 func watch(ctx context.Context, t *testing.T, a *jobflow.Armadactl, user, password, jobSet string) []jobflow.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	for {
-		evs, out, err := a.Watch(ctx, user, password, queue, jobSet, nil)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", a.Command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, out)
-		}
-		if len(evs) > 0 || ctx.Err() != nil {
-			return evs
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+	evs, out, err := a.Watch(ctx, user, password, queue, jobSet, nil)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, out)
 	}
+	return evs
 }
 
 // checkRun checks a job's last run is on the executor's cluster and a

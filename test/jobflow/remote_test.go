@@ -70,7 +70,8 @@ func (f *flow) addRemoteExecutor(t testing.TB) {
 	jobflow.WaitFor(t, 6*time.Minute, "the remote executor ready and the claim Ready", func() (bool, string) {
 		ready, why := f.claim.ExecutorReady(workerExecutor)
 		s, r, m := f.claim.Condition("Ready")
-		return ready && s == "True", fmt.Sprintf("executor %s ready=%t %s; Ready=%s %s: %s%s", workerExecutor, ready, why, s, r, m, f.workerState())
+		as, ar, am := f.claim.Condition("Accepted")
+		return ready && s == "True", fmt.Sprintf("executor %s ready=%t %s; Ready=%s %s: %s; Accepted=%s %s: %s%s", workerExecutor, ready, why, s, r, m, as, ar, am, f.workerState())
 	}, nil)
 	t.Logf("remote executor added → ready in %s", time.Since(added).Round(time.Second))
 }
@@ -112,8 +113,11 @@ func startWorker(t testing.TB) func() *controlplane.ControlPlane {
 }
 
 // connectWorker gives the worker its KWOK Node and the jobs namespace, and
-// connects it as a platform team would: a kubeconfig Secret in
-// crossplane-system and a ClusterProviderConfig reading it, through c.
+// connects it as a platform team would, through c: a kubeconfig Secret in
+// crossplane-system, a ClusterProviderConfig reading it, and the claim's
+// namespace's ArmadaTenancyPolicy allowing executors there (without it the
+// claim naming the worker is refused: workerClusters allows none by
+// default).
 func connectWorker(ctx context.Context, t testing.TB, c client.Client, w *controlplane.ControlPlane) {
 	t.Helper()
 	if err := w.AddNodes(ctx, controlplane.Node{Name: workerNode, CPU: "16", Memory: "64Gi"}); err != nil {
@@ -134,6 +138,12 @@ func connectWorker(ctx context.Context, t testing.TB, c client.Client, w *contro
 		"spec": map[string]any{"credentials": map[string]any{
 			"source":    "Secret",
 			"secretRef": map[string]any{"namespace": controlplane.CrossplaneNamespace, "name": workerConfig + "-kubeconfig", "key": "kubeconfig"},
+		}},
+	}}, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": jobflow.ClaimAPIVersion, "kind": "ArmadaTenancyPolicy",
+		"metadata": map[string]any{"name": ns},
+		"spec": map[string]any{"providerConfigs": map[string]any{
+			"workerClusters": []any{map[string]any{"kind": "ClusterProviderConfig", "name": workerConfig}},
 		}},
 	}})
 }
