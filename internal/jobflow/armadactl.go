@@ -148,8 +148,25 @@ const queueCacheWait = 30 * time.Second
 // Watch follows a job set's events with `armadactl watch --raw
 // --exit-if-inactive` until every job in it has finished, calling each,
 // if not nil, with every event as it arrives. It returns the events and
-// armadactl's whole output.
+// armadactl's whole output. `--exit-if-inactive` exits at once while the
+// job set has no events yet (a submission still on its way through Pulsar
+// and the event ingester to Redis): Watch runs it again, a second apart,
+// until it shows some or ctx is done.
 func (a *Armadactl) Watch(ctx context.Context, user, password, queue, jobSet string, each func(Event)) ([]Event, string, error) {
+	for {
+		evs, out, err := a.watchOnce(ctx, user, password, queue, jobSet, each)
+		if err != nil || len(evs) > 0 {
+			return evs, out, err
+		}
+		select {
+		case <-ctx.Done():
+			return evs, out, nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (a *Armadactl) watchOnce(ctx context.Context, user, password, queue, jobSet string, each func(Event)) ([]Event, string, error) {
 	cmd, err := a.cmd(ctx, user, password, "watch", queue, jobSet, "--raw", "--exit-if-inactive")
 	if err != nil {
 		return nil, "", err

@@ -92,28 +92,39 @@ type RunnerOptions struct {
 	// mounts its ServiceAccount's token reaches it with that token, as in
 	// a cluster; no process gets a kubeconfig.
 	APIServer *rest.Config
-	// Version is the composed release (x.y.z) and Release its binaries.
-	Version string
-	Release podrun.Release
+	// Releases are the binaries of each release (x.y.z) the runner may
+	// run: the composed one, and the one an upgrade moves to.
+	Releases map[string]podrun.Release
+	// Name names the runner's directory and prefixes its log lines, for
+	// a runner per cluster; empty: "pods", no prefix.
+	Name string
 	// Logf receives the runner's progress; nil discards it.
 	Logf func(string, ...any)
 }
 
-// StartRunner runs the pods of what was composed in o.Namespace as local
-// processes (package podrun) until t's cleanup.
+// StartRunner runs the pods of what was composed in o.Namespace of the
+// cluster o.Client reaches as local processes (package podrun) until t's
+// cleanup.
 func StartRunner(t TB, b *Backends, o RunnerOptions) *podrun.Runner {
 	t.Helper()
+	dir, logf := o.Name, o.Logf
+	if dir == "" {
+		dir = "pods"
+	} else if logf != nil {
+		logf = func(format string, args ...any) { o.Logf(o.Name+": "+format, args...) }
+	}
 	runner, err := podrun.NewRunner(podrun.RunnerOptions{
 		Client: o.Client, Namespace: o.Namespace,
 		Releases: func(tag string) (podrun.Release, bool) {
-			return o.Release, tag == o.Version
+			r, ok := o.Releases[tag]
+			return r, ok
 		},
 		APIServer:   o.APIServer,
 		PulsarAdmin: b.Pulsar.AdminToolPath(),
-		Dir:         filepath.Join(t.TempDir(), "pods"),
+		Dir:         filepath.Join(t.TempDir(), dir),
 		Names:       b.Names,
 		FreePort:    func() (int, error) { return testenv.FreePort(t), nil },
-		Logf:        o.Logf,
+		Logf:        logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +182,12 @@ func (c Claim) get() (*unstructured.Unstructured, error) {
 	return u, err
 }
 
+// For returns the claim read for t (a subtest: its Fatal must be its own).
+func (c Claim) For(t TB) Claim {
+	c.T = t
+	return c
+}
+
 // Condition returns a condition of the claim.
 func (c Claim) Condition(typ string) (status, reason, message string) {
 	u, err := c.get()
@@ -222,6 +239,33 @@ func (c Claim) Credential(user string) string {
 		c.T.Fatalf("the credentials Secret %s has no key %s", name, user)
 	}
 	return string(p)
+}
+
+// Version reads the claim's status.version.<field> (running, desired).
+func (c Claim) Version(field string) string {
+	u, err := c.get()
+	if err != nil {
+		return err.Error()
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "status", "version", field)
+	return v
+}
+
+// ExecutorReady reads executor clusterID's entry in the claim's
+// status.executors: whether it is ready, and the reason given.
+func (c Claim) ExecutorReady(clusterID string) (bool, string) {
+	u, err := c.get()
+	if err != nil {
+		return false, err.Error()
+	}
+	es, _, _ := unstructured.NestedSlice(u.Object, "status", "executors")
+	for _, e := range es {
+		m, _ := e.(map[string]any)
+		if m["clusterId"] == clusterID {
+			return m["ready"] == true, fmt.Sprint(m["reason"])
+		}
+	}
+	return false, "not in status.executors"
 }
 
 // ExecutorClusterID reads the in-cluster executor's clusterId from its

@@ -282,7 +282,7 @@ func (r *Runner) workloads(ctx context.Context) ([]Workload, map[string]*unstruc
 		if replicas != nil && *replicas == 0 {
 			return nil
 		}
-		w := Workload{Kind: kind, Name: obj.GetName(), Namespace: obj.GetNamespace(), Pod: t.Spec, Labels: t.Labels}
+		w := Workload{Kind: kind, Name: obj.GetName(), Namespace: obj.GetNamespace(), Pod: t.Spec, Labels: t.Labels, Annotations: t.Annotations}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
 			return errors.Wrapf(err, "cannot convert %s", w.ID())
@@ -318,9 +318,10 @@ func (r *Runner) workloads(ctx context.Context) ([]Workload, map[string]*unstruc
 // templateHash identifies a workload's pod template.
 func templateHash(w Workload) string {
 	b, err := json.Marshal(struct {
-		Pod    corev1.PodSpec    `json:"pod"`
-		Labels map[string]string `json:"labels"`
-	}{w.Pod, w.Labels})
+		Pod         corev1.PodSpec    `json:"pod"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	}{w.Pod, w.Labels, w.Annotations})
 	if err != nil {
 		// A decoded PodSpec always encodes; never the same as a real hash.
 		return "unencodable: " + err.Error()

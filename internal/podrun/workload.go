@@ -18,9 +18,11 @@ import (
 type Workload struct {
 	// Kind and Name identify the workload, e.g. "Deployment/armada-server".
 	Kind, Name, Namespace string
-	// Pod is its pod template's spec, Labels its labels.
-	Pod    corev1.PodSpec
-	Labels map[string]string
+	// Pod is its pod template's spec, Labels and Annotations its labels
+	// and annotations (a changed config hash annotation rolls the pod).
+	Pod         corev1.PodSpec
+	Labels      map[string]string
+	Annotations map[string]string
 	// Cluster is the providerConfigRef name of the worker cluster an
 	// executor's Object puts it in; empty in this cluster.
 	Cluster string

@@ -37,7 +37,7 @@ func tenNodes() []controlplane.Node {
 func BenchmarkJobFlow(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run("jobs="+strconv.Itoa(n), func(b *testing.B) {
-			f := compose(b, tenNodes())
+			f := compose(b, composeOptions{nodes: tenNodes()})
 			password := f.claim.Credential("admin")
 			round := 0
 			for b.Loop() {

@@ -2,7 +2,8 @@
 // local control plane (TLS on, the default) with kube-scheduler and KWOK
 // Nodes, the claim composes; package podrun runs every composed pod as
 // Armada's own binaries at the composed release, against real PostgreSQL,
-// Redis and Pulsar; a queue comes from provider-armada's Queue; armadactl
+// Redis and Pulsar; a worker cluster beside it runs the claim's remote
+// executor; a queue comes from provider-armada's Queue; armadactl
 // submits jobs; the event stream, Lookout's API and the scheduler's
 // database are checked. The harness is internal/jobflow, which `make run`
 // shares. What is simulated: KWOK's pods run no containers (a job "runs"
@@ -19,6 +20,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
@@ -51,9 +53,15 @@ const (
 // TestJobFlow composes an Armada and runs jobs through it.
 func TestJobFlow(t *testing.T) {
 	ctx := t.Context()
-	f := compose(t, twoNodes)
+	// The Armada starts at fromVersion; the Upgrade subtest moves it to the
+	// default release.
+	f := compose(t, composeOptions{
+		nodes: localNodes(), version: fromVersion, upgradeTo: armada.DefaultVersion,
+		spec:   map[string]any{"scheduling": poolsSpec(), "executors": executorsSpec()},
+		worker: true,
+	})
 	a, names, lookoutURL, clusterID, pg, applied := f.a, f.be.Names, f.lookoutURL, f.clusterID, f.be.Postgres, f.applied
-	adminPassword, submitterPassword, viewerPassword := f.claim.Credential("admin"), f.claim.Credential("submitter"), f.claim.Credential("viewer")
+	adminPassword, submitterPassword, viewerPassword := f.adminPassword, f.claim.Credential("submitter"), f.claim.Credential("viewer")
 
 	t.Run("Succeeded", func(t *testing.T) {
 		jobSet := "succeeds"
@@ -117,30 +125,23 @@ func TestJobFlow(t *testing.T) {
 			t.Errorf("viewer, who may only watch queue %s, submitted: err %v, output:\n%s", queue, err, out)
 		}
 	})
+
+	t.Run("GPUPool", func(t *testing.T) { testGPUPool(t, f) })
+	t.Run("RemoteExecutor", func(t *testing.T) { testRemoteExecutor(t, f) })
+	t.Run("Upgrade", func(t *testing.T) { testUpgrade(t, f, armada.DefaultVersion) })
 }
 
-// watch follows a job set's events until every job in it has finished.
-// `armadactl watch --exit-if-inactive` exits at once while the job set has
-// no events yet (the submission still on its way through Pulsar and the
-// event ingester to Redis): it is run again until it shows some, within
-// the same bound.
+// watch follows a job set's events until every job in it has finished,
+// within 3 minutes.
 func watch(ctx context.Context, t *testing.T, a *jobflow.Armadactl, user, password, jobSet string) []jobflow.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	for {
-		evs, out, err := a.Watch(ctx, user, password, queue, jobSet, nil)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", a.Command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, out)
-		}
-		if len(evs) > 0 || ctx.Err() != nil {
-			return evs
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+	evs, out, err := a.Watch(ctx, user, password, queue, jobSet, nil)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, out)
 	}
+	return evs
 }
 
 // checkRun checks a job's last run is on the executor's cluster and a

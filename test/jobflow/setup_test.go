@@ -2,7 +2,9 @@ package jobflow
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,10 +19,20 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
-// twoNodes are the KWOK Nodes TestJobFlow's jobs run on.
-var twoNodes = []controlplane.Node{
-	{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"},
-	{Name: "kwok-node-2", CPU: "16", Memory: "64Gi"},
+// composeOptions say what compose brings up.
+type composeOptions struct {
+	// nodes are the control cluster's KWOK Nodes.
+	nodes []controlplane.Node
+	// version is the release the claim starts at; armada.DefaultVersion
+	// if empty. upgradeTo, if set, is a release the runners can also run,
+	// for an upgrade later.
+	version, upgradeTo string
+	// spec is set in the claim's spec beside what claimFor writes
+	// (scheduling, executors).
+	spec map[string]any
+	// worker starts a worker cluster, connects it, and adds the remote
+	// executor (remoteExecutor) to the claim once it is Ready.
+	worker bool
 }
 
 // A flow is a composed Armada, Ready and with its queue, that jobs can go
@@ -30,88 +42,174 @@ type flow struct {
 	be     *jobflow.Backends
 	runner *podrun.Runner
 	claim  jobflow.Claim
-	// a submits and watches as a user would; lookoutURL is the claim's
-	// status.endpoints.lookout; clusterID the executor's.
-	a          *jobflow.Armadactl
-	lookoutURL string
-	clusterID  string
+	// manifest is the claim as the test last applied it.
+	manifest *unstructured.Unstructured
+	// a submits and watches as a user would, with armadactl; armadactl
+	// is each release's armadactl. lookoutURL is the claim's
+	// status.endpoints.lookout; clusterID the local executor's.
+	a             *jobflow.Armadactl
+	armadactl     map[string]string
+	lookoutURL    string
+	clusterID     string
+	adminPassword string
 	// applied is when the claim was applied.
 	applied time.Time
+	// worker is the worker cluster and workerRunner runs its pods; nil
+	// without composeOptions.worker.
+	worker       *controlplane.ControlPlane
+	workerRunner *podrun.Runner
 }
 
 // compose starts the local control plane with kube-scheduler, KWOK and
-// nodes, private PostgreSQL, Redis and Pulsar, applies a claim naming
-// them as a user's would, runs every composed pod as Armada's binaries
-// and provider-armada's controllers, and returns once the claim is Ready
-// and its queue exists.
-func compose(t testing.TB, nodes []controlplane.Node) *flow {
+// nodes (and a worker cluster beside it, if asked), private PostgreSQL,
+// Redis and Pulsar, applies a claim naming them as a user's would, runs
+// every composed pod as Armada's binaries and provider-armada's
+// controllers, and returns once the claim is Ready, its queue exists and
+// the scheduler's submit check knows every executor.
+func compose(t testing.TB, o composeOptions) *flow {
 	t.Helper()
 	ctx := t.Context()
-	version := armada.DefaultVersion
-	rel, ctl, err := jobflow.FindRelease(ctx, version)
-	if err != nil {
-		t.Fatal(err)
+	if o.version == "" {
+		o.version = armada.DefaultVersion
+	}
+	f := &flow{armadactl: map[string]string{}}
+	rels := map[string]podrun.Release{}
+	for _, v := range []string{o.version, o.upgradeTo} {
+		if v == "" {
+			continue
+		}
+		rel, ctl, err := jobflow.FindRelease(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rels[v], f.armadactl[v] = rel, ctl
+	}
+	var waitWorker func() *controlplane.ControlPlane
+	if o.worker {
+		// The worker cluster comes up beside everything else.
+		waitWorker = startWorker(t)
 	}
 	pgPassword, redisPassword := testenv.RandomPassword(t), testenv.RandomPassword(t)
-	be := jobflow.StartBackends(t, jobflow.BackendOptions{
+	f.be = jobflow.StartBackends(t, jobflow.BackendOptions{
 		PostgresAddr: postgresHost + ":5432", RedisAddr: redisHost + ":6379",
 		PulsarAddr: pulsarHost + ":6650", PulsarAdminAddr: pulsarHost + ":8080",
 		PostgresUser: "armada", PostgresPassword: pgPassword, RedisPassword: redisPassword,
 	})
-	cp := controlplane.StartForTest(t, controlplane.Options{JobFlow: true})
-	if err := cp.AddNodes(ctx, nodes...); err != nil {
+	cpo := controlplane.Options{JobFlow: true}
+	if o.worker {
+		// provider-kubernetes observes the worker's Objects every 5 s.
+		cpo.ProviderPollInterval = 5 * time.Second
+	}
+	f.cp = controlplane.StartForTest(t, cpo)
+	if err := f.cp.AddNodes(ctx, o.nodes...); err != nil {
 		t.Fatal(err)
 	}
-
+	c := f.cp.Client()
 	// The platform's fixed RBAC, applied as the install guide has it
-	// (`kubectl apply -f cluster/rbac/`): the composed executor's and
-	// binoculars' bindings refer to its ClusterRoles, and every pod reaches
-	// the API server with its own ServiceAccount's token only.
+	// (`kubectl apply -f cluster/rbac/`, in the worker clusters too): the
+	// composed executor's and binoculars' bindings refer to its
+	// ClusterRoles, and every pod reaches the API server with its own
+	// ServiceAccount's token only.
 	rbac, err := manifest.ReadDir(filepath.Join("..", "..", "cluster", "rbac"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, cp.Client(), rbac...)
-	jobflow.Namespace(t, cp.Client(), ns, true)
-	apply(t, cp.Client(), secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redisPassword))
-	applied := time.Now()
-	apply(t, cp.Client(), claimFor(version))
+	apply(t, c, rbac...)
+	if o.worker {
+		f.worker = waitWorker()
+		apply(t, f.worker.Client(), rbac...)
+		connectWorker(ctx, t, c, f.worker)
+	}
+	jobflow.Namespace(t, c, ns, true)
+	apply(t, c, secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redisPassword))
+	f.manifest = claimFor(o.version)
+	maps.Copy(f.manifest.Object["spec"].(map[string]any), o.spec)
+	f.applied = time.Now()
+	apply(t, c, f.manifest)
 
-	runner := jobflow.StartRunner(t, be, jobflow.RunnerOptions{
-		Client: cp.Client(), Namespace: ns, APIServer: cp.RESTConfig(),
-		Version: version, Release: rel, Logf: t.Logf,
+	f.runner = jobflow.StartRunner(t, f.be, jobflow.RunnerOptions{
+		Client: c, Namespace: ns, APIServer: f.cp.RESTConfig(), Releases: rels, Logf: t.Logf,
 	})
-	c := jobflow.Claim{T: t, Client: cp.Client(), Namespace: ns, Name: claimName}
+	if o.worker {
+		// The remote executor's pod, in the worker cluster.
+		f.workerRunner = jobflow.StartRunner(t, f.be, jobflow.RunnerOptions{
+			Client: f.worker.Client(), Namespace: ns, APIServer: f.worker.RESTConfig(), Releases: rels, Name: "worker-pods", Logf: t.Logf,
+		})
+	}
+	f.claim = jobflow.Claim{T: t, Client: c, Namespace: ns, Name: claimName}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("pod logs:\n%s", jobflow.PodLogs(runner))
-			t.Logf("pulsar log (tail):\n%s", jobflow.Tail(be.Pulsar.Log(), 20))
+			t.Logf("pod logs:\n%s", jobflow.PodLogs(f.runner))
+			if f.workerRunner != nil {
+				t.Logf("worker pod logs:\n%s", jobflow.PodLogs(f.workerRunner))
+			}
+			t.Logf("pulsar log (tail):\n%s", jobflow.Tail(f.be.Pulsar.Log(), 20))
 		}
 	})
 
 	d := jobflow.WaitFor(t, 6*time.Minute, "claim Ready (every component running as composed and ready by its own probe)", func() (bool, string) {
-		s, r, m := c.Condition("Ready")
-		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s", s, r, m, jobflow.RunnerState(runner))
+		s, r, m := f.claim.Condition("Ready")
+		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s%s", s, r, m, jobflow.RunnerState(f.runner), f.workerState())
 	}, nil)
 	t.Logf("claim applied → Ready in %s", d.Round(time.Second))
-	// The clusterId the claim names: Lookout and the scheduler's database
-	// must show each run there.
-	clusterID := executorCluster
-	seen := jobflow.WaitExecutor(t, be.Postgres, clusterID, nil)
+	if o.worker {
+		f.addRemoteExecutor(t)
+	}
+	// The clusterId the claim names for its first executor: Lookout and
+	// the scheduler's database must show runs there (not read back from
+	// the composed config, so a wrong composition cannot agree with itself).
+	f.clusterID = firstClusterID(f.manifest)
+	seen := f.waitExecutors(t)
 
-	if err := jobflow.RunProvider(ctx, cp.RESTConfig(), be.Names, func(err error) { t.Error(err) }); err != nil {
+	if err := jobflow.RunProvider(ctx, f.cp.RESTConfig(), f.be.Names, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
 	}
 	jobflow.WaitFor(t, 2*time.Minute, "queue "+queue+" created by provider-armada", func() (bool, string) {
-		s, r, m := c.Condition("QueuesReady")
+		s, r, m := f.claim.Condition("QueuesReady")
 		return s == "True", fmt.Sprintf("QueuesReady=%s %s: %s", s, r, m)
 	}, nil)
 	jobflow.WaitSubmitCheck(t, seen, func(m string) { t.Log(m) })
 
 	// Where users reach Armada, as the claim's status says.
-	f := &flow{cp: cp, be: be, runner: runner, claim: c, a: c.Armadactl(ctl, be.Names), lookoutURL: c.Endpoint("lookout"), clusterID: clusterID, applied: applied}
+	f.a, f.lookoutURL = f.claim.Armadactl(f.armadactl[o.version], f.be.Names), f.claim.Endpoint("lookout")
+	f.adminPassword = f.claim.Credential("admin")
 	t.Logf("armadactl --armadaUrl %s; Lookout at %s", f.a.Server, f.lookoutURL)
 	return f
+}
+
+// workerState is the worker runner's state for progress messages.
+func (f *flow) workerState() string {
+	if f.workerRunner == nil {
+		return ""
+	}
+	return "; worker: " + jobflow.RunnerState(f.workerRunner)
+}
+
+// waitExecutors waits until the scheduler's database holds every executor
+// of the claim, each with the clusterId its composed config names (read
+// in its own cluster), and returns when the last was seen.
+func (f *flow) waitExecutors(t testing.TB) time.Time {
+	t.Helper()
+	c := f.cp.Client()
+	es, _, _ := unstructured.NestedSlice(f.manifest.Object, "spec", "executors")
+	names := map[string]client.Client{}
+	if len(es) == 0 {
+		// The executor a claim without spec.executors gets.
+		names[localExecutor] = c
+	}
+	for _, e := range es {
+		m, _ := e.(map[string]any)
+		id, _ := m["clusterId"].(string)
+		names[id] = c
+		if _, remote := m["cluster"]; remote {
+			names[id] = f.worker.Client()
+		}
+	}
+	var seen time.Time
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		seen = jobflow.WaitExecutor(t, f.be.Postgres, f.claim.ExecutorClusterIDOf(names[name], name), nil)
+	}
+	return seen
 }
 
 // claimFor is the claim at version, as a user would write it. Who may do
@@ -159,4 +257,16 @@ func apply(t testing.TB, c client.Client, objs ...*unstructured.Unstructured) {
 			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
+}
+
+// firstClusterID is the clusterId of the claim's first executor as it
+// names it: spec.executors[0].clusterId.
+func firstClusterID(claim *unstructured.Unstructured) string {
+	es, _, _ := unstructured.NestedSlice(claim.Object, "spec", "executors")
+	if len(es) == 0 {
+		return ""
+	}
+	m, _ := es[0].(map[string]any)
+	id, _ := m["clusterId"].(string)
+	return id
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 const (
@@ -114,7 +115,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 	fmt.Printf("Running every composed workload as Armada %s's own binaries (package podrun plays kubelet)...\n", version)
 	runner := jobflow.StartRunner(s, be, jobflow.RunnerOptions{
 		Client: c, Namespace: o.claim.GetNamespace(), APIServer: o.cp.RESTConfig(),
-		Version: version, Release: rel,
+		Releases: map[string]podrun.Release{version: rel},
 	})
 	cl := jobflow.Claim{T: s, Client: c, Namespace: o.claim.GetNamespace(), Name: o.claim.GetName()}
 	d := jobflow.WaitFor(s, 10*time.Minute, "claim Ready (every component running and ready by its own probe)", func() (bool, string) {
