@@ -421,4 +421,12 @@ func TestObserveBackups(t *testing.T) {
 	}, got.RecoveryWindows); diff != "" {
 		t.Errorf("Observe(...).RecoveryWindows: -want, +got:\n%s", diff)
 	}
+	// A ScheduledBackup has no Ready condition (its status holds only
+	// schedule times): it is ready once it exists, else the claim never is.
+	sched := Observe(map[string]*unstructured.Unstructured{keyScheduledBackup: obj(map[string]any{
+		"apiVersion": apiCNPG, "kind": "ScheduledBackup", "status": map[string]any{"lastCheckTime": "2026-12-02T10:00:00Z"},
+	})})
+	if !sched.Ready[keyScheduledBackup] {
+		t.Errorf("Observe(...).Ready[%s] = false for an existing ScheduledBackup, want true", keyScheduledBackup)
+	}
 }

@@ -266,6 +266,10 @@ func ready(u *unstructured.Unstructured) bool {
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Database":
 		applied, _, _ := unstructured.NestedBool(u.Object, "status", "applied")
 		return applied
+	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "ScheduledBackup":
+		// It reports no condition, only schedule times: it is ready once
+		// it exists. The backups it takes are reported in status.backup.
+		return true
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
