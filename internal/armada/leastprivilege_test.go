@@ -231,14 +231,7 @@ func TestComposedSubjectsLeastPrivilege(t *testing.T) {
 			s.Components.Scheduler.Replicas = ptr.To(int32(2)) // its lease Role
 		}
 		for _, xr := range []XR{claimed(s), namespacedXR(s, ref)} {
-			in, errs := New(xr)
-			if len(errs) > 0 {
-				t.Fatalf("case %d: New: %v", i, errs)
-			}
-			out, err := Render(in, opts)
-			if err != nil {
-				t.Fatalf("case %d: Render: %v", i, err)
-			}
+			in, out := renderCase(t, i, xr, opts)
 			what := fmt.Sprintf("case %d (namespaced %t)", i, in.Namespaced())
 			c := decodeRBAC(t, out.Objects, ref.Name)
 			for _, bs := range c.rbs {

@@ -79,14 +79,7 @@ func TestCrossplaneComposesNoClusterRole(t *testing.T) {
 			}
 		}
 		for _, xr := range []XR{claimed(s), namespacedXR(s, ref)} {
-			in, errs := New(xr)
-			if len(errs) > 0 {
-				t.Fatalf("case %d: New: %v", i, errs)
-			}
-			out, err := Render(in, opts)
-			if err != nil {
-				t.Fatalf("case %d: Render: %v", i, err)
-			}
+			in, out := renderCase(t, i, xr, opts)
 			objs := rbacObjects(t, out, ref.Name)
 			for _, o := range objs {
 				switch {
@@ -117,4 +110,19 @@ func TestCrossplaneComposesNoClusterRole(t *testing.T) {
 	if localBindings == 0 || remoteRoles == 0 {
 		t.Errorf("the generator composed %d bindings in this cluster and %d ClusterRoles in worker clusters; want both", localBindings, remoteRoles)
 	}
+}
+
+// renderCase validates and renders a generated case's XR, failing the test
+// naming the case if either step fails.
+func renderCase(t *testing.T, i int, xr XR, opts Options) (*Install, *Output) {
+	t.Helper()
+	in, errs := New(xr)
+	if len(errs) > 0 {
+		t.Fatalf("case %d: New: %v", i, errs)
+	}
+	out, err := Render(in, opts)
+	if err != nil {
+		t.Fatalf("case %d: Render: %v", i, err)
+	}
+	return in, out
 }
