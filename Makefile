@@ -7,11 +7,13 @@ SHELL := /usr/bin/env bash
 # cached outside the repository, keyed by version.
 CACHE_DIR        ?= $(HOME)/.cache/armada-crossplane
 BIN_DIR          := $(CACHE_DIR)/bin
-CROSSPLANE_CLI   := $(BIN_DIR)/crossplane-cli-v2.5.0
-CROSSPLANE_CORE  := $(BIN_DIR)/crossplane-core-v2.4.0
 # modver DIR,MODULE: the version tools/DIR/go.mod pins of MODULE, so that
-# each tool's version is written once, in its module.
-modver = $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "$(2)") print $$(i+1)}' tools/$(1)/go.mod)
+# each tool's version is written once, in its module (the build scripts
+# read it with progress.sh's `pin`; the Go constants that name a version
+# are checked against it by TestPinsMatchToolModules).
+modver = $(shell awk '($$1 == "$(2)" && $$2 ~ /^v/) { print $$2; exit } ($$1 == "require" && $$2 == "$(2)") { print $$3; exit }' tools/$(1)/go.mod)
+CROSSPLANE_CLI   := $(BIN_DIR)/crossplane-cli-$(call modver,crossplane,github.com/crossplane/cli/v2)
+CROSSPLANE_CORE  := $(BIN_DIR)/crossplane-core-$(call modver,crossplane,github.com/crossplane/crossplane/v2)
 GOLANGCI_LINT    := $(BIN_DIR)/golangci-lint-$(call modver,lint,github.com/golangci/golangci-lint/v2)
 CONTROLLER_GEN   := $(BIN_DIR)/controller-gen-$(call modver,gen,sigs.k8s.io/controller-tools)
 # Armada's binaries live in $(ARMADA_BIN_ROOT)/armada-vX.Y.Z, one directory

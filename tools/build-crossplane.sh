@@ -8,10 +8,10 @@ set -euo pipefail
 
 BIN_DIR=${1:-${HOME}/.cache/armada-crossplane/bin}
 WHICH=${2:-all}
-CLI_VERSION=v2.5.0
-CORE_VERSION=v2.4.0
 here=$(cd "$(dirname "$0")" && pwd)
 source "${here}/progress.sh"
+CLI_VERSION=$(pin github.com/crossplane/cli/v2 "${here}/crossplane/go.mod")
+CORE_VERSION=$(pin github.com/crossplane/crossplane/v2 "${here}/crossplane/go.mod")
 mkdir -p "${BIN_DIR}"
 
 build() { # name version package

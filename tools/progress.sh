@@ -3,6 +3,9 @@
 #
 #   progress LABEL CMD...   runs CMD; every interval prints LABEL and the
 #                           time elapsed; at the end, LABEL and its time.
+#   pin MODULE [GOMOD]      prints the version GOMOD (default ./go.mod)
+#                           requires of MODULE: each tool's version is
+#                           written once, in its wrapper module.
 #   gobuild LABEL ARGS...   runs `go build -v ARGS` the same way; each
 #                           report also counts the packages compiled and
 #                           the modules downloaded so far and names the
@@ -21,6 +24,16 @@
 # only affect the link and -mod only module resolution, so they may differ.
 
 progress_interval=${PROGRESS_INTERVAL:-30}
+
+pin() {
+  local v
+  v=$(awk -v m="$1" '($1 == m && $2 ~ /^v/) { print $2; exit } ($1 == "require" && $2 == m) { print $3; exit }' "${2:-go.mod}")
+  if [[ -z "${v}" ]]; then
+    echo "pin: ${2:-go.mod} requires no $1" >&2
+    return 1
+  fi
+  echo "${v}"
+}
 
 # _progress_ticker PID LABEL START [LOG]: until PID exits, prints a report
 # every interval. It polls each second, so it ends with the command.

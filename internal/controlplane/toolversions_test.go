@@ -5,7 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/modfile"
+
+	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
 // TestToolModulesShareVersions: the modules built in one run require every
@@ -71,4 +76,45 @@ func requires(t *testing.T, dir string) map[string]string {
 		out[r.Mod.Path] = r.Mod.Version
 	}
 	return out
+}
+
+// TestPinsMatchToolModules: each tool's version is written once, in the
+// wrapper module under tools/ that builds it (the Makefile and the build
+// scripts read it from there); the Go constants that name a binary by its
+// version must say the same, or the tests would look for a binary no
+// build makes.
+func TestPinsMatchToolModules(t *testing.T) {
+	pinned := func(name string) string {
+		p, ok := providers.Get(name)
+		if !ok {
+			return "not in providers.Pinned"
+		}
+		return p.Version
+	}
+	cases := map[string]struct {
+		got, dir, module string
+	}{
+		"EtcdVersion":                 {got: EtcdVersion, dir: "tools/etcd", module: "go.etcd.io/etcd/server/v3"},
+		"KubernetesVersion":           {got: KubernetesVersion, dir: "tools/kubernetes", module: "k8s.io/kubernetes"},
+		"KWOKVersion":                 {got: KWOKVersion, dir: "tools/kwok", module: "sigs.k8s.io/kwok"},
+		"CrossplaneVersion":           {got: CrossplaneVersion, dir: "tools/crossplane", module: "github.com/crossplane/crossplane/v2"},
+		"xprender.CoreVersion":        {got: xprender.CoreVersion, dir: "tools/crossplane", module: "github.com/crossplane/crossplane/v2"},
+		"xprender.CLIVersion":         {got: xprender.CLIVersion, dir: "tools/crossplane", module: "github.com/crossplane/cli/v2"},
+		"ProviderKubernetesVersion":   {got: ProviderKubernetesVersion, dir: "tools/provider-kubernetes", module: "github.com/crossplane-contrib/provider-kubernetes"},
+		"providers.Pinned/kubernetes": {got: pinned("provider-kubernetes"), dir: "tools/provider-kubernetes", module: "github.com/crossplane-contrib/provider-kubernetes"},
+		"providers.Pinned/sql":        {got: pinned("provider-sql"), dir: "tools/provider-sql", module: "github.com/crossplane-contrib/provider-sql"},
+		"ProviderSQLVersion":          {got: ProviderSQLVersion, dir: "tools/provider-sql", module: "github.com/crossplane-contrib/provider-sql"},
+		"testenv.VersityGWVersion":    {got: testenv.VersityGWVersion, dir: "tools/versitygw", module: "github.com/versity/versitygw"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			want, ok := requires(t, tc.dir)[tc.module]
+			if !ok {
+				t.Fatalf("%s/go.mod requires no %s", tc.dir, tc.module)
+			}
+			if diff := cmp.Diff(want, tc.got); diff != "" {
+				t.Errorf("%s names %s, %s/go.mod pins %s: change the constant with the pin (-want +got):\n%s", name, tc.got, tc.dir, want, diff)
+			}
+		})
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/image"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
 // version is the version the tests build the packages at: a fixed one, so
@@ -48,7 +49,7 @@ func cli(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-v2.5.0")
+		p = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-"+xprender.CLIVersion)
 	}
 	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
 		t.Fatalf("the Crossplane CLI is missing at %s: build it with `make tools`", p)

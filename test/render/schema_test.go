@@ -283,7 +283,7 @@ func TestPackageManifestsValidate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir, err := providers.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", "v2.4.0")
+	dir, err := providers.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", xprender.CoreVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

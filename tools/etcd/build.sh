@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
-version=v3.6.16
+version=$(pin go.etcd.io/etcd/server/v3)
 out="${ETCD_BIN:-$HOME/.cache/armada-crossplane/bin/etcd-${version}}"
 if [[ -x "${out}" ]]; then
   echo "etcd ${version} is built: ${out}"

@@ -9,13 +9,15 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
-version=v1.37.2
+version=$(pin k8s.io/kubernetes)
 binaries=(kube-apiserver kube-controller-manager kube-scheduler)
 bin_dir="${KUBE_BIN_DIR:-$HOME/.cache/armada-crossplane/bin/kubernetes-${version}}"
 mkdir -p "${bin_dir}"
 ld="-s -w"
+minor=${version#v1.}
+minor=${minor%%.*}
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ld="${ld} -X ${p}.gitVersion=${version} -X ${p}.gitMajor=1 -X ${p}.gitMinor=37 -X ${p}.gitTreeState=clean"
+  ld="${ld} -X ${p}.gitVersion=${version} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor} -X ${p}.gitTreeState=clean"
 done
 missing=() pkgs=()
 for name in "${binaries[@]}"; do

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
-version=v1.3.1
+version=$(pin github.com/crossplane-contrib/provider-kubernetes)
 out="${PROVIDER_KUBERNETES_BIN:-$HOME/.cache/armada-crossplane/bin/provider-kubernetes-${version}}"
 if [[ -x "${out}" ]]; then
   echo "provider-kubernetes ${version} is built: ${out}"

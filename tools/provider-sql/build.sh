@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
-version=v0.16.0
+version=$(pin github.com/crossplane-contrib/provider-sql)
 out="${PROVIDER_SQL_BIN:-$HOME/.cache/armada-crossplane/bin/provider-sql-${version}}"
 if [[ -x "${out}" ]]; then
   echo "provider-sql ${version} is built: ${out}"

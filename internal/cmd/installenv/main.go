@@ -29,6 +29,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
 func main() {
@@ -66,7 +67,7 @@ func run(ctx context.Context) error {
 	}
 	bin := os.Getenv("CROSSPLANE_CLI")
 	if bin == "" {
-		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-v2.5.0")
+		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-"+xprender.CLIVersion)
 	}
 	if _, err := os.Stat(bin); err != nil { //nolint:gosec // The CLI path is the developer's choice.
 		return errors.Errorf("the Crossplane CLI is missing at %s: build it with `make tools`", bin)
