@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds etcd v3.6.16 from this wrapper module into
-# ${ETCD_BIN:-~/.cache/armada-crossplane/bin/etcd-v3.6.16}, reusing the binary
+# Builds etcd (the version go.mod pins) from this wrapper module into
+# ${ETCD_BIN:-~/.cache/armada-crossplane/bin/etcd-VERSION}, reusing the binary
 # if it is already there. Cold: about a minute on two cores.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"

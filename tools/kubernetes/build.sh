@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes control-plane binaries v1.37.2 (binaries below) from
+# Builds the Kubernetes control-plane binaries (binaries below) at the version go.mod pins from
 # this wrapper module into
-# ${KUBE_BIN_DIR:-~/.cache/armada-crossplane/bin/kubernetes-v1.37.2}, reusing
+# ${KUBE_BIN_DIR:-~/.cache/armada-crossplane/bin/kubernetes-VERSION}, reusing
 # binaries already there. The missing ones are built by one `go build`, so
 # the Kubernetes libraries they share compile once and their links overlap.
 # Cold: about 10 minutes on two cores; kube-scheduler (the job flow's,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds provider-kubernetes v1.3.1 from this wrapper module into
-# ${PROVIDER_KUBERNETES_BIN:-~/.cache/armada-crossplane/bin/provider-kubernetes-v1.3.1},
+# Builds provider-kubernetes (the version go.mod pins) from this wrapper module into
+# ${PROVIDER_KUBERNETES_BIN:-~/.cache/armada-crossplane/bin/provider-kubernetes-VERSION},
 # reusing the binary if it is already there. Cold: about 4-5 minutes on two
 # cores. Its CRDs come from the same module (package/crds), which the local
 # control plane reads from the module cache.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds provider-sql v0.16.0 from this wrapper module into
-# ${PROVIDER_SQL_BIN:-~/.cache/armada-crossplane/bin/provider-sql-v0.16.0},
+# Builds provider-sql (the version go.mod pins) from this wrapper module into
+# ${PROVIDER_SQL_BIN:-~/.cache/armada-crossplane/bin/provider-sql-VERSION},
 # reusing the binary if it is already there. Its dependencies are pinned at
 # tools/crossplane's versions, so after the Crossplane builds it compiles
 # little more than provider-sql itself (under a minute of CPU; about 4.5
