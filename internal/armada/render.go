@@ -76,6 +76,10 @@ type Options struct {
 	Observed Observed
 	// Rand is the source of generated passwords and TLS keys.
 	Rand RandFunc
+	// TLSMemo, if set, remembers issued and parsed certificates between
+	// renders (see NewTLSMemo); without it every render issues and parses
+	// them again, with the same result.
+	TLSMemo *TLSMemo
 	// Created is the XR's creation time, from which generated
 	// certificates are valid; zero for a manifest never created.
 	Created time.Time

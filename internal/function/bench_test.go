@@ -111,11 +111,9 @@ func BenchmarkRunFunction(b *testing.B) {
 }
 
 // BenchmarkRunFunctionFresh is BenchmarkRunFunction with nothing
-// remembered from earlier calls: the spec is decoded, every config and
-// dashboard encoded and every composed object converted, as on the first
-// call for an XR, after a restart, or when everything changed. (The TLS
-// memo is kept, as in BenchmarkRunFunction: see BenchmarkTLS in
-// internal/armada for issuing.)
+// remembered from earlier calls, as on an XR's first call in a process:
+// its certificates are issued again (the TLS memo is the only memo, see
+// BenchmarkTLS in internal/armada for issuing alone).
 func BenchmarkRunFunctionFresh(b *testing.B) {
 	c := newCodecCase(b, exampleRequest(b, productionExample))
 	b.ReportAllocs()
@@ -126,12 +124,9 @@ func BenchmarkRunFunctionFresh(b *testing.B) {
 	reportHeapGoal(b)
 }
 
-// forgetAll empties every memo but the TLS ones.
-func forgetAll(fn *Function) {
-	fn.structs.reset()
-	specs.reset()
-	armada.ForgetEncodings()
-}
+// forgetAll empties the Function's memo, as a process starting afresh
+// has it.
+func forgetAll(fn *Function) { fn.tls = armada.NewTLSMemo() }
 
 // BenchmarkCodecFloor decodes the production example's request and encodes
 // the response RunFunction gives for it, without composing anything.
@@ -167,11 +162,8 @@ func BenchmarkCodecFloorConverged(b *testing.B) {
 
 // maxFloorRatio is how many times its codec floor a repeated RunFunction
 // may cost before TestRunFunctionNearCodecFloor fails, and
-// maxFreshFloorRatio a first one, with every memo empty. The benchmarks
-// show the ratios themselves (about 1.6 and 2.3); these are loose guards
-// against regressions. A first call with the configs written by
-// sigs.k8s.io/yaml again measured 3.7 while the repeated call, whose
-// configs the memo holds, stayed at 1.5: only the Fresh guard sees it.
+// maxFreshFloorRatio a first one, with the memo empty. The benchmarks
+// show the ratios themselves; these are loose guards against regressions.
 const (
 	maxFloorRatio      = 3
 	maxFreshFloorRatio = 3.25
@@ -194,12 +186,12 @@ func TestRunFunctionNearCodecFloor(t *testing.T) {
 		max    float64
 	}{
 		"Repeated": {
-			reason: "A call that renders what the XR rendered before reuses the memos' work.",
+			reason: "A call that renders what the XR rendered before reuses the certificates it issued.",
 			run:    c.run,
 			max:    maxFloorRatio,
 		},
 		"Fresh": {
-			reason: "A first call, with every memo empty, converts and encodes everything; the memos must not hide a regression there.",
+			reason: "A first call, with the memo empty, also issues the XR's certificates.",
 			run: func(tb testing.TB) {
 				tb.Helper()
 				forgetAll(c.fn)

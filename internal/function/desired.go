@@ -19,11 +19,8 @@ import (
 // following its JSON encoding (see typedToStruct): that encoding omits
 // unset fields the way the API server expects, and every field a type
 // gains is carried without code here. The result is what converting
-// through JSON and unstructured maps gives. An object that renders as it
-// did for the same XR before reuses the Struct it converted to then (see
-// structMemo; a Function without one converts every object); xr
-// identifies the XR (xrIdentity).
-func (f *Function) setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects []armada.Object, xrStatus any, ready bool) error {
+// through JSON and unstructured maps gives.
+func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus any, ready bool) error {
 	if rsp.GetDesired() == nil {
 		rsp.Desired = &fnv1.State{}
 	}
@@ -32,13 +29,9 @@ func (f *Function) setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects 
 	}
 	var dec structDecoder
 	for _, o := range objects {
-		s := f.structs.get(xr, o.Key, o.Object)
-		if s == nil {
-			var err error
-			if s, err = dec.typedToStruct(o.Object, true); err != nil {
-				return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
-			}
-			f.structs.put(xr, o.Key, o.Object, s)
+		s, err := dec.typedToStruct(o.Object, true)
+		if err != nil {
+			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
 		}
 		r := &fnv1.Resource{Resource: s, Ready: fnv1.Ready_READY_FALSE}
 		if o.Ready {

@@ -84,7 +84,7 @@ func TestSetDesiredMatchesUnstructured(t *testing.T) {
 					}
 					req.Desired = proto.CloneOf(tc.desired)
 					got := response.To(req, response.DefaultTTL)
-					if err := (&Function{}).setDesired(got, path, out.Objects, out.Status, ready); err != nil {
+					if err := setDesired(got, out.Objects, out.Status, ready); err != nil {
 						t.Fatal(err)
 					}
 					if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
