@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // A dashboard is one Grafana dashboard: a title and its panels, each a
@@ -199,7 +201,7 @@ func (in *Install) dashboardJSON(d dashboard) ([]byte, error) {
 		}
 		g.Panels = append(g.Panels, gp)
 	}
-	b, err := marshalIndentJSON(g)
+	b, err := structenc.MarshalIndentJSON(g)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot encode the %s dashboard", d.Name)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 
-	"github.com/armadaproject/armada-crossplane/internal/yamlenc"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // configSecret holds a component's rendered Armada config. It is a Secret,
@@ -42,11 +42,11 @@ type configEncoding struct {
 	hash string
 }
 
-// encodeConfig writes a config as YAML. yamlenc writes what
+// encodeConfig writes a config as YAML. structenc writes what
 // sigs.k8s.io/yaml would, in one pass; keys are sorted, so the output is
 // deterministic.
 func encodeConfig(cfg map[string]any) (configEncoding, error) {
-	b, err := yamlenc.Marshal(cfg)
+	b, err := structenc.MarshalYAML(cfg)
 	if err != nil {
 		return configEncoding{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // Executors in other clusters. Everything a remote executor needs in its
@@ -267,7 +268,7 @@ const workloadReadiness = "has(object.status.observedGeneration) && object.statu
 func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt remoteOptions) *unstructured.Unstructured {
 	manifest := toJSONMap(o)
 	delete(manifest, "status")
-	dropNullTimestamps(manifest)
+	structenc.DropNullTimestamps(manifest)
 	spec := map[string]any{
 		"forProvider":       map[string]any{"manifest": manifest},
 		"providerConfigRef": map[string]any{"kind": c.Kind, "name": c.Name},
@@ -294,27 +295,6 @@ func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt r
 		return in.unstructuredObject(apiK8sObject, "Object", in.object(key), clusterScopeComponent, spec)
 	}
 	return in.unstructuredObject(apiK8sObject, "Object", in.object(key), "executor", in.protect(spec))
-}
-
-// dropNullTimestamps removes the "creationTimestamp": null typed
-// ObjectMeta encodes, at any depth: a manifest must not carry it.
-func dropNullTimestamps(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			if k == "creationTimestamp" {
-				delete(m, k)
-			}
-		case map[string]any:
-			dropNullTimestamps(t)
-		case []any:
-			for _, e := range t {
-				if em, ok := e.(map[string]any); ok {
-					dropNullTimestamps(em)
-				}
-			}
-		}
-	}
 }
 
 // remoteClusterObjects are what every worker cluster needs once: the

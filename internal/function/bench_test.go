@@ -256,12 +256,11 @@ func floorRatio(t *testing.T, c *codecCase, run func(testing.TB)) float64 {
 // memoXRs is how many Armadas BenchmarkMemoFootprint composes.
 const memoXRs = 40
 
-// BenchmarkMemoFootprint reports the memory the memos keep for each
-// production-sized Armada the function serves (memo-kB/XR): the growth of
-// the live heap, after a collection, from composing memoXRs Armadas, each
-// the production example under its own name and UID, once each, with
-// every memo empty before (TLS's included: each Armada's certificates are
-// issued and kept).
+// BenchmarkMemoFootprint reports the memory the Function keeps for each
+// production-sized Armada it serves (memo-kB/XR: its TLS memo's
+// certificates): the growth of the live heap, after a collection, from
+// composing memoXRs Armadas, each the production example under its own
+// name and UID, once each, with the memo empty before.
 func BenchmarkMemoFootprint(b *testing.B) {
 	fn := newFunction(b)
 	req := exampleRequest(b, productionExample)

@@ -9,6 +9,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // setDesired adds the rendered objects and the XR status to the desired
@@ -16,7 +17,7 @@ import (
 // copied it from the request).
 //
 // Each typed object is converted once, straight to the response's Struct,
-// following its JSON encoding (see typedToStruct): that encoding omits
+// following its JSON encoding (structenc.Converter): that encoding omits
 // unset fields the way the API server expects, and every field a type
 // gains is carried without code here. The result is what converting
 // through JSON and unstructured maps gives.
@@ -27,9 +28,9 @@ func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus
 	if rsp.GetDesired().GetResources() == nil {
 		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(objects))
 	}
-	var dec structDecoder
+	var conv structenc.Converter
 	for _, o := range objects {
-		s, err := dec.typedToStruct(o.Object, true)
+		s, err := conv.ToStruct(o.Object, true)
 		if err != nil {
 			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
 		}
@@ -40,7 +41,7 @@ func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus
 		rsp.Desired.Resources[o.Key] = r
 	}
 
-	status, err := dec.typedToStruct(xrStatus, false)
+	status, err := conv.ToStruct(xrStatus, false)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode status")
 	}

@@ -23,6 +23,7 @@ import (
 	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // Function is function-armada.
@@ -222,7 +223,7 @@ func observedPriorityClasses(observed map[resource.Name]resource.ObservedCompose
 // type is an error naming it.
 func decodeSpec(obj map[string]any, kind string, into any) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
-	b, ok := appendJSON(make([]byte, 0, 1024), spec)
+	b, ok := structenc.AppendJSON(make([]byte, 0, 1024), spec)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(spec); err != nil {
