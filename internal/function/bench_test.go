@@ -164,9 +164,12 @@ func BenchmarkCodecFloorConverged(b *testing.B) {
 // may cost before TestRunFunctionNearCodecFloor fails, and
 // maxFreshFloorRatio a first one, with the memo empty. The benchmarks
 // show the ratios themselves; these are loose guards against regressions.
+// A first call issues the XR's CA and two certificates (about 1 ms, near
+// half the floor), which the repeated call takes from the memo: medians of
+// 2.5 and 2.7-3.2 on a loaded 2-core machine.
 const (
 	maxFloorRatio      = 3
-	maxFreshFloorRatio = 3.25
+	maxFreshFloorRatio = 3.75
 )
 
 // TestRunFunctionNearCodecFloor fails if RunFunction on the production
