@@ -108,7 +108,7 @@ unit: ## Run only the tests that need no tool binary and start no server (no etc
 # median of the rounds' ratios.
 BENCH_COUNT ?= 5
 .PHONY: bench
-bench: ## Benchmark RunFunction against its codec floor (ratio printed), its scaling with local and remote executors and queues, and the memos' memory per Armada.
+bench: ## Benchmark RunFunction against its codec floor (ratio printed), its scaling with local and remote executors and queues, and the TLS memo's memory per Armada (BenchmarkServedMemory, the served process's memory, runs apart: see docs/dev/performance.md).
 	{ for i in $$(seq $(BENCH_COUNT)); do \
 		go test -run '^$$' -bench 'BenchmarkRunFunction(Converged|Fresh)?$$|BenchmarkCodecFloor' -benchmem -count 1 ./internal/function/ || exit 1; \
 	done; \

@@ -19,7 +19,6 @@ type CLI struct {
 	Insecure           bool   `help:"Run without mTLS credentials. If you supply this flag --tls-server-certs-dir will be ignored."`
 	MaxRecvMessageSize int    `default:"4"     help:"Maximum size of received messages in MB."`
 	PasswordKeyFile    string `env:"PASSWORD_KEY_FILE"                                               help:"File holding the secret key (at least 32 bytes) generated passwords and the CA are derived from. Without it each process uses a random key; passwords already stored are always reused."`
-	MemoObjects        int    `default:"2048"  env:"MEMO_OBJECTS"                                    help:"Composed objects whose conversion is remembered between calls (about 7.6 kB each; a production-sized Armada composes 73). 0 remembers none: less memory, more CPU per call."`
 	MetricsAddress     string `default:":8080" help:"Address at which to serve Prometheus metrics."`
 }
 
@@ -29,8 +28,8 @@ func (c *CLI) Run() error {
 	if err != nil {
 		return err
 	}
-	log.Info("Garbage collection target set", "gcPercent", fn.SetGCPercent(), "memoObjects", c.MemoObjects)
-	opts := []fn.Option{fn.WithMemoObjects(c.MemoObjects)}
+	log.Info("Garbage collection target set", "gcPercent", fn.SetGCPercent())
+	var opts []fn.Option
 	if c.PasswordKeyFile != "" {
 		key, err := fn.ReadPasswordKey(c.PasswordKeyFile)
 		if err != nil {

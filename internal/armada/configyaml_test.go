@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/yamlenc"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // TestConfigsEncodeAsSigsYAML checks that every config generated for every
-// example is written by yamlenc's one-pass encoder, byte for byte as
+// example is written by structenc's one-pass encoder, byte for byte as
 // sigs.k8s.io/yaml writes it.
 func TestConfigsEncodeAsSigsYAML(t *testing.T) {
 	paths, err := filepath.Glob("../../examples/*.yaml")
@@ -45,14 +45,14 @@ func TestConfigsEncodeAsSigsYAML(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := yamlenc.Marshal(cfg)
+				got, err := structenc.MarshalYAML(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if diff := cmp.Diff(string(want), string(got)); diff != "" {
-					t.Errorf("%s %s: yamlenc.Marshal(...): -sigs.k8s.io/yaml, +yamlenc:\n%s", path, name, diff)
+					t.Errorf("%s %s: structenc.MarshalYAML(...): -sigs.k8s.io/yaml, +structenc:\n%s", path, name, diff)
 				}
-				if !yamlenc.Encodable(cfg) {
+				if !structenc.YAMLEncodable(cfg) {
 					t.Errorf("%s %s: config needs sigs.k8s.io/yaml, the slow path", path, name)
 				}
 				checked++
@@ -94,7 +94,7 @@ func exampleSpecs(t *testing.T, path string) []v1alpha1.ArmadaSpec {
 }
 
 // BenchmarkConfigYAML writes every config of the production example, with
-// yamlenc and with sigs.k8s.io/yaml.
+// structenc and with sigs.k8s.io/yaml.
 func BenchmarkConfigYAML(b *testing.B) {
 	spec := exampleSpecs(&testing.T{}, "../../examples/production.yaml")[0]
 	in, errs := New(claimed(spec))
@@ -113,8 +113,8 @@ func BenchmarkConfigYAML(b *testing.B) {
 		configs = append(configs, migrationConfig(in, m))
 	}
 	for name, marshal := range map[string]func(map[string]any) ([]byte, error){
-		"yamlenc": yamlenc.Marshal,
-		"sigs":    func(m map[string]any) ([]byte, error) { return yaml.Marshal(m) },
+		"structenc": structenc.MarshalYAML,
+		"sigs":      func(m map[string]any) ([]byte, error) { return yaml.Marshal(m) },
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // A dashboard is one Grafana dashboard: a title and its panels, each a
@@ -199,20 +201,12 @@ func (in *Install) dashboardJSON(d dashboard) ([]byte, error) {
 		}
 		g.Panels = append(g.Panels, gp)
 	}
-	// g is built afresh and never changed after, so the memo may keep it.
-	b, err := dashboardJSONs.encode(in.Namespace+"/"+in.Name+"/"+d.Name, g, encodeDashboard)
+	b, err := structenc.MarshalIndentJSON(g)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot encode the %s dashboard", d.Name)
 	}
 	return b, nil
 }
-
-func encodeDashboard(g grafanaDashboard) ([]byte, error) { return marshalIndentJSON(g) }
-
-// dashboardJSONs remembers each installation's dashboards' JSON: the
-// same dashboard is built on every call and encoding it is most of its
-// cost.
-var dashboardJSONs encodeMemo[grafanaDashboard, []byte]
 
 // dashboardConfigMap holds one dashboard for Grafana's dashboard sidecar,
 // which loads every ConfigMap labelled grafana_dashboard: "1".

@@ -24,7 +24,8 @@ type Install struct {
 	// Spec is the defaulted spec.
 	Spec v1alpha1.ArmadaSpec
 	// established are the remote executor identities whose password has
-	// arrived in this cluster, by user; Render sets them from observations.
+	// arrived in this cluster, by user: set on Render's own copy from
+	// observations (withEstablished).
 	established map[string]bool
 	// isNamespaced is set for a namespaced XR, which composes into its own
 	// namespace; clusterScope is then how its cluster-scoped objects are

@@ -134,9 +134,7 @@ func (r *renderer) monitoring(insts []*instance) error {
 			key := inst.Name + "-servicemonitor"
 			sm := in.serviceMonitor(inst)
 			// A remote executor is scraped in its own cluster.
-			r.target = remoteCluster(inst.Executor)
-			r.add(key, sm, r.exists(key))
-			r.target = nil
+			r.addTo(remoteCluster(inst.Executor), key, sm, r.exists(key))
 			st.ServiceMonitors = append(st.ServiceMonitors, sm.GetName())
 		}
 	}

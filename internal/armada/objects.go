@@ -16,18 +16,15 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 
-	"github.com/armadaproject/armada-crossplane/internal/yamlenc"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // configSecret holds a component's rendered Armada config. It is a Secret,
 // not a ConfigMap, because a user's free-form config may hold credentials
 // (for example an OIDC client secret); generated passwords never appear in
 // it. It returns the Secret and a hash of its content.
-//
-// cfg is built afresh for each call and never changed after, so the memo
-// may keep it.
 func (in *Install) configSecret(name, component string, cfg map[string]any) (*corev1.Secret, string, error) {
-	e, err := configYAMLs.encode(in.Namespace+"/"+name, cfg, encodeConfig)
+	e, err := encodeConfig(cfg)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "cannot encode %s config", component)
 	}
@@ -35,8 +32,7 @@ func (in *Install) configSecret(name, component string, cfg map[string]any) (*co
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(name, component),
 		Type:       corev1.SecretTypeOpaque,
-		// The Secret gets its own copy: the memo's bytes are shared.
-		Data: map[string][]byte{configKey: slices.Clone(e.yaml)},
+		Data:       map[string][]byte{configKey: e.yaml},
 	}, e.hash, nil
 }
 
@@ -46,22 +42,17 @@ type configEncoding struct {
 	hash string
 }
 
-// encodeConfig writes a config as YAML. yamlenc writes what
+// encodeConfig writes a config as YAML. structenc writes what
 // sigs.k8s.io/yaml would, in one pass; keys are sorted, so the output is
 // deterministic.
 func encodeConfig(cfg map[string]any) (configEncoding, error) {
-	b, err := yamlenc.Marshal(cfg)
+	b, err := structenc.MarshalYAML(cfg)
 	if err != nil {
 		return configEncoding{}, err
 	}
 	sum := sha256.Sum256(b)
 	return configEncoding{yaml: b, hash: hex.EncodeToString(sum[:8])}, nil
 }
-
-// configYAMLs remembers each installation's configs' YAML by Secret: the
-// same config is built on every call, and encoding it is most of its
-// cost.
-var configYAMLs encodeMemo[map[string]any, configEncoding]
 
 // credentialsSecret holds every basic-auth user's password, keyed by user.
 func (in *Install) credentials(passwords map[string]string) *corev1.Secret {

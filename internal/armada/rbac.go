@@ -115,16 +115,16 @@ func (in *Install) jobRoleBinding(ns, role, instance string) *rbacv1.RoleBinding
 // instanceRBAC composes an instance's bindings: its cluster-wide reads,
 // and its job rules in the Armada's own namespace, the first of its job
 // namespaces (team queues compose theirs, see JobAccess). While rendering
-// for a worker cluster they go there.
-func (r *renderer) instanceRBAC(inst *instance) {
+// for a worker cluster (to) they go there.
+func (r *renderer) instanceRBAC(inst *instance, to *clusterRef) {
 	in, name := r.in, inst.Name
 	if len(inst.ClusterRules) > 0 {
 		key := name + "-clusterrolebinding"
-		r.addClusterScoped(key, in.clusterRoleBinding(in.instanceClusterRole(inst), name), r.exists(key))
+		r.addClusterScoped(to, key, in.clusterRoleBinding(in.instanceClusterRole(inst), name), r.exists(key))
 	}
 	if len(inst.JobRules) > 0 {
 		key := name + jobsSuffix + "-rolebinding"
-		r.add(key, in.jobRoleBinding(in.Namespace, in.instanceJobRole(inst), name), r.exists(key))
+		r.addTo(to, key, in.jobRoleBinding(in.Namespace, in.instanceJobRole(inst), name), r.exists(key))
 	}
 }
 

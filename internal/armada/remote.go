@@ -11,12 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // Executors in other clusters. Everything a remote executor needs in its
 // worker cluster (namespace, ServiceAccount, ClusterRole and binding,
 // config, identity, Deployment, Service and Armada's PriorityClasses) is
-// rendered by the same builders as for this cluster, and renderer.add wraps
+// rendered by the same builders as for this cluster, and renderer.addWith wraps
 // each object in a provider-kubernetes Object for that cluster's config.
 //
 // Credentials never cross the clusters through an Object's spec:
@@ -135,10 +136,13 @@ func (in *Install) remoteIdentities() []remoteIdentity {
 // Secret.
 func identityResource(instance string) string { return instance + "-identity" }
 
-// establishIdentities records which remote identities have their password
-// here: the identity Object is ready and synced, so provider-kubernetes
-// has read the worker's token and published it to the connection Secret.
-func (in *Install) establishIdentities(o Observed) {
+// withEstablished is a copy of in that records which remote identities
+// have their password here: the identity Object is ready and synced, so
+// provider-kubernetes has read the worker's token and published it to the
+// connection Secret. in itself is left as it is.
+func (in *Install) withEstablished(o Observed) *Install {
+	cp := *in
+	in = &cp
 	in.established = map[string]bool{}
 	for i := range in.Spec.Executors {
 		e := &in.Spec.Executors[i]
@@ -151,6 +155,7 @@ func (in *Install) establishIdentities(o Observed) {
 			in.established[id.User] = true
 		}
 	}
+	return in
 }
 
 // executorAPIURL is where remote executors dial the scheduler.
@@ -181,19 +186,17 @@ func (in *Install) trustsCA() bool {
 	return in.Spec.ExecutorAPI != nil && in.Spec.ExecutorAPI.CASecretRef != nil
 }
 
-// remoteExecutor starts rendering a remote executor's instance: objects
-// now go to its worker cluster, beginning with its identity. It returns
-// the identity, or nil for a local instance.
-func (r *renderer) remoteExecutor(inst *instance) *remoteIdentity {
+// remoteExecutor composes a remote executor's identity in its worker
+// cluster (to) and returns it, or nil for a local instance.
+func (r *renderer) remoteExecutor(inst *instance, to *clusterRef) *remoteIdentity {
 	in, name := r.in, inst.Name
 	id := in.identityOf(inst.Executor)
 	if id == nil {
 		return nil
 	}
-	r.target = remoteCluster(inst.Executor)
 	sa, token := in.identityObjects(id, name)
-	r.add(name+"-identity-serviceaccount", sa, false)
-	r.addWith(identityResource(name), token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}}, false)
+	r.addTo(to, name+"-identity-serviceaccount", sa, false)
+	r.addWith(to, identityResource(name), token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}}, false)
 	return id
 }
 
@@ -265,7 +268,7 @@ const workloadReadiness = "has(object.status.observedGeneration) && object.statu
 func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt remoteOptions) *unstructured.Unstructured {
 	manifest := toJSONMap(o)
 	delete(manifest, "status")
-	dropNullTimestamps(manifest)
+	structenc.DropNullTimestamps(manifest)
 	spec := map[string]any{
 		"forProvider":       map[string]any{"manifest": manifest},
 		"providerConfigRef": map[string]any{"kind": c.Kind, "name": c.Name},
@@ -294,38 +297,17 @@ func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt r
 	return in.unstructuredObject(apiK8sObject, "Object", in.object(key), "executor", in.protect(spec))
 }
 
-// dropNullTimestamps removes the "creationTimestamp": null typed
-// ObjectMeta encodes, at any depth: a manifest must not carry it.
-func dropNullTimestamps(m map[string]any) {
-	for k, v := range m {
-		switch t := v.(type) {
-		case nil:
-			if k == "creationTimestamp" {
-				delete(m, k)
-			}
-		case map[string]any:
-			dropNullTimestamps(t)
-		case []any:
-			for _, e := range t {
-				if em, ok := e.(map[string]any); ok {
-					dropNullTimestamps(em)
-				}
-			}
-		}
-	}
-}
-
 // remoteClusterObjects are what every worker cluster needs once: the
 // namespace, the executor's two ClusterRoles, Armada's PriorityClasses and,
 // with a private CA, the CA (public, so copied through the Object).
 func (r *renderer) remoteClusterObjects() {
 	in := r.in
 	for _, c := range in.remoteClusters() {
-		r.target = &c
+		to := &c
 		p := c.keyPrefix()
-		r.add(p+"namespace", in.namespaceObject(), false)
+		r.addTo(to, p+"namespace", in.namespaceObject(), false)
 		for _, pc := range in.Spec.Scheduling.PriorityClasses {
-			r.add(p+"priorityclass-"+pc.Name, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), false)
+			r.addTo(to, p+"priorityclass-"+pc.Name, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), false)
 		}
 		for i := range components {
 			comp := &components[i]
@@ -333,10 +315,10 @@ func (r *renderer) remoteClusterObjects() {
 				continue
 			}
 			if len(comp.ClusterRules) > 0 {
-				r.add(p+comp.Name+"-clusterrole", in.clusterRole(comp.Name, comp.ClusterRules), false)
+				r.addTo(to, p+comp.Name+"-clusterrole", in.clusterRole(comp.Name, comp.ClusterRules), false)
 			}
 			if len(comp.JobRules) > 0 {
-				r.add(p+comp.Name+jobsSuffix+"-clusterrole", in.clusterRole(comp.Name+jobsSuffix, comp.JobRules), false)
+				r.addTo(to, p+comp.Name+jobsSuffix+"-clusterrole", in.clusterRole(comp.Name+jobsSuffix, comp.JobRules), false)
 			}
 		}
 		if in.trustsCA() {
@@ -345,14 +327,13 @@ func (r *renderer) remoteClusterObjects() {
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 				ObjectMeta: in.meta(in.caSecret(), "executor"),
 			}
-			r.addWith(p+"executor-api-ca", ca, remoteOptions{PatchFrom: &remotePatch{
+			r.addWith(to, p+"executor-api-ca", ca, remoteOptions{PatchFrom: &remotePatch{
 				Kind: kindSecret, Name: ref.Name, FieldPath: "data[" + ref.Key + "]",
 				// provider-kubernetes resolves toFieldPath inside the
 				// manifest (it prefixes spec.forProvider.manifest).
 				ToFieldPath: "data[" + caFile + "]",
 			}}, false)
 		}
-		r.target = nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -214,5 +215,27 @@ func TestRemoteExecutorStatus(t *testing.T) {
 	// Nothing is dropped because a worker cluster is unreachable.
 	if find(out, "executor-a-workload") == nil || find(out, "cluster-worker-a-namespace") == nil {
 		t.Errorf("an unreachable worker cluster's objects were dropped")
+	}
+}
+
+// TestRenderLeavesInputAlone checks that Render changes nothing in the
+// Install it is given, also when a remote identity has arrived (which
+// the scheduler's config then names), so one Install renders the same
+// for any observations, in any order.
+func TestRenderLeavesInputAlone(t *testing.T) {
+	s := remoteSpec()
+	in, errs := New(claimed(s))
+	if len(errs) > 0 {
+		t.Fatalf("New(...): %v", errs)
+	}
+	before := *in
+	before.Spec = *in.Spec.DeepCopy()
+	o := Observed{Jobs: migrated(t, s), Ready: map[string]bool{identityResource("executor-a"): true}}
+	if _, err := Render(in, Options{Observed: o, Rand: KeyedRand([]byte("test"), "xr")}); err != nil {
+		t.Fatalf("Render(...): %v", err)
+	}
+	if !reflect.DeepEqual(before, *in) {
+		t.Errorf("Render changed its input: established %v, want %v; spec diff (-before +after):\n%s",
+			in.established, before.established, cmp.Diff(before.Spec, in.Spec))
 	}
 }

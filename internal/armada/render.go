@@ -76,6 +76,10 @@ type Options struct {
 	Observed Observed
 	// Rand is the source of generated passwords and TLS keys.
 	Rand RandFunc
+	// TLSMemo, if set, remembers issued and parsed certificates between
+	// renders (see NewTLSMemo); without it every render issues and parses
+	// them again, with the same result.
+	TLSMemo *TLSMemo
 	// Created is the XR's creation time, from which generated
 	// certificates are valid; zero for a manifest never created.
 	Created time.Time
@@ -90,9 +94,6 @@ type renderer struct {
 	passwords map[string]string
 	// tlsData is the TLS Secret's data, when spec.tls is on.
 	tlsData map[string][]byte
-	// target is the worker cluster objects are being rendered for; nil
-	// for this cluster.
-	target *clusterRef
 	// modeChanges are the modes allowModeChange allowed a switch to, by
 	// backing service (see checkModeChanges).
 	modeChanges map[string]string
@@ -101,17 +102,23 @@ type renderer struct {
 	held backupHold
 }
 
-// add composes an object. While rendering for a worker cluster it wraps
-// the object in a provider-kubernetes Object for that cluster, ready when
-// the Object is.
+// add composes an object in this cluster.
 func (r *renderer) add(key string, o client.Object, ready bool) {
-	r.addWith(key, o, remoteOptions{}, ready)
+	r.addTo(nil, key, o, ready)
 }
 
-// addWith is add with what a wrapping Object adds around its manifest.
-func (r *renderer) addWith(key string, o client.Object, opt remoteOptions, ready bool) {
-	if r.target != nil {
-		o, ready = r.in.remoteObject(key, *r.target, o, opt), r.opt.Observed.Ready[key]
+// addTo composes an object where to says: in this cluster if to is nil,
+// else wrapped in a provider-kubernetes Object for the cluster to names
+// (a worker cluster, or the cluster-scope config of a namespaced XR),
+// ready when the Object is.
+func (r *renderer) addTo(to *clusterRef, key string, o client.Object, ready bool) {
+	r.addWith(to, key, o, remoteOptions{}, ready)
+}
+
+// addWith is addTo with what a wrapping Object adds around its manifest.
+func (r *renderer) addWith(to *clusterRef, key string, o client.Object, opt remoteOptions, ready bool) {
+	if to != nil {
+		o, ready = r.in.remoteObject(key, *to, o, opt), r.opt.Observed.Ready[key]
 	}
 	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ready})
 }
@@ -128,8 +135,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The renderer works on its own copy: Render never changes in.
+	in = in.withEstablished(opt.Observed)
 	r := &renderer{in: in, opt: opt, modeChanges: changes}
-	in.establishIdentities(opt.Observed)
 	r.out.Status = v1alpha1.ArmadaStatus{
 		Version:           v1alpha1.VersionStatus{Desired: in.Spec.Version},
 		Components:        map[string]v1alpha1.ComponentStatus{},
@@ -255,10 +263,9 @@ func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, er
 // workload keeps its version and a new one is not created yet.
 func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobState) error {
 	in, name := r.in, inst.Name
-	id := r.remoteExecutor(inst)
-	if id != nil {
-		defer func() { r.target = nil }()
-	}
+	// A remote executor's objects go to its worker cluster.
+	to := remoteCluster(inst.Executor)
+	id := r.remoteExecutor(inst, to)
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
 		return errors.Wrapf(err, "cannot compose the %s config", name)
@@ -267,23 +274,23 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	if err != nil {
 		return err
 	}
-	r.add(name+"-config", secret, r.exists(name+"-config"))
-	r.add(name+"-serviceaccount", in.serviceAccount(name, inst.component), r.exists(name+"-serviceaccount"))
+	r.addTo(to, name+"-config", secret, r.exists(name+"-config"))
+	r.addTo(to, name+"-serviceaccount", in.serviceAccount(name, inst.component), r.exists(name+"-serviceaccount"))
 	// Every instance has a Service, if only for its metrics port.
-	r.add(name+"-service", in.service(name, in.object(name), inst.component, false), r.exists(name+"-service"))
+	r.addTo(to, name+"-service", in.service(name, in.object(name), inst.component, false), r.exists(name+"-service"))
 	if !inst.PerExecutor {
-		r.add(name+"-pdb", in.podDisruptionBudget(name), r.exists(name+"-pdb"))
+		r.addTo(to, name+"-pdb", in.podDisruptionBudget(name), r.exists(name+"-pdb"))
 	}
 	replicas := inst.replicas()
 	if inst.LeaderElected {
-		r.add(name+"-headless", in.service(name, in.object(name+"-headless"), inst.component, true), r.exists(name+"-headless"))
+		r.addTo(to, name+"-headless", in.service(name, in.object(name+"-headless"), inst.component, true), r.exists(name+"-headless"))
 		if replicas > 1 {
 			role, binding := in.leaseRole(name)
-			r.add(name+"-leader-role", role, r.exists(name+"-leader-role"))
-			r.add(name+"-leader-rolebinding", binding, r.exists(name+"-leader-rolebinding"))
+			r.addTo(to, name+"-leader-role", role, r.exists(name+"-leader-role"))
+			r.addTo(to, name+"-leader-rolebinding", binding, r.exists(name+"-leader-rolebinding"))
 		}
 	}
-	r.instanceRBAC(inst)
+	r.instanceRBAC(inst, to)
 
 	observed, running := r.opt.Observed.Workloads[name]
 	version, reason := in.Spec.Version, g.waitingFor(inst)
@@ -331,9 +338,9 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		reason = "Waiting for the workload to become available"
 	}
 	if inst.LeaderElected {
-		r.add(name+keyWorkloadSuffix, in.statefulSet(name, replicas, tpl), ready)
+		r.addTo(to, name+keyWorkloadSuffix, in.statefulSet(name, replicas, tpl), ready)
 	} else {
-		r.add(name+keyWorkloadSuffix, in.deployment(name, replicas, tpl), ready)
+		r.addTo(to, name+keyWorkloadSuffix, in.deployment(name, replicas, tpl), ready)
 	}
 	r.out.Status.Components[name] = v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
 	if inst.Executor != nil {
@@ -350,7 +357,7 @@ func (r *renderer) cluster() {
 	in := r.in
 	for _, pc := range in.Spec.Scheduling.PriorityClasses {
 		key := "priorityclass-" + pc.Name
-		r.addClusterScoped(key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
+		r.addClusterScoped(nil, key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
 	}
 	for _, i := range in.ingressRoutes() {
 		key := "ingress-" + i.suffix

@@ -15,7 +15,7 @@ import (
 // composes into its own namespace, and what Armada needs cluster-wide (its
 // PriorityClasses and the ClusterRoleBindings of the executor and
 // binoculars to their fixed ClusterRoles, see rbac.go) goes through the
-// same renderer.add that wraps a remote executor's objects: here in
+// same renderer.addWith that wraps a remote executor's objects: here in
 // provider-kubernetes Objects, in the Armada's namespace, for the config
 // spec.clusterScope names. Everything else renders exactly as for a claim.
 
@@ -91,14 +91,13 @@ func (in *Install) clusterScopedSummary() string {
 func (in *Install) Namespaced() bool { return in.isNamespaced }
 
 // addClusterScoped composes a cluster-scoped object: directly for a claim,
-// through the cluster-scope config for a namespaced XR. While rendering for
-// a worker cluster the object goes there, as any other.
-func (r *renderer) addClusterScoped(key string, o client.Object, ready bool) {
-	if r.target == nil && r.in.clusterScope != nil {
-		r.target = r.in.clusterScope
-		defer func() { r.target = nil }()
+// through the cluster-scope config for a namespaced XR. An object for a
+// worker cluster (to) goes there, as any other.
+func (r *renderer) addClusterScoped(to *clusterRef, key string, o client.Object, ready bool) {
+	if to == nil {
+		to = r.in.clusterScope
 	}
-	r.add(key, o, ready)
+	r.addTo(to, key, o, ready)
 }
 
 // ObjectIn wraps an object in a provider-kubernetes Object named name in

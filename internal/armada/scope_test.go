@@ -11,6 +11,7 @@ import (
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // namespacedXR is s as a namespaced Armada "armada" in namespace "armada",
@@ -111,7 +112,7 @@ func TestNamespacedRendersTheSameArmada(t *testing.T) {
 // stripNullTimestamps is what a manifest holds of a typed object.
 func stripNullTimestamps(m map[string]any) map[string]any {
 	delete(m, "status")
-	dropNullTimestamps(m)
+	structenc.DropNullTimestamps(m)
 	return m
 }
 

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // TLS of Armada's internal links (spec.tls). The components the table
@@ -176,11 +178,11 @@ func (r *renderer) tls() error {
 		return errors.Errorf("spec.rotation.ca: Invalid value: %d: the TLS Secret holds generation %d; generations only go up", gen, had)
 	}
 	data := map[string][]byte{}
-	ca, caKey, ok := parsePair(obs[tlsCAFile], obs[tlsCAKey])
+	ca, caKey, ok := parsePair(r.opt.TLSMemo, obs[tlsCAFile], obs[tlsCAKey])
 	if !ok || !ca.IsCA || gen != r.opt.Observed.CAGeneration {
 		var err error
 		tmpl := caTemplate(in.Name+"."+in.Namespace, created)
-		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(rotated(r.opt.Rand, "tls\x00ca", gen), tmpl, nil, nil); err != nil {
+		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, "tls\x00ca", gen), tmpl, nil, nil); err != nil {
 			return errors.Wrap(err, "cannot generate the TLS CA")
 		}
 	} else {
@@ -193,12 +195,12 @@ func (r *renderer) tls() error {
 		}
 		names := in.tlsDNSNames(c)
 		crt, key := c.Name+".crt", c.Name+".key"
-		if leaf, _, ok := parsePair(obs[crt], obs[key]); ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil {
+		if leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key]); ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil {
 			data[crt], data[key] = obs[crt], obs[key]
 			continue
 		}
 		var err error
-		if _, _, data[crt], data[key], err = issue(rotated(r.opt.Rand, "tls\x00"+c.Name, gen), leafTemplate(names, created), ca, caKey); err != nil {
+		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, "tls\x00"+c.Name, gen), leafTemplate(names, created), ca, caKey); err != nil {
 			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
 		}
 	}
@@ -242,8 +244,10 @@ func leafTemplate(names []string, created time.Time) *x509.Certificate {
 // issue generates an Ed25519 key and a certificate for it from rand,
 // signed by parent (self-signed if nil). Ed25519 keys derive from a seed
 // and its signatures are deterministic, so the same rand gives the same
-// PEM bytes.
-func issue(rand io.Reader, tmpl, parent *x509.Certificate, parentKey ed25519.PrivateKey) (*x509.Certificate, ed25519.PrivateKey, []byte, []byte, error) {
+// PEM bytes. A certificate memo already holds is reused.
+func issue(memo *TLSMemo, rand io.Reader, tmpl, parent *x509.Certificate,
+	parentKey ed25519.PrivateKey,
+) (*x509.Certificate, ed25519.PrivateKey, []byte, []byte, error) {
 	seed := make([]byte, ed25519.SeedSize)
 	sn := make([]byte, 16)
 	if _, err := io.ReadFull(rand, seed); err != nil {
@@ -257,10 +261,10 @@ func issue(rand io.Reader, tmpl, parent *x509.Certificate, parentKey ed25519.Pri
 	if parent != nil {
 		parentRaw = parent.Raw
 	}
-	mk := memoKey(seed, sn, []byte(tmpl.Subject.String()), []byte(strings.Join(tmpl.DNSNames, "\x00")),
+	mk := memoKey([]byte("issue"), seed, sn, []byte(tmpl.Subject.String()), []byte(strings.Join(tmpl.DNSNames, "\x00")),
 		[]byte(tmpl.NotBefore.UTC().Format(time.RFC3339Nano)), []byte(tmpl.NotAfter.UTC().Format(time.RFC3339Nano)),
 		[]byte(strconv.FormatBool(tmpl.IsCA)), parentRaw)
-	if v, ok := issuedMemo.get(mk); ok {
+	if v, ok := memo.Get(mk); ok {
 		return v.cert, v.key, v.certPEM, v.keyPEM, nil
 	}
 	key := ed25519.NewKeyFromSeed(seed)
@@ -280,27 +284,27 @@ func issue(rand io.Reader, tmpl, parent *x509.Certificate, parentKey ed25519.Pri
 	if err != nil {
 		return nil, nil, nil, nil, errors.Wrap(err, "cannot encode private key")
 	}
-	v := issued{
+	v := tlsResult{
 		cert: cert, key: key,
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
 	}
-	issuedMemo.put(mk, v)
+	memo.Put(mk, v)
 	return v.cert, v.key, v.certPEM, v.keyPEM, nil
 }
 
 // parsePair parses a PEM certificate and its Ed25519 private key, and
 // reports whether they are present, well-formed and match.
-func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
+func parsePair(memo *TLSMemo, certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
 	if len(certPEM) == 0 && len(keyPEM) == 0 {
 		return nil, nil, false
 	}
-	mk := memoKey(certPEM, keyPEM)
-	if v, ok := parsedMemo.get(mk); ok {
+	mk := memoKey([]byte("parse"), certPEM, keyPEM)
+	if v, ok := memo.Get(mk); ok {
 		return v.cert, v.key, v.ok
 	}
 	cert, key, ok := parsePairUncached(certPEM, keyPEM)
-	parsedMemo.put(mk, parsed{cert: cert, key: key, ok: ok})
+	memo.Put(mk, tlsResult{cert: cert, key: key, ok: ok})
 	return cert, key, ok
 }
 
@@ -324,4 +328,47 @@ func parsePairUncached(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.Priva
 		return nil, nil, false
 	}
 	return cert, key, true
+}
+
+// TLSMemo remembers the TLS work that is the same for the same inputs:
+// issuing a certificate from the same seed, template and parent, which is
+// deterministic (Ed25519), and parsing the same PEM bytes. Until the TLS
+// Secret is observed each call would issue the same certificates again
+// (about 1 ms), and every later one parses them. Entries are keyed by a
+// SHA-256 of every input (memoKey), so a hit is exactly what recomputing
+// would give; nothing is written anywhere but the memory of the process,
+// which holds the keys anyway. Its owner (the Function) passes it in
+// Options.
+type TLSMemo = structenc.Memo[[sha256.Size]byte, tlsResult]
+
+// tlsMemoSize bounds a TLSMemo: some 340 Armadas' certificates (three
+// issued and three parsed each), a few kB each.
+const tlsMemoSize = 2048
+
+// NewTLSMemo returns an empty TLSMemo.
+func NewTLSMemo() *TLSMemo { return structenc.NewMemo[[sha256.Size]byte, tlsResult](tlsMemoSize) }
+
+// tlsResult is what issue or parsePair returns.
+type tlsResult struct {
+	cert            *x509.Certificate
+	key             ed25519.PrivateKey
+	certPEM, keyPEM []byte
+	ok              bool
+}
+
+// memoKey hashes parts, each length-prefixed so that no two lists of
+// parts hash alike.
+func memoKey(parts ...[]byte) [sha256.Size]byte {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		for i, l := 0, len(p); i < 8; i, l = i+1, l>>8 {
+			n[i] = byte(l)
+		}
+		h.Write(n[:])
+		h.Write(p)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }

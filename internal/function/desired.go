@@ -9,6 +9,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // setDesired adds the rendered objects and the XR status to the desired
@@ -16,29 +17,22 @@ import (
 // copied it from the request).
 //
 // Each typed object is converted once, straight to the response's Struct,
-// following its JSON encoding (see typedToStruct): that encoding omits
+// following its JSON encoding (structenc.Converter): that encoding omits
 // unset fields the way the API server expects, and every field a type
 // gains is carried without code here. The result is what converting
-// through JSON and unstructured maps gives. An object that renders as it
-// did for the same XR before reuses the Struct it converted to then (see
-// structMemo; a Function without one converts every object); xr
-// identifies the XR (xrIdentity).
-func (f *Function) setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects []armada.Object, xrStatus any, ready bool) error {
+// through JSON and unstructured maps gives.
+func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus any, ready bool) error {
 	if rsp.GetDesired() == nil {
 		rsp.Desired = &fnv1.State{}
 	}
 	if rsp.GetDesired().GetResources() == nil {
 		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(objects))
 	}
-	var dec structDecoder
+	var conv structenc.Converter
 	for _, o := range objects {
-		s := f.structs.get(xr, o.Key, o.Object)
-		if s == nil {
-			var err error
-			if s, err = dec.typedToStruct(o.Object, true); err != nil {
-				return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
-			}
-			f.structs.put(xr, o.Key, o.Object, s)
+		s, err := conv.ToStruct(o.Object, true)
+		if err != nil {
+			return errors.Wrapf(err, "cannot convert %s %q", o.Object.GetObjectKind().GroupVersionKind().Kind, o.Key)
 		}
 		r := &fnv1.Resource{Resource: s, Ready: fnv1.Ready_READY_FALSE}
 		if o.Ready {
@@ -47,7 +41,7 @@ func (f *Function) setDesired(rsp *fnv1.RunFunctionResponse, xr string, objects 
 		rsp.Desired.Resources[o.Key] = r
 	}
 
-	status, err := dec.typedToStruct(xrStatus, false)
+	status, err := conv.ToStruct(xrStatus, false)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode status")
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"reflect"
 	"slices"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // Function is function-armada.
@@ -32,8 +32,9 @@ type Function struct {
 
 	log logging.Logger
 	key []byte
-	// structs remembers composed objects' conversions between calls.
-	structs *structMemo
+	// tls remembers issued and parsed certificates between calls: the
+	// only memo the function keeps (see "Memos" in docs/dev/performance.md).
+	tls *armada.TLSMemo
 	// now is the clock the not-ready backoff reads (backoff.go).
 	now func() time.Time
 }
@@ -45,14 +46,9 @@ type Option func(*Function)
 // Without it each process uses a random key.
 func WithPasswordKey(key []byte) Option { return func(f *Function) { f.key = key } }
 
-// WithMemoObjects sets how many composed objects the function remembers
-// the conversion of between calls (DefaultMemoObjects without it); 0
-// remembers none, and every call converts every object.
-func WithMemoObjects(n int) Option { return func(f *Function) { f.structs = &structMemo{limit: n} } }
-
 // New returns a Function.
 func New(log logging.Logger, opts ...Option) (*Function, error) {
-	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}, now: time.Now}
+	f := &Function{log: log, tls: armada.NewTLSMemo(), now: time.Now}
 	for _, o := range opts {
 		o(f)
 	}
@@ -118,6 +114,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 			WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
 				statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running")),
 		Rand:    armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
+		TLSMemo: f.tls,
 		Created: oxr.Resource.GetCreationTimestamp().Time,
 	})
 	if err != nil {
@@ -125,7 +122,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		return
 	}
 	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
-	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, out.Ready); err != nil {
+	if err := setDesired(rsp, out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return
 	}
@@ -223,22 +220,15 @@ func observedPriorityClasses(observed map[resource.Name]resource.ObservedCompose
 }
 
 // decodeSpec decodes an XR's spec into a typed spec. A field of the wrong
-// type is an error naming it. Specs decoded before come from specMemo.
-func decodeSpec[T any, P interface {
-	*T
-	DeepCopyInto(out *T)
-}](obj map[string]any, kind string, into P) error {
+// type is an error naming it.
+func decodeSpec(obj map[string]any, kind string, into any) error {
 	spec, _, _ := unstructured.NestedFieldNoCopy(obj, "spec")
-	b, ok := appendJSON(make([]byte, 0, 1024), spec)
+	b, ok := structenc.AppendJSON(make([]byte, 0, 1024), spec)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(spec); err != nil {
 			return errors.Wrap(err, "cannot encode spec")
 		}
-	}
-	if decoded, ok := specs.get(reflect.TypeFor[P](), b); ok {
-		decoded.(P).DeepCopyInto(into) //nolint:forcetypeassert // The memo's key holds the type.
-		return nil
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		var te *json.UnmarshalTypeError
@@ -247,9 +237,6 @@ func decodeSpec[T any, P interface {
 		}
 		return errors.Wrapf(err, "invalid %s: spec: cannot decode", kind)
 	}
-	kept := P(new(T))
-	into.DeepCopyInto(kept)
-	specs.put(b, kept)
 	return nil
 }
 

@@ -85,7 +85,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	}
 	ready := o.Ready[teamqueue.KeyQueue]
 	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
-	if err := f.setDesired(rsp, xrIdentity(oxr), out.Objects, out.Status, ready); err != nil {
+	if err := setDesired(rsp, out.Objects, out.Status, ready); err != nil {
 		response.Fatal(rsp, err)
 		return
 	}

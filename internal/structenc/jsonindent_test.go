@@ -1,4 +1,4 @@
-package armada
+package structenc
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestMarshalIndentJSON compares marshalIndentJSON with json.MarshalIndent
+// TestMarshalIndentJSON compares MarshalIndentJSON with json.MarshalIndent
 // over random values: nested and empty objects and arrays, and strings
 // with quotes, escapes, brackets, commas and colons.
 func TestMarshalIndentJSON(t *testing.T) {
@@ -45,12 +45,12 @@ func TestMarshalIndentJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := marshalIndentJSON(v)
+		got, err := MarshalIndentJSON(v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Fatalf("case %d: marshalIndentJSON(%v): -json.MarshalIndent, +got:\n%s", i, v, diff)
+			t.Fatalf("case %d: MarshalIndentJSON(%v): -json.MarshalIndent, +got:\n%s", i, v, diff)
 		}
 	}
 	// Whitespace outside strings, which json.Marshal never writes, is

@@ -1,4 +1,4 @@
-package function
+package structenc
 
 import (
 	"encoding/json"

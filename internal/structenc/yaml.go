@@ -1,10 +1,12 @@
-// Package yamlenc writes generic config maps as YAML, byte for byte as
+package structenc
+
+// MarshalYAML writes generic config maps as YAML, byte for byte as
 // sigs.k8s.io/yaml.Marshal does, without its JSON encode, YAML decode and
 // YAML encode round trip.
 //
 // sigs.k8s.io/yaml.Marshal encodes a value as JSON, decodes that JSON with
 // go.yaml.in/yaml/v2 (which picks int, uint or float for each number) and
-// encodes the result with yaml/v2's emitter. Marshal reproduces the same
+// encodes the result with yaml/v2's emitter. MarshalYAML reproduces the same
 // pipeline in one pass for the values a generated config is made of:
 // map[string]any, []any, []string, strings of printable ASCII, bools, nil,
 // Go's integer and float types. It writes yaml/v2's block style, natural key
@@ -12,10 +14,9 @@
 // and numbers as they come out of the JSON round trip. Anything else, for
 // example a value of another type, a non-ASCII or multi-line string, a long
 // string yaml/v2 would fold at 80 columns, or a key it would write as a
-// complex key, makes Marshal encode the whole value with
+// complex key, makes MarshalYAML encode the whole value with
 // sigs.k8s.io/yaml.Marshal instead, so the output never differs; it is only
 // slower. Tests compare the two over varied inputs.
-package yamlenc
 
 import (
 	"math"
@@ -34,17 +35,17 @@ const (
 	maxSimpleKey = 128
 )
 
-// Marshal returns what sigs.k8s.io/yaml.Marshal(m) returns.
-func Marshal(m map[string]any) ([]byte, error) {
+// MarshalYAML returns what sigs.k8s.io/yaml.Marshal(m) returns.
+func MarshalYAML(m map[string]any) ([]byte, error) {
 	if b, ok := marshalFast(m); ok {
 		return b, nil
 	}
 	return yaml.Marshal(m)
 }
 
-// Encodable reports whether Marshal encodes m in one pass, without
+// YAMLEncodable reports whether MarshalYAML encodes m in one pass, without
 // sigs.k8s.io/yaml.
-func Encodable(m map[string]any) bool {
+func YAMLEncodable(m map[string]any) bool {
 	_, ok := marshalFast(m)
 	return ok
 }

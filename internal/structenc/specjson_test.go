@@ -1,4 +1,4 @@
-package function
+package structenc
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestAppendJSON checks appendJSON's output decodes exactly as
+// TestAppendJSON checks AppendJSON's output decodes exactly as
 // encoding/json's does: the same value, and numbers with the same text.
 func TestAppendJSON(t *testing.T) {
 	cases := map[string]struct {
@@ -39,7 +39,7 @@ func TestAppendJSON(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := appendJSON(nil, tc.in)
+			got, ok := AppendJSON(nil, tc.in)
 			if ok != tc.ok {
 				t.Fatalf("%s\nappendJSON(...): ok %t, want %t", tc.reason, ok, tc.ok)
 			}
@@ -51,7 +51,7 @@ func TestAppendJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(decodeNumbers(t, want), decodeNumbers(t, got)); diff != "" {
-				t.Errorf("%s\nappendJSON(...): -encoding/json, +appendJSON:\n%s", tc.reason, diff)
+				t.Errorf("%s\nappendJSON(...): -encoding/json, +AppendJSON:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -67,16 +67,16 @@ func TestAppendJSON(t *testing.T) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := appendJSON(nil, m)
+		got, ok := AppendJSON(nil, m)
 		if !ok {
-			t.Fatalf("case %d: appendJSON(%s): not ok", i, b)
+			t.Fatalf("case %d: AppendJSON(%s): not ok", i, b)
 		}
 		want, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(decodeNumbers(t, want), decodeNumbers(t, got)); diff != "" {
-			t.Fatalf("case %d: appendJSON(...): -encoding/json, +appendJSON:\n%s", i, diff)
+			t.Fatalf("case %d: AppendJSON(...): -encoding/json, +AppendJSON:\n%s", i, diff)
 		}
 	}
 }

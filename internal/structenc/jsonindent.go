@@ -1,13 +1,13 @@
-package armada
+package structenc
 
 import "encoding/json"
 
-// marshalIndentJSON is json.MarshalIndent(v, "", "  "): json.Marshal, then
+// MarshalIndentJSON is json.MarshalIndent(v, "", "  "): json.Marshal, then
 // the indentation in one pass over the compact text rather than through
 // encoding/json's scanner, which steps a state machine for every byte and
 // costs more than the encoding itself. The dashboards are its only large
 // users.
-func marshalIndentJSON(v any) ([]byte, error) {
+func MarshalIndentJSON(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package yamlenc
+package structenc
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// tricky are strings yaml/v2 treats specially: ones that read back as
+// trickyYAML are strings yaml/v2 treats specially: ones that read back as
 // numbers, booleans, nulls or timestamps, indicators, quotes, spaces, line
 // breaks, non-ASCII and invalid UTF-8.
-var tricky = []string{
+var trickyYAML = []string{
 	"", " ", "a", "abc", "a b", " a", "a ", "y", "Y", "yes", "no", "NO", "on", "Off", "true", "False", "null", "Null", "~",
 	"0", "1", "-1", "+1", "01", "0755", "0x1F", "0o17", "0b101", "-0b101", "1_000", "1.5", ".5", "-.5", "1e3", "1E+3", "1e-7",
 	"1.", ".", "..", "...", "---", "--- a", "... a", "-", "- a", "-a", "a-", "?", "? a", "?a", ":", ": a", ":a", "a:", "a: b", "a:b",
@@ -79,7 +79,7 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 			reason: "Strings that would read back as something else are double-quoted, ones the emitter refuses single-quoted.",
 			in: func() map[string]any {
 				m := map[string]any{}
-				for i, s := range tricky {
+				for i, s := range trickyYAML {
 					if printableASCII(s) && len(s) < 40 {
 						m[fmt.Sprintf("k%03d", i)] = s
 					}
@@ -92,9 +92,9 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 			reason: "Keys are quoted like values (in small groups, which yaml/v2 orders strictly).",
 			in: func() map[string]any {
 				m := map[string]any{}
-				for i := 0; i+3 < len(tricky); i += 3 {
+				for i := 0; i+3 < len(trickyYAML); i += 3 {
 					g := map[string]any{}
-					for _, s := range tricky[i : i+3] {
+					for _, s := range trickyYAML[i : i+3] {
 						if printableASCII(s) && len(s) < 40 {
 							g[s] = i
 						}
@@ -149,12 +149,12 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 				t.Fatalf("%s\nthe keys are not strictly ordered by yaml/v2, so its output is not defined", tc.reason)
 			}
 			want, wantErr := yaml.Marshal(tc.in)
-			got, err := Marshal(tc.in)
+			got, err := MarshalYAML(tc.in)
 			if diff := cmp.Diff(fmt.Sprint(wantErr), fmt.Sprint(err)); diff != "" {
 				t.Fatalf("%s\nMarshal(...): -want err, +got err:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("%s\nMarshal(...): -sigs.k8s.io/yaml, +yamlenc:\n%s", tc.reason, diff)
+				t.Errorf("%s\nMarshal(...): -sigs.k8s.io/yaml, +structenc:\n%s", tc.reason, diff)
 			}
 			if _, fast := marshalFast(tc.in); fast != tc.fast {
 				t.Errorf("%s\nmarshalFast(...): fast path %t, want %t", tc.reason, fast, tc.fast)
@@ -171,7 +171,7 @@ func TestMarshalDeterministicKeyOrder(t *testing.T) {
 	if strictKeyOrder(in) {
 		t.Fatal("expected yaml/v2's order of these keys to be cyclic")
 	}
-	want, err := Marshal(in)
+	want, err := MarshalYAML(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,12 +179,12 @@ func TestMarshalDeterministicKeyOrder(t *testing.T) {
 		// A new map: Go's iteration order differs.
 		m := map[string]any{}
 		maps.Copy(m, in)
-		got, err := Marshal(m)
+		got, err := MarshalYAML(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Fatalf("Marshal(...) is not deterministic: -first, +later:\n%s", diff)
+			t.Fatalf("MarshalYAML(...) is not deterministic: -first, +later:\n%s", diff)
 		}
 	}
 }
@@ -235,7 +235,7 @@ func TestMarshalErrors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, wantErr := yaml.Marshal(tc.in)
-			_, err := Marshal(tc.in)
+			_, err := MarshalYAML(tc.in)
 			if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
 				t.Errorf("%s\nMarshal(...): err %v, want %v", tc.reason, err, wantErr)
 			}
@@ -244,7 +244,7 @@ func TestMarshalErrors(t *testing.T) {
 }
 
 // TestMarshalRandom compares Marshal with sigs.k8s.io/yaml.Marshal over
-// random configs built from tricky strings, random strings and numbers.
+// random configs built from trickyYAML strings, random strings and numbers.
 func TestMarshalRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // Deterministic test data.
 	fast, compared := 0, 0
@@ -256,12 +256,12 @@ func TestMarshalRandom(t *testing.T) {
 		}
 		compared++
 		want, wantErr := yaml.Marshal(in)
-		got, err := Marshal(in)
+		got, err := MarshalYAML(in)
 		if fmt.Sprint(wantErr) != fmt.Sprint(err) {
-			t.Fatalf("case %d: Marshal(%#v): err %v, want %v", i, in, err, wantErr)
+			t.Fatalf("case %d: MarshalYAML(%#v): err %v, want %v", i, in, err, wantErr)
 		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Fatalf("case %d: Marshal(%#v): -sigs.k8s.io/yaml, +yamlenc:\n%s", i, in, diff)
+			t.Fatalf("case %d: MarshalYAML(%#v): -sigs.k8s.io/yaml, +structenc:\n%s", i, in, diff)
 		}
 		if _, ok := marshalFast(in); ok {
 			fast++
@@ -321,7 +321,7 @@ const alphabet = "aZ09_-.:# '\"\\/,[]{}?!&*|>%@`<=~+ey"
 
 func randomString(r *rand.Rand) string {
 	if r.IntN(2) == 0 {
-		return tricky[r.IntN(len(tricky))]
+		return trickyYAML[r.IntN(len(trickyYAML))]
 	}
 	b := make([]byte, r.IntN(12))
 	for i := range b {
@@ -336,15 +336,15 @@ func randomString(r *rand.Rand) string {
 // FuzzMarshal compares Marshal with sigs.k8s.io/yaml.Marshal for a key and
 // a string value at two depths.
 func FuzzMarshal(f *testing.F) {
-	for _, s := range tricky {
+	for _, s := range trickyYAML {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, k, v string) {
 		in := map[string]any{k: v, "n": map[string]any{k: []any{v, map[string]any{k: v}}}}
 		want, wantErr := yaml.Marshal(in)
-		got, err := Marshal(in)
+		got, err := MarshalYAML(in)
 		if fmt.Sprint(wantErr) != fmt.Sprint(err) || !bytes.Equal(want, got) {
-			t.Fatalf("Marshal(%q): got %q, %v; want %q, %v", in, got, err, want, wantErr)
+			t.Fatalf("MarshalYAML(%q): got %q, %v; want %q, %v", in, got, err, want, wantErr)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package function
+package structenc
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// appendJSON appends the JSON encoding of an unstructured value (what
+// AppendJSON appends the JSON encoding of an unstructured value (what
 // structpb's AsMap gives: maps, slices, strings, float64s, bools and nil)
 // to b, as encoding/json would encode it for decoding: map keys sorted, so
 // that a decode reports the same first error, and numbers in
 // encoding/json's text, which is what typed fields and Quantities parse.
 // It reports false for anything else (another type, invalid UTF-8,
 // infinities, NaN), which the caller leaves to encoding/json.
-func appendJSON(b []byte, v any) ([]byte, bool) {
+func AppendJSON(b []byte, v any) ([]byte, bool) {
 	switch t := v.(type) {
 	case nil:
 		return append(b, "null"...), true
@@ -42,7 +42,7 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = appendJSON(b, e); !ok {
+			if b, ok = AppendJSON(b, e); !ok {
 				return b, false
 			}
 		}
@@ -58,7 +58,7 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 				return b, false
 			}
 			b = append(b, ':')
-			if b, ok = appendJSON(b, t[k]); !ok {
+			if b, ok = AppendJSON(b, t[k]); !ok {
 				return b, false
 			}
 		}

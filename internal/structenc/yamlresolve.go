@@ -1,4 +1,4 @@
-package yamlenc
+package structenc
 
 import (
 	"regexp"
