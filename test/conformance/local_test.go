@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"net"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,8 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
@@ -185,7 +183,7 @@ func checkLocalExecutor(t *testing.T, e *env, svc *services, free func() int, rn
 // for each namespace they use that the render does not compose (the
 // claim's, which exists before it).
 func localManifests(r *render) ([]*unstructured.Unstructured, error) {
-	roles, err := readManifests(fixedRoles)
+	roles, err := manifest.ReadFile(fixedRoles)
 	if err != nil {
 		return nil, err
 	}
@@ -211,24 +209,6 @@ func localManifests(r *render) ([]*unstructured.Unstructured, error) {
 		n.SetKind("Namespace")
 		n.SetName(ns)
 		out = append(out, n)
-	}
-	return out, nil
-}
-
-// readManifests reads a multi-document YAML file.
-func readManifests(file string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(file) //nolint:gosec // The project's own file.
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot open manifests")
-	}
-	defer func() { _ = f.Close() }()
-	docs, err := yamlDocs(f)
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot read %s", file)
-	}
-	out := make([]*unstructured.Unstructured, 0, len(docs))
-	for _, d := range docs {
-		out = append(out, &unstructured.Unstructured{Object: d})
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
@@ -134,7 +135,7 @@ func withPolicies(t *testing.T, target []byte) string {
 // itself.
 func exampleXR(t *testing.T, example string) map[string]any {
 	t.Helper()
-	docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
+	docs, err := manifest.ReadDocs(filepath.Join(root, "examples", example))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
@@ -53,7 +54,7 @@ func examples(t *testing.T) []string {
 	}
 	var out []string
 	for _, p := range paths {
-		docs, err := xprender.ReadDocs(p)
+		docs, err := manifest.ReadDocs(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +220,7 @@ var clusterScoped = map[string]bool{"PriorityClass": true, "ClusterRole": true, 
 // for the config spec.clusterScope names.
 func checkScope(t *testing.T, out []byte, xr map[string]any) {
 	t.Helper()
-	docs, err := xprender.SplitDocs(withoutResults(out))
+	docs, err := manifest.Split(withoutResults(out))
 	if err != nil {
 		t.Fatal(err)
 	}
