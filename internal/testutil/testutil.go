@@ -33,6 +33,10 @@ type Wait struct {
 	// Logs, if set, is called on timeout and its result added to the
 	// failure (e.g. the tails of the processes' logs).
 	Logs func() string
+	// Progress, if set, receives each new report of cond.
+	Progress func(string)
+	// Context, if set, ends the wait (failing the test) when done.
+	Context context.Context
 }
 
 // Until calls cond until it reports true and returns how long that took.
@@ -44,6 +48,10 @@ func (w Wait) Until(t TB, what string, cond func() (bool, string)) time.Duration
 	if every == 0 {
 		every = DefaultInterval
 	}
+	done := context.Background().Done()
+	if w.Context != nil {
+		done = w.Context.Done()
+	}
 	start := time.Now()
 	var last string
 	for {
@@ -51,11 +59,19 @@ func (w Wait) Until(t TB, what string, cond func() (bool, string)) time.Duration
 		if ok {
 			return time.Since(start)
 		}
+		if msg != last && w.Progress != nil {
+			w.Progress(msg)
+		}
 		last = msg
 		if time.Since(start) >= w.Timeout {
 			break
 		}
-		time.Sleep(every)
+		select {
+		case <-done:
+			t.Fatalf("stopped waiting for %s: %v; last: %s", what, context.Cause(w.Context), last)
+			return 0
+		case <-time.After(every):
+		}
 	}
 	logs := ""
 	if w.Logs != nil {

@@ -98,3 +98,26 @@ func TestPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitProgressAndContext checks that each new report reaches Progress
+// once and that a done Context ends the wait at once.
+func TestWaitProgressAndContext(t *testing.T) {
+	var reports []string
+	r := &recorder{}
+	calls := 0
+	Wait{Timeout: time.Minute, Interval: time.Millisecond, Progress: func(m string) { reports = append(reports, m) }}.Until(r, "x", func() (bool, string) {
+		calls++
+		return calls == 4, fmt.Sprintf("step %d", (calls+1)/2)
+	})
+	if diff := cmp.Diff([]string{"step 1", "step 2"}, reports); diff != "" || r.failed != "" {
+		t.Errorf("Progress reports: -want, +got:\n%s (failure %q)", diff, r.failed)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	start := time.Now()
+	Wait{Timeout: time.Minute, Context: ctx}.Until(r, "the thing", func() (bool, string) { return false, "not yet" })
+	if !strings.Contains(r.failed, "stopped waiting for the thing: context canceled; last: not yet") || time.Since(start) > 10*time.Second {
+		t.Errorf("Until() with a done context: failure %q after %s, want it stopped at once", r.failed, time.Since(start))
+	}
+}

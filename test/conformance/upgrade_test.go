@@ -11,12 +11,8 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
-)
-
-const (
-	repoRoot       = "../.."
-	upgradeExample = repoRoot + "/examples/minimal.yaml"
 )
 
 // addedColumns are the columns a scheduler migration adds, by the schema
@@ -60,7 +56,7 @@ func TestArmadaUpgrade(t *testing.T) {
 		t.Fatalf("the version table has %d release; an upgrade needs two", len(armada.Releases))
 	}
 	tools, addr := xprender.ServeForTest(t, "upgrade-test-key")
-	docs, err := manifest.ReadDocs(upgradeExample)
+	docs, err := manifest.ReadDocs(testutil.Example("minimal.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +66,7 @@ func TestArmadaUpgrade(t *testing.T) {
 	}
 	u := &upgrade{
 		tools:    tools,
-		opt:      xprender.RenderOptions{XR: xr, Composition: repoRoot + "/package/xarmada/composition.yaml", XRD: repoRoot + "/package/xarmada/definition.yaml", FunctionAddress: addr},
+		opt:      xprender.RenderOptions{XR: xr, Composition: testutil.Path("package", "xarmada", "composition.yaml"), XRD: testutil.Path("package", "xarmada", "definition.yaml"), FunctionAddress: addr},
 		observed: t.TempDir(),
 		free:     (&ports{t: t}).Free,
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -135,7 +136,7 @@ func withPolicies(t *testing.T, target []byte) string {
 // itself.
 func exampleXR(t *testing.T, example string) map[string]any {
 	t.Helper()
-	docs, err := manifest.ReadDocs(filepath.Join(root, "examples", example))
+	docs, err := manifest.ReadDocs(testutil.Example(example))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,15 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+// tenancyPolicies are the platform's policies the examples run under,
+// passed as required resources (Crossplane fetches them on a cluster).
+var tenancyPolicies = testutil.Example("tenancy-policy.yaml")
 
 const (
 	root        = "../.."
@@ -32,9 +37,6 @@ const (
 	nsXRD         = root + "/package/xarmada/namespaced-definition.yaml"
 	// provider-armada's CRDs, for the Queues and ProviderConfig composed.
 	providerCRDs = root + "/package/provider/crds"
-	// tenancyPolicies are the platform's policies the examples run under,
-	// passed as required resources (Crossplane fetches them on a cluster).
-	tenancyPolicies = root + "/examples/tenancy-policy.yaml"
 	// maxSteps bounds how many reconciles an example may take to converge.
 	maxSteps = 5
 )
@@ -48,7 +50,7 @@ func setup(t *testing.T) (xprender.Tools, string) {
 
 func examples(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("cannot find examples: %v", err)
 	}
