@@ -109,6 +109,22 @@ func Lookup(ctx context.Context, c client.Reader, apiVersion, kind, ns, name str
 	return u, nil
 }
 
+// Apply server-side applies objects as owner, taking over any field
+// another manager holds, and fails the test on an error. It applies
+// copies without managed fields and resource version, so an object read
+// back can be applied again.
+func Apply(ctx context.Context, t TB, c client.Writer, owner client.FieldOwner, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		o = o.DeepCopy()
+		o.SetManagedFields(nil)
+		o.SetResourceVersion("")
+		if err := c.Patch(ctx, o, client.Apply, owner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
+			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
 // Root is the repository's root directory, found from this file's place
 // in it, so any package's tests can name the repository's files.
 func Root() string {

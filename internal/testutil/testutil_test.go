@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -119,5 +120,29 @@ func TestWaitProgressAndContext(t *testing.T) {
 	Wait{Timeout: time.Minute, Context: ctx}.Until(r, "the thing", func() (bool, string) { return false, "not yet" })
 	if !strings.Contains(r.failed, "stopped waiting for the thing: context canceled; last: not yet") || time.Since(start) > 10*time.Second {
 		t.Errorf("Until() with a done context: failure %q after %s, want it stopped at once", r.failed, time.Since(start))
+	}
+}
+
+// TestApply checks that Apply creates an object and applies it again as
+// read back, even with a stale resource version and managed fields.
+func TestApply(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": "ns", "name": "cm"},
+		"data":     map[string]any{"k": "v1"},
+	}}
+	r := &recorder{}
+	Apply(t.Context(), r, c, "testutil", cm)
+	got := Get(t.Context(), r, c, "v1", "ConfigMap", "ns", "cm")
+	if r.failed != "" || got == nil {
+		t.Fatalf("Apply() then Get(): %v, failure %q", got, r.failed)
+	}
+	got.Object["data"] = map[string]any{"k": "v2"}
+	Apply(t.Context(), r, c, "testutil", cm) // got's resource version is stale now
+	Apply(t.Context(), r, c, "testutil", got)
+	again := Get(t.Context(), r, c, "v1", "ConfigMap", "ns", "cm")
+	if diff := cmp.Diff(map[string]any{"k": "v2"}, again.Object["data"]); diff != "" || r.failed != "" {
+		t.Errorf("Apply() of an object read back: data -want, +got:\n%s (failure %q)", diff, r.failed)
 	}
 }

@@ -90,14 +90,7 @@ func namespace(t *testing.T, name string) {
 // but do not contain (as a user would have created them).
 func apply(t *testing.T, objs ...*unstructured.Unstructured) {
 	t.Helper()
-	for _, o := range objs {
-		o = o.DeepCopy()
-		o.SetManagedFields(nil)
-		o.SetResourceVersion("")
-		if err := kube().Patch(context.Background(), o, client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
-			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	testutil.Apply(context.Background(), t, kube(), fieldOwner, objs...)
 }
 
 // userSecrets creates the Secrets an example's claim references.

@@ -245,11 +245,7 @@ func secret(namespace, name, key, value string) *unstructured.Unstructured {
 // apply server-side applies objects.
 func apply(t testing.TB, c client.Client, objs ...*unstructured.Unstructured) {
 	t.Helper()
-	for _, o := range objs {
-		if err := c.Patch(t.Context(), o.DeepCopy(), client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
-			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	testutil.Apply(t.Context(), t, c, fieldOwner, objs...)
 }
 
 // claimExecutor is one of a claim's executors as the claim names it.
