@@ -127,6 +127,9 @@ func testExamples(ctx context.Context, t *testing.T, e *env) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(objs) == 0 {
+			t.Errorf("%s holds no objects", filepath.Base(f))
+		}
 		for i, u := range objs {
 			if err := e.kube.Create(ctx, u, client.DryRunAll); err != nil {
 				t.Errorf("%s document %d (%s %s): %v", filepath.Base(f), i, u.GetKind(), u.GetName(), err)
