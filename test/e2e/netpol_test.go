@@ -23,7 +23,7 @@ import (
 func TestNetworkPoliciesAdmitted(t *testing.T) {
 	const ns = "e2e-netpol"
 	namespace(t, ns)
-	paths, err := filepath.Glob(filepath.Join(testutil.Example(), "*.yaml"))
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
