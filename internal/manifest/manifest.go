@@ -38,6 +38,21 @@ func Documents(b []byte) ([][]byte, error) {
 	}
 }
 
+// Join joins documents into one multi-document YAML stream.
+func Join(docs [][]byte) []byte {
+	var b bytes.Buffer
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(d)
+		if len(d) > 0 && d[len(d)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
 // blank reports whether a document holds only blank lines and comments.
 func blank(doc []byte) bool {
 	for line := range bytes.SplitSeq(doc, []byte("\n")) {

@@ -92,3 +92,25 @@ func TestDocuments(t *testing.T) {
 		t.Errorf("Documents(): -want, +got:\n%s", diff)
 	}
 }
+
+func TestJoin(t *testing.T) {
+	cases := map[string]struct {
+		docs []string
+		want string
+	}{
+		"RoundTrip":      {docs: []string{"a: 1\n", "b: 2\n"}, want: "a: 1\n---\nb: 2\n"},
+		"NoFinalNewline": {docs: []string{"a: 1", "b: 2"}, want: "a: 1\n---\nb: 2\n"},
+		"NoDocuments":    {want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			docs := make([][]byte, 0, len(tc.docs))
+			for _, d := range tc.docs {
+				docs = append(docs, []byte(d))
+			}
+			if diff := cmp.Diff(tc.want, string(Join(docs))); diff != "" {
+				t.Errorf("Join(): -want, +got:\n%s", diff)
+			}
+		})
+	}
+}

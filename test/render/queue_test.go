@@ -53,7 +53,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := tools.Validate(ctx, append([]string{queueXRD, providerCRDs}, crds...), "-", withoutResults(out)); err != nil {
+	if v, err := tools.Validate(ctx, append([]string{queueXRD, providerCRDs}, crds...), "-", withoutResults(t, out)); err != nil {
 		t.Errorf("team queue render does not validate: %v", err)
 	} else {
 		t.Logf("validate: %s", lastLine(v))
@@ -106,7 +106,7 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := withManifests(withoutResults(out))
+	resources, err := withManifests(withoutResults(t, out))
 	if err != nil {
 		t.Fatal(err)
 	}
