@@ -1,7 +1,8 @@
 // Package testutil holds the helpers the repository's tests share: polling
-// until a condition holds, reading an object that may not exist, and the
-// paths of the repository's own files (examples, manifests). Conditions and
-// multi-document YAML are package manifest's.
+// until a condition holds, reading an object that may not exist,
+// server-side applying objects, and the paths of the repository's own
+// files (examples, manifests). Conditions and multi-document YAML are
+// package manifest's.
 package testutil
 
 import (
