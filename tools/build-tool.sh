@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Builds PACKAGE from the pinned tool module MODULE_DIR (tools/gen,
-# tools/lint) into OUT, through a temporary name so that an interrupted
-# build never leaves a truncated binary a later make would take as built.
-# The Makefile names OUT by the tool's version, so a warm run builds
-# nothing.
+# tools/lint, tools/etcd, tools/kwok, ...) into OUT, with any further go
+# build flags, through a temporary name so that an interrupted build never
+# leaves a truncated binary a later run would take as built. An OUT that is
+# already there is reused: OUT is named by the tool's version, so a warm
+# run builds nothing.
 #
-# Usage: tools/build-tool.sh MODULE_DIR OUT PACKAGE
+# Usage: tools/build-tool.sh MODULE_DIR OUT PACKAGE [GO BUILD FLAGS...]
 set -euo pipefail
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 MODULE_DIR OUT PACKAGE" >&2
+if [[ $# -lt 3 ]]; then
+  echo "usage: $0 MODULE_DIR OUT PACKAGE [GO BUILD FLAGS...]" >&2
   exit 2
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
-dir=$1 out=$2 pkg=$3
+dir=$1 out=$(realpath -m "$2") pkg=$3
+shift 3
+name=$(basename "${out}")
+if [[ -x "${out}" ]]; then
+  echo "${name} is built: ${out}"
+  exit 0
+fi
 mkdir -p "$(dirname "${out}")"
-(cd "${dir}" && GOFLAGS=-mod=mod gobuild "$(basename "${out}")" -o "${out}.tmp" "${pkg}")
+(cd "${dir}" && GOFLAGS=-mod=mod gobuild "${name}" "$@" -o "${out}.tmp" "${pkg}")
 mv "${out}.tmp" "${out}"
+echo "${name} ready: ${out}"

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestSQLProviderConfigOutlivesDatabases: after an allowed switch away
@@ -15,7 +16,7 @@ import (
 // observed, while any Database is still observed (provider-sql drops or
 // releases them through it), and goes once none is.
 func TestSQLProviderConfigOutlivesDatabases(t *testing.T) {
-	external := exampleSpecs(t, "../../examples/all-external.yaml")[0]
+	external := exampleSpecs(t, testutil.Example("all-external.yaml"))[0]
 	before := render(t, external, Observed{})
 	seen := map[string]*unstructured.Unstructured{}
 	for _, o := range before.Objects {

@@ -163,83 +163,69 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 		status     *v1alpha1.BackupRun
 	}
 	cases := map[string]struct {
-		reason   string
-		spec     v1alpha1.ArmadaSpec
-		observed Observed
+		reason string
+		spec   v1alpha1.ArmadaSpec
+		// What the render observes: the in-cluster PostgreSQL ready, the
+		// server running at running (none if ""), jobs, the pre-upgrade
+		// Backup as seen (nil: not observed) and what the XR's status
+		// last reported (the Backup, then versions).
+		running  string
+		jobs     map[string]JobState
+		seen     *BackupObserved
+		reported []string
 		want     want
 	}{
 		"NewInstall": {
-			reason:   "A new install has nothing to back up: migrations run at once.",
-			spec:     backupSpec(to),
-			observed: inClusterReady("", nil),
-			want:     want{migrations: true, reason: ReasonRunning},
+			reason: "A new install has nothing to back up: migrations run at once.",
+			spec:   backupSpec(to),
+			want:   want{migrations: true, reason: ReasonRunning},
 		},
 		"UpgradeBackupNotObservedYet": {
-			reason:   "A version change composes the Backup and holds the migrations; the server keeps running the old version.",
-			spec:     backupSpec(to),
-			observed: inClusterReady(from, nil),
+			reason:  "A version change composes the Backup and holds the migrations; the server keeps running the old version.",
+			spec:    backupSpec(to),
+			running: from,
 			want: want{
 				backup: true, reason: ReasonWaitingForBackup, server: from,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
 			},
 		},
 		"UpgradeBackupRunning": {
-			reason: "A running Backup holds the migrations.",
-			spec:   backupSpec(to),
-			observed: func() Observed {
-				o := inClusterReady(from, nil)
-				o.Backups[backup] = BackupObserved{Phase: "running", Time: "2026-12-02T10:00:00Z"}
-				return o
-			}(),
+			reason:  "A running Backup holds the migrations.",
+			spec:    backupSpec(to),
+			running: from, seen: &BackupObserved{Phase: "running", Time: "2026-12-02T10:00:00Z"},
 			want: want{
 				backup: true, reason: ReasonWaitingForBackup, server: from,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: "running", Time: "2026-12-02T10:00:00Z"},
 			},
 		},
 		"UpgradeBackupPending": {
-			reason: "A Backup CloudNativePG has not started (no phase) holds the migrations.",
-			spec:   backupSpec(to),
-			observed: func() Observed {
-				o := inClusterReady(from, nil)
-				o.Backups[backup] = BackupObserved{}
-				return o
-			}(),
+			reason:  "A Backup CloudNativePG has not started (no phase) holds the migrations.",
+			spec:    backupSpec(to),
+			running: from, seen: &BackupObserved{},
 			want: want{backup: true, reason: ReasonWaitingForBackup, server: from, status: &v1alpha1.BackupRun{Name: backup}},
 		},
 		"UpgradeBackupCompleted": {
-			reason: "Once the Backup completed the migrations run.",
-			spec:   backupSpec(to),
-			observed: func() Observed {
-				o := inClusterReady(from, nil)
-				o.Backups[backup] = BackupObserved{Phase: backupCompleted, Time: "2026-12-02T10:05:00Z"}
-				return o
-			}(),
+			reason:  "Once the Backup completed the migrations run.",
+			spec:    backupSpec(to),
+			running: from, seen: &BackupObserved{Phase: backupCompleted, Time: "2026-12-02T10:05:00Z"},
 			want: want{
 				backup: true, migrations: true, reason: ReasonRunning, server: from,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupCompleted, Time: "2026-12-02T10:05:00Z"},
 			},
 		},
 		"UpgradeBackupFailed": {
-			reason: "A failed Backup holds the upgrade with its reason; running components are kept at the old version.",
-			spec:   backupSpec(to),
-			observed: func() Observed {
-				o := inClusterReady(from, nil)
-				o.Backups[backup] = BackupObserved{Phase: backupFailed, Time: "2026-12-02T10:05:00Z"}
-				return o
-			}(),
+			reason:  "A failed Backup holds the upgrade with its reason; running components are kept at the old version.",
+			spec:    backupSpec(to),
+			running: from, seen: &BackupObserved{Phase: backupFailed, Time: "2026-12-02T10:05:00Z"},
 			want: want{
 				backup: true, reason: ReasonBackupFailed, server: from,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupFailed, Time: "2026-12-02T10:05:00Z"},
 			},
 		},
 		"MigrationsStartedBackupMissing": {
-			reason: "A migration already started is never dropped, nor is the Backup, when the Backup's observation is missing.",
-			spec:   backupSpec(to),
-			observed: func() Observed {
-				o := inClusterReady(from, newJobs)
-				o.StatusBackup = backup
-				return o
-			}(),
+			reason:  "A migration already started is never dropped, nor is the Backup, when the Backup's observation is missing.",
+			spec:    backupSpec(to),
+			running: from, jobs: newJobs, reported: []string{backup},
 			want: want{
 				backup: true, migrations: true, reason: ReasonRunning, server: from,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
@@ -248,7 +234,7 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 		"OnlyStatusNamesBackup": {
 			reason:   "With the Backup's and the workloads' observations missing, the Backup the XR's status named stays composed and holds the migrations.",
 			spec:     backupSpec(to),
-			observed: inClusterReady("", nil).WithStatus(backup, to),
+			reported: []string{backup, to},
 			want: want{
 				backup: true, reason: ReasonWaitingForBackup,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
@@ -257,54 +243,53 @@ func TestBackupBeforeUpgrade(t *testing.T) {
 		"WorkloadsMissingStatusSaysOlder": {
 			reason:   "With no workload observed, the version the XR's status last reported still shows an upgrade.",
 			spec:     backupSpec(to),
-			observed: inClusterReady("", nil).WithStatus("", from, from),
+			reported: []string{"", from, from},
 			want: want{
 				backup: true, reason: ReasonWaitingForBackup,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupUnobserved},
 			},
 		},
 		"BackupKeptAfterUpgrade": {
-			reason: "Once every component runs the new version the Backup stays composed (its status still reported).",
-			spec:   backupSpec(to),
-			observed: func() Observed {
-				o := inClusterReady(to, newJobs)
-				o.Backups[backup] = BackupObserved{Phase: backupCompleted}
-				return o
-			}(),
+			reason:  "Once every component runs the new version the Backup stays composed (its status still reported).",
+			spec:    backupSpec(to),
+			running: to, jobs: newJobs, seen: &BackupObserved{Phase: backupCompleted},
 			want: want{
 				backup: true, migrations: true, reason: ReasonRunning, server: to,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupCompleted},
 			},
 		},
 		"BeforeUpgradeOff": {
-			reason:   "beforeUpgrade: false upgrades without a Backup.",
-			spec:     backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup.BeforeUpgrade = ptr.To(false) }),
-			observed: inClusterReady(from, nil),
-			want:     want{migrations: true, reason: ReasonRunning, server: from},
+			reason:  "beforeUpgrade: false upgrades without a Backup.",
+			spec:    backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup.BeforeUpgrade = ptr.To(false) }),
+			running: from,
+			want:    want{migrations: true, reason: ReasonRunning, server: from},
 		},
 		"FailedThenBeforeUpgradeOff": {
-			reason: "After a failed Backup, beforeUpgrade: false lets the upgrade go on; the Backup stays composed.",
-			spec:   backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup.BeforeUpgrade = ptr.To(false) }),
-			observed: func() Observed {
-				o := inClusterReady(from, nil)
-				o.Backups[backup] = BackupObserved{Phase: backupFailed}
-				return o
-			}(),
+			reason:  "After a failed Backup, beforeUpgrade: false lets the upgrade go on; the Backup stays composed.",
+			spec:    backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup.BeforeUpgrade = ptr.To(false) }),
+			running: from, seen: &BackupObserved{Phase: backupFailed},
 			want: want{
 				backup: true, migrations: true, reason: ReasonRunning, server: from,
 				status: &v1alpha1.BackupRun{Name: backup, Phase: backupFailed},
 			},
 		},
 		"NoBackups": {
-			reason:   "Without spec.postgres.backup an upgrade migrates at once, as before.",
-			spec:     backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup = nil }),
-			observed: inClusterReady(from, nil),
-			want:     want{migrations: true, reason: ReasonRunning, server: from},
+			reason:  "Without spec.postgres.backup an upgrade migrates at once, as before.",
+			spec:    backupSpec(to, func(s *v1alpha1.ArmadaSpec) { s.Postgres.Backup = nil }),
+			running: from,
+			want:    want{migrations: true, reason: ReasonRunning, server: from},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out := render(t, tc.spec, tc.observed)
+			observed := inClusterReady(tc.running, tc.jobs)
+			if tc.seen != nil {
+				observed.Backups[backup] = *tc.seen
+			}
+			if len(tc.reported) > 0 {
+				observed = observed.WithStatus(tc.reported[0], tc.reported[1:]...)
+			}
+			out := render(t, tc.spec, observed)
 			got := want{backup: find(out, key) != nil, migrations: find(out, "migrate-lookout-"+versionSuffix(to)+"-") != nil}
 			for _, c := range out.Conditions {
 				if c.Type == ConditionMigrations {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 func rawConfig(t *testing.T, v map[string]any) *runtime.RawExtension {
@@ -108,7 +109,7 @@ func TestConfigOverrideKeys(t *testing.T) {
 // version and checks Armada's component reads every key the function
 // composes. A setting that needs a newer Armada is refused instead.
 func TestComposedConfigKeys(t *testing.T) {
-	paths, err := filepath.Glob("../../examples/*.yaml")
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}

@@ -2,23 +2,23 @@ package armada
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	yamlfile "github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/structenc"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestConfigsEncodeAsSigsYAML checks that every config generated for every
 // example is written by structenc's one-pass encoder, byte for byte as
 // sigs.k8s.io/yaml writes it.
 func TestConfigsEncodeAsSigsYAML(t *testing.T) {
-	paths, err := filepath.Glob("../../examples/*.yaml")
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
@@ -67,25 +67,22 @@ func TestConfigsEncodeAsSigsYAML(t *testing.T) {
 // exampleSpecs reads the ArmadaClaims' specs in an example file.
 func exampleSpecs(t *testing.T, path string) []v1alpha1.ArmadaSpec {
 	t.Helper()
-	b, err := os.ReadFile(path) //nolint:gosec // Test fixture.
+	objs, err := yamlfile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var specs []v1alpha1.ArmadaSpec
-	for doc := range strings.SplitSeq(string(b), "\n---") {
+	for _, u := range objs {
 		// Other kinds' specs (an ArmadaTenancyPolicy's) are not decoded.
-		var claim struct {
-			Kind string          `json:"kind"`
-			Spec json.RawMessage `json:"spec"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &claim); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if claim.Kind != "ArmadaClaim" {
+		if u.GetKind() != "ArmadaClaim" {
 			continue
 		}
+		b, err := json.Marshal(u.Object["spec"])
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
 		var spec v1alpha1.ArmadaSpec
-		if err := json.Unmarshal(claim.Spec, &spec); err != nil {
+		if err := json.Unmarshal(b, &spec); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		specs = append(specs, spec)
@@ -96,7 +93,7 @@ func exampleSpecs(t *testing.T, path string) []v1alpha1.ArmadaSpec {
 // BenchmarkConfigYAML writes every config of the production example, with
 // structenc and with sigs.k8s.io/yaml.
 func BenchmarkConfigYAML(b *testing.B) {
-	spec := exampleSpecs(&testing.T{}, "../../examples/production.yaml")[0]
+	spec := exampleSpecs(&testing.T{}, testutil.Example("production.yaml"))[0]
 	in, errs := New(claimed(spec))
 	if len(errs) > 0 {
 		b.Fatal(errs)

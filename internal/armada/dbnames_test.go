@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestDatabaseNamesWithUnderscores: a database name may hold "_" (the
@@ -18,10 +20,10 @@ func TestDatabaseNamesWithUnderscores(t *testing.T) {
 		// dbName reads the database's own name from its object.
 		dbName func(u *unstructured.Unstructured) string
 	}{
-		"ProviderSQL": {example: "../../examples/all-external.yaml", dbName: func(u *unstructured.Unstructured) string {
+		"ProviderSQL": {example: testutil.Example("all-external.yaml"), dbName: func(u *unstructured.Unstructured) string {
 			return u.GetAnnotations()[annotationExternalName]
 		}},
-		"CloudNativePG": {example: "../../examples/all-in-cluster.yaml", dbName: func(u *unstructured.Unstructured) string {
+		"CloudNativePG": {example: testutil.Example("all-in-cluster.yaml"), dbName: func(u *unstructured.Unstructured) string {
 			n, _, _ := unstructured.NestedString(u.Object, "spec", "name")
 			return n
 		}},
@@ -51,7 +53,7 @@ func TestDatabaseNamesWithUnderscores(t *testing.T) {
 // TestDatabaseObjectNamesCollide: two database names that would name the
 // same object are refused, naming the field.
 func TestDatabaseObjectNamesCollide(t *testing.T) {
-	s := exampleSpecs(t, "../../examples/all-external.yaml")[0]
+	s := exampleSpecs(t, testutil.Example("all-external.yaml"))[0]
 	s.Postgres.Databases.Scheduler, s.Postgres.Databases.Lookout = "armada_", "armada_x"
 	_, errs := New(claimed(s))
 	if errs == nil || !strings.Contains(errs.ToAggregate().Error(), "spec.postgres.databases.lookout") {

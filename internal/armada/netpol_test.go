@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // converged renders a spec until everything it composes is there: each
@@ -345,7 +346,7 @@ func (w *netWorld) want(src, dst netEndpoint, port int32, proto corev1.Protocol)
 // exampleWorlds are the networks of every example claim.
 func exampleWorlds(t *testing.T) map[string]*netWorld {
 	t.Helper()
-	paths, err := filepath.Glob("../../examples/*.yaml")
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
@@ -408,7 +409,7 @@ func TestNetworkPoliciesAllowExactlyTheTable(t *testing.T) {
 // TestNetworkPoliciesSwitch checks NetworkPolicies are on by default and
 // spec.networkPolicies: false composes none.
 func TestNetworkPoliciesSwitch(t *testing.T) {
-	spec := exampleSpecs(t, "../../examples/minimal.yaml")[0]
+	spec := exampleSpecs(t, testutil.Example("minimal.yaml"))[0]
 	cases := map[string]struct {
 		reason string
 		set    *bool
@@ -445,7 +446,7 @@ func TestFlowTableDoc(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatalf("%s has no %q ... %q block", page, begin, end)
 	}
-	in, _ := converged(t, exampleSpecs(t, "../../examples/production.yaml")[0])
+	in, _ := converged(t, exampleSpecs(t, testutil.Example("production.yaml"))[0])
 	if diff := cmp.Diff(FlowTable(in), got); diff != "" {
 		t.Errorf("%s's flow table differs from FlowTable (-want +got):\n%s", page, diff)
 	}

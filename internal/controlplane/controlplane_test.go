@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 // TestStart brings a whole control plane up, uses each of its parts once and
@@ -44,7 +46,7 @@ func testStart(t *testing.T, o Options) {
 		t.Fatalf("cannot get XRD: %v", err)
 	}
 	for _, cond := range []string{"Established", "Offered"} {
-		if got := conditionStatus(xrd, cond); got != "True" {
+		if got, _ := manifest.ConditionOf(xrd, cond); got.Status != "True" {
 			t.Errorf("XRD condition %s: got %q, want True", cond, got)
 		}
 	}

@@ -204,8 +204,8 @@ func (c *ControlPlane) waitXRD(ctx context.Context, xrd *unstructured.Unstructur
 			return errors.Wrap(err, "cannot get XRD")
 		}
 		for _, t := range want {
-			if conditionStatus(u, t) != "True" {
-				return errors.Errorf("conditions %s", conditionSummary(u))
+			if c, _ := manifest.ConditionOf(u, t); c.Status != "True" {
+				return errors.Errorf("conditions %s", manifest.ConditionSummary(u))
 			}
 		}
 		return nil
@@ -238,42 +238,6 @@ func (c *ControlPlane) warningEvents(ctx context.Context, name string) string {
 		return "(none)"
 	}
 	return b.String()
-}
-
-// conditionStatus returns the status of an object's condition of type t.
-func conditionStatus(u *unstructured.Unstructured, t string) string {
-	for _, cond := range conditions(u) {
-		if cond["type"] == t {
-			s, _ := cond["status"].(string)
-			return s
-		}
-	}
-	return ""
-}
-
-// conditionSummary renders an object's conditions as type=status (reason).
-func conditionSummary(u *unstructured.Unstructured) string {
-	conds := conditions(u)
-	parts := make([]string, 0, len(conds))
-	for _, cond := range conds {
-		parts = append(parts, fmt.Sprintf("%v=%v (%v)", cond["type"], cond["status"], cond["reason"]))
-	}
-	if len(parts) == 0 {
-		return "(none)"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// conditions returns an object's status.conditions.
-func conditions(u *unstructured.Unstructured) []map[string]any {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	out := make([]map[string]any, 0, len(raw))
-	for _, ci := range raw {
-		if m, ok := ci.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // waitCRDsEstablished waits until every named CRD is Established.

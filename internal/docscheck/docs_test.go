@@ -1,11 +1,9 @@
 package docscheck
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
 	"github.com/armadaproject/armada-crossplane/internal/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -116,16 +112,12 @@ func TestDocsYAML(t *testing.T) {
 // objects returns the documents of a YAML block that belong to this
 // project's API groups.
 func objects(text string) ([]string, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
+	docs, err := manifest.Documents([]byte(text))
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, doc := range docs {
 		var head struct {
 			APIVersion string `json:"apiVersion"`
 		}
@@ -138,6 +130,7 @@ func objects(text string) ([]string, error) {
 			}
 		}
 	}
+	return out, nil
 }
 
 // TestDocsCommands runs every command block marked runnable ("```sh

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestRunFunctionPreUpgradeBackupFromStatus checks the XR's own status
@@ -37,7 +39,7 @@ func TestRunFunctionPreUpgradeBackupFromStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := exampleRequest(t, "../../examples/backups.yaml")
+			req := exampleRequest(t, testutil.Example("backups.yaml"))
 			xr := req.GetObserved().GetComposite().GetResource().AsMap()
 			xr["spec"].(map[string]any)["version"] = "0.22.8"
 			if tc.status != nil {

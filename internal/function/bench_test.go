@@ -16,10 +16,11 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // productionExample is the example the function's speed is measured on.
-const productionExample = "../../examples/production.yaml"
+var productionExample = testutil.Example("production.yaml")
 
 // codecCase is one request on the wire, and the response RunFunction
 // gives for it.

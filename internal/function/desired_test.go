@@ -18,6 +18,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/structenc"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestSetDesiredMatchesUnstructured checks that setDesired's one-pass
@@ -25,7 +26,7 @@ import (
 // and the SDK's helpers composes, for every example, with earlier pipeline
 // steps' resources and status kept.
 func TestSetDesiredMatchesUnstructured(t *testing.T) {
-	paths, err := filepath.Glob("../../examples/*.yaml")
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package function
 
 import (
 	"context"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -12,12 +11,13 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 const validXR = `{
@@ -378,15 +378,11 @@ func structJSON(t *testing.T, s *structpb.Struct) string {
 // exampleRequest builds a request for the XR of an example claim.
 func exampleRequest(tb testing.TB, path string) *fnv1.RunFunctionRequest {
 	tb.Helper()
-	b, err := os.ReadFile(path) //nolint:gosec // Test fixture.
+	docs, err := manifest.ReadDocs(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for doc := range strings.SplitSeq(string(b), "\n---") {
-		m := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			tb.Fatal(err)
-		}
+	for _, m := range docs {
 		switch m["kind"] {
 		case "ArmadaClaim":
 			meta := m["metadata"].(map[string]any)

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // patchedField matches a rejection that names a field under one of the
@@ -32,7 +34,7 @@ func patchedField(patch map[string]any) *regexp.Regexp {
 // merged in. It must never panic or return a Go error, and every rejection
 // must be a Fatal result that names a field under a patched key.
 func FuzzRunFunction(f *testing.F) {
-	all, err := filepath.Glob("../../examples/*.yaml")
+	all, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(all) == 0 {
 		f.Fatalf("cannot find examples: %v", err)
 	}

@@ -2,16 +2,17 @@ package function
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/structpb"
-	"sigs.k8s.io/yaml"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // testPolicies are the tenancy policies this package's tests run under:
@@ -45,16 +46,12 @@ func withPolicies(req *fnv1.RunFunctionRequest, policies ...string) *fnv1.RunFun
 // examplePolicies are examples/tenancy-policy.yaml's policies.
 func examplePolicies(tb testing.TB) *fnv1.Resources {
 	tb.Helper()
-	b, err := os.ReadFile("../../examples/tenancy-policy.yaml")
+	docs, err := manifest.ReadDocs(testutil.Example("tenancy-policy.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	rs := &fnv1.Resources{}
-	for doc := range strings.SplitSeq(string(b), "\n---") {
-		m := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			tb.Fatal(err)
-		}
+	for _, m := range docs {
 		s, err := structpb.NewStruct(m)
 		if err != nil {
 			tb.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/provider"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
@@ -194,12 +195,8 @@ func (c Claim) Condition(typ string) (status, reason, message string) {
 	if err != nil {
 		return "", "", err.Error()
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, x := range conds {
-		m, _ := x.(map[string]any)
-		if m["type"] == typ {
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
-		}
+	if c, ok := manifest.ConditionOf(u, typ); ok {
+		return c.Status, c.Reason, c.Message
 	}
 	return "", "", "no condition " + typ
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TB is what the job flow uses of a test: *testing.T satisfies it, and so
@@ -158,25 +159,8 @@ func FindRelease(ctx context.Context, version string) (podrun.Release, string, e
 // not nil, receives each new message.
 func WaitFor(t TB, limit time.Duration, what string, cond func() (bool, string), progress func(string)) time.Duration {
 	t.Helper()
-	start := time.Now()
-	last := ""
-	for time.Since(start) < limit {
-		ok, msg := cond()
-		if ok {
-			return time.Since(start)
-		}
-		if msg != last && progress != nil {
-			progress(msg)
-		}
-		last = msg
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%s: stopped: %s", what, last)
-		case <-time.After(time.Second):
-		}
-	}
-	t.Fatalf("%s: not after %s: %s", what, limit, last)
-	return 0
+	w := testutil.Wait{Timeout: limit, Interval: time.Second, Progress: progress, Context: t.Context()}
+	return w.Until(t, what, cond)
 }
 
 // RunnerState summarises what keeps the runner's pods from running.

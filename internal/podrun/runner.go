@@ -27,6 +27,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
 
@@ -332,13 +333,8 @@ func templateHash(w Workload) string {
 
 // jobComplete reports whether a Job has a Complete condition.
 func jobComplete(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Complete" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	c, _ := manifest.ConditionOf(u, "Complete")
+	return c.Status == "True"
 }
 
 // markHealthy writes the status the workload's controller would once its

@@ -3,7 +3,6 @@ package provider_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/provider"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // waitTimeout bounds each wait for the provider to act.
@@ -45,7 +45,7 @@ func startEnv(t *testing.T) *env {
 	t.Helper()
 	cp := controlplane.StartForTest(t, controlplane.Options{
 		KubernetesOnly: true,
-		ExtraCRDDirs:   []string{filepath.Join("..", "..", "package", "provider", "crds")},
+		ExtraCRDDirs:   []string{testutil.Path("package", "provider", "crds")},
 	})
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -166,26 +166,24 @@ func newQueue(ns, name string, p v1alpha1.QueueParameters) *v1alpha1.Queue {
 	return q
 }
 
+// poll is how the harness waits for the provider and the fake Armada.
+var poll = testutil.Wait{Timeout: waitTimeout, Interval: 100 * time.Millisecond}
+
 // waitFor polls until check passes on the Queue ns/name, failing the test
 // with check's last complaint on timeout.
 func (e *env) waitFor(ctx context.Context, t *testing.T, ns, name string, check func(q *v1alpha1.Queue, found bool) string) *v1alpha1.Queue {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		q := &v1alpha1.Queue{}
+	var q *v1alpha1.Queue
+	poll.Until(t, "Queue "+ns+"/"+name, func() (bool, string) {
+		q = &v1alpha1.Queue{}
 		err := e.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, q)
 		if err != nil && !kerrors.IsNotFound(err) {
 			t.Fatalf("cannot get Queue %s/%s: %v", ns, name, err)
 		}
 		why := check(q, err == nil)
-		if why == "" {
-			return q
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Queue %s/%s: after %s: %s", ns, name, waitTimeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return why == "", why
+	})
+	return q
 }
 
 // conditions checks the Queue's Ready and Synced conditions: status and
@@ -215,18 +213,10 @@ func gone(_ *v1alpha1.Queue, found bool) string {
 // waitArmada polls until check passes on Armada's queue name.
 func waitArmada(t *testing.T, s *armadatest.Server, name string, check func(q *armadaQueue, found bool) string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		q, ok := s.Queue(name)
-		why := check(q, ok)
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Armada queue %s: after %s: %s", name, waitTimeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, "Armada queue "+name, func() (bool, string) {
+		why := check(s.Queue(name))
+		return why == "", why
+	})
 }
 
 // update applies mutate to the latest Queue ns/name and updates it,

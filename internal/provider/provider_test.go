@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/armadaproject/armada/pkg/api"
 	"github.com/google/go-cmp/cmp"
@@ -234,19 +233,12 @@ func TestQueue(t *testing.T) {
 			t.Errorf("Armada has no queue named after the external name; it has %v", s.QueueNames())
 		}
 		// The ClusterProviderConfig counts its user.
-		deadline := time.Now().Add(waitTimeout)
-		for {
+		poll.Until(t, "ClusterProviderConfig "+ns+" to count 1 user", func() (bool, string) {
 			cpc := &v1alpha1.ClusterProviderConfig{}
 			if err := e.kube.Get(ctx, clientKey("", ns), cpc); err != nil {
 				t.Fatal(err)
 			}
-			if cpc.Status.Users == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("ClusterProviderConfig %s has %d users, want 1", ns, cpc.Status.Users)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return cpc.Status.Users == 1, fmt.Sprintf("%d users", cpc.Status.Users)
+		})
 	})
 }

@@ -2,17 +2,16 @@ package provider_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // testValidation checks that the real API server enforces the CRDs'
@@ -118,21 +117,20 @@ func testValidation(ctx context.Context, t *testing.T, e *env) {
 // examples/provider (dry run).
 func testExamples(ctx context.Context, t *testing.T, e *env) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "provider", "*.yaml"))
+	files, err := filepath.Glob(testutil.Example("provider", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("cannot find examples/provider/*.yaml: %v", err)
 	}
 	e.create(ctx, t, &corev1Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
 	for _, f := range files {
-		b, err := os.ReadFile(f) //nolint:gosec // The path is a glob of this repository's examples.
+		objs, err := manifest.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range strings.Split(string(b), "\n---\n") {
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-				t.Fatalf("%s document %d: %v", f, i, err)
-			}
+		if len(objs) == 0 {
+			t.Errorf("%s holds no objects", filepath.Base(f))
+		}
+		for i, u := range objs {
 			if err := e.kube.Create(ctx, u, client.DryRunAll); err != nil {
 				t.Errorf("%s document %d (%s %s): %v", filepath.Base(f), i, u.GetKind(), u.GetName(), err)
 			}

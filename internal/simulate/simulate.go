@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 // HealthyStatus returns the status a healthy cluster reports for obj, and
@@ -90,13 +92,8 @@ const keyLTT = "lastTransitionTime"
 var managedKinds = map[string]bool{"Object": true, "Release": true, "Database": true}
 
 func complete(obj *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Complete" && m["status"] == condTrue {
-			return true
-		}
-	}
-	return false
+	c, _ := manifest.ConditionOf(obj, "Complete")
+	return c.Status == condTrue
 }
 
 // condition is a True condition of a type, with a reason if not empty, the

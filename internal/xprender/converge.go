@@ -13,6 +13,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
 
@@ -44,7 +45,7 @@ func (t Tools) Converge(ctx context.Context, opt RenderOptions, maxSteps int) ([
 		if err != nil {
 			return steps, errors.Wrapf(err, "cannot render step %d", i+1)
 		}
-		docs, err := SplitDocs(out)
+		docs, err := manifest.Split(out)
 		if err != nil {
 			return steps, err
 		}

@@ -80,30 +80,6 @@ func Serve(fn fnv1.FunctionRunnerServiceServer) (string, func(), error) {
 	return lis.Addr().String(), srv.Stop, nil
 }
 
-// ReadDocs splits a YAML file into documents.
-func ReadDocs(path string) ([]map[string]any, error) {
-	b, err := os.ReadFile(path) //nolint:gosec // Paths come from the caller.
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot read %s", path)
-	}
-	return SplitDocs(b)
-}
-
-// SplitDocs splits a YAML stream into non-empty documents.
-func SplitDocs(b []byte) ([]map[string]any, error) {
-	var out []map[string]any
-	for i, doc := range bytes.Split(b, []byte("\n---")) {
-		m := map[string]any{}
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			return nil, errors.Wrapf(err, "cannot decode YAML document %d", i)
-		}
-		if len(m) > 0 {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
 // ClaimToXR turns the ArmadaClaim in docs into the XArmada Crossplane would
 // create for it: same spec, the claim's name, and the claim labels. A
 // namespaced Armada or ArmadaQueue has no claim: it is its own XR.

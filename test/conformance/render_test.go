@@ -1,9 +1,6 @@
 package conformance
 
 import (
-	"bufio"
-	"bytes"
-	"io"
 	"maps"
 	"os"
 	"strings"
@@ -13,11 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
@@ -42,8 +38,8 @@ type workload = podrun.Workload
 
 // parseRender splits a YAML stream into the XR and the composed objects.
 // render.crossplane.io documents (Results, Context) are dropped.
-func parseRender(r io.Reader) (*render, error) {
-	docs, err := yamlDocs(r)
+func parseRender(b []byte) (*render, error) {
+	docs, err := manifest.Split(b)
 	if err != nil {
 		return nil, err
 	}
@@ -72,39 +68,13 @@ func parseRender(r io.Reader) (*render, error) {
 	return out, nil
 }
 
-// yamlDocs reads a YAML stream's non-empty documents.
-func yamlDocs(r io.Reader) ([]map[string]any, error) {
-	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	var out []map[string]any
-	for {
-		doc, err := yr.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, errors.Wrap(err, "cannot read YAML document")
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, errors.Wrap(err, "cannot parse YAML document")
-		}
-		if len(obj) > 0 {
-			out = append(out, obj)
-		}
-	}
-}
-
 // loadRender parses a render output file.
 func loadRender(file string) (*render, error) {
-	f, err := os.Open(file) //nolint:gosec // The test's own input files.
+	b, err := os.ReadFile(file) //nolint:gosec // The test's own input files.
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot open render output")
+		return nil, errors.Wrap(err, "cannot read render output")
 	}
-	defer func() { _ = f.Close() }()
-	r, err := parseRender(f)
+	r, err := parseRender(b)
 	return r, errors.Wrapf(err, "cannot parse %s", file)
 }
 

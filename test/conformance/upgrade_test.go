@@ -9,15 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
-)
-
-const (
-	repoRoot       = "../.."
-	upgradeExample = repoRoot + "/examples/minimal.yaml"
 )
 
 // addedColumns are the columns a scheduler migration adds, by the schema
@@ -61,7 +56,7 @@ func TestArmadaUpgrade(t *testing.T) {
 		t.Fatalf("the version table has %d release; an upgrade needs two", len(armada.Releases))
 	}
 	tools, addr := xprender.ServeForTest(t, "upgrade-test-key")
-	docs, err := xprender.ReadDocs(upgradeExample)
+	docs, err := manifest.ReadDocs(testutil.Example("minimal.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +66,7 @@ func TestArmadaUpgrade(t *testing.T) {
 	}
 	u := &upgrade{
 		tools:    tools,
-		opt:      xprender.RenderOptions{XR: xr, Composition: repoRoot + "/package/xarmada/composition.yaml", XRD: repoRoot + "/package/xarmada/definition.yaml", FunctionAddress: addr},
+		opt:      xprender.RenderOptions{XR: xr, Composition: testutil.Path("package", "xarmada", "composition.yaml"), XRD: testutil.Path("package", "xarmada", "definition.yaml"), FunctionAddress: addr},
 		observed: t.TempDir(),
 		free:     (&ports{t: t}).Free,
 	}
@@ -82,7 +77,7 @@ func TestArmadaUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := parseRender(strings.NewReader(string(first)))
+	r, err := parseRender(first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +145,11 @@ func (u *upgrade) render(t *testing.T) *render {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := parseRender(strings.NewReader(string(out)))
+	r, err := parseRender(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := xprender.SplitDocs(out)
+	docs, err := manifest.Split(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +205,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if jobs != len(rel.Schema) {
 		t.Fatalf("Armada %s: the render has %d migration Jobs, want one per database (%d)", v, jobs, len(rel.Schema))
 	}
-	if c := xrCondition(r, armada.ConditionMigrations); c["status"] != "False" {
+	if c, _ := manifest.ConditionOf(r.XR, armada.ConditionMigrations); c.Status != "False" {
 		t.Errorf("Armada %s: before its migrations ran, %s = %v, want False", v, armada.ConditionMigrations, c)
 	}
 
@@ -236,7 +231,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 			t.Errorf("Armada %s: after its migrations completed, %s still runs %s", v, rn.ID(), rn.Inv.Tag)
 		}
 	}
-	if c := xrCondition(r, armada.ConditionMigrations); c["status"] != "True" {
+	if c, _ := manifest.ConditionOf(r.XR, armada.ConditionMigrations); c.Status != "True" {
 		t.Errorf("Armada %s: after its migrations ran, %s = %v, want True", v, armada.ConditionMigrations, c)
 	}
 
@@ -299,15 +294,4 @@ func (u *upgrade) checkSchema(t *testing.T, rel armada.Release, runs []*run) {
 			}
 		}
 	}
-}
-
-// xrCondition is one of the rendered XR's status conditions.
-func xrCondition(r *render, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(r.XR.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return map[string]any{"type": typ, "status": "absent"}
 }

@@ -400,7 +400,7 @@ func TestUpgrade(t *testing.T) {
 	c = get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
 	_ = unstructured.SetNestedField(c.Object, "0.22.6", "spec", "version")
 	c.SetManagedFields(nil)
-	err := kube().Patch(context.Background(), c, client.Apply, fieldOwner, client.ForceOwnership) //nolint:staticcheck // See apply.
+	err := kube().Patch(context.Background(), c, client.Apply, fieldOwner, client.ForceOwnership) //nolint:staticcheck // See testutil.Apply.
 	if err == nil || !strings.Contains(err.Error(), "spec.version cannot be downgraded") {
 		t.Errorf("downgrade: got %v, want a refusal naming spec.version", err)
 	}
@@ -416,7 +416,7 @@ func TestInvalidClaims(t *testing.T) {
 	bad := claim.DeepCopy()
 	_ = unstructured.SetNestedSlice(bad.Object, []any{map[string]any{"clusterId": "c1", "pool": "gpu"}}, "spec", "executors")
 	bad.SetManagedFields(nil)
-	err := kube().Patch(context.Background(), bad, client.Apply, fieldOwner, client.ForceOwnership) //nolint:staticcheck // See apply.
+	err := kube().Patch(context.Background(), bad, client.Apply, fieldOwner, client.ForceOwnership) //nolint:staticcheck // See testutil.Apply.
 	if err == nil || !strings.Contains(err.Error(), "spec.executors[].pool must name a pool") {
 		t.Errorf("executor in an unknown pool: got %v, want the XRD's CEL rule", err)
 	}

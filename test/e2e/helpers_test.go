@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -18,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 const (
@@ -36,7 +36,7 @@ func kube() client.Client { return cp.Client() }
 // to ns so examples can run side by side.
 func exampleDocs(t *testing.T, name, ns string) []*unstructured.Unstructured {
 	t.Helper()
-	docs, err := xprender.ReadDocs(filepath.Join("..", "..", "examples", name+".yaml"))
+	docs, err := manifest.ReadDocs(testutil.Example(name + ".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +90,7 @@ func namespace(t *testing.T, name string) {
 // but do not contain (as a user would have created them).
 func apply(t *testing.T, objs ...*unstructured.Unstructured) {
 	t.Helper()
-	for _, o := range objs {
-		o = o.DeepCopy()
-		o.SetManagedFields(nil)
-		o.SetResourceVersion("")
-		if err := kube().Patch(context.Background(), o, client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
-			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	testutil.Apply(context.Background(), t, kube(), fieldOwner, objs...)
 }
 
 // userSecrets creates the Secrets an example's claim references.
@@ -121,32 +114,13 @@ func userSecrets(t *testing.T, claim *unstructured.Unstructured) {
 // get fetches an object, or returns nil if it does not exist.
 func get(t *testing.T, apiVersion, kind, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
-	if kerrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("cannot get %s %s/%s: %v", kind, ns, name, err)
-	}
-	return u
+	return testutil.Get(context.Background(), t, kube(), apiVersion, kind, ns, name)
 }
 
 // condition returns a condition's status, reason and message.
 func condition(u *unstructured.Unstructured, typ string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return s, r, msg
-		}
-	}
-	return "", "", ""
+	c, _ := manifest.ConditionOf(u, typ)
+	return c.Status, c.Reason, c.Message
 }
 
 // waitFor polls cond until it is true, failing the test with cond's last
@@ -160,18 +134,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) time.Duratio
 // single Armada converging.
 func waitWithin(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) time.Duration {
 	t.Helper()
-	start := time.Now()
-	last := ""
-	for time.Since(start) < limit {
-		ok, msg := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = msg
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last: %s\n%s", limit, what, last, cp.LogTails(30))
-	return 0
+	return testutil.Wait{Timeout: limit, Logs: func() string { return cp.LogTails(30) }}.Until(t, what, cond)
 }
 
 // claimCondition waits until the claim has a condition with a status.

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,8 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 const (
@@ -233,7 +233,7 @@ func connectWorkers(t *testing.T, ws []*worker) {
 // namespace renamed to multiNS.
 func multiClusterDocs(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	docs, err := xprender.ReadDocs(filepath.Join("..", "..", "examples", "multi-cluster.yaml"))
+	docs, err := manifest.ReadDocs(testutil.Example("multi-cluster.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestNetworkPoliciesAdmitted renders every example claim and has the real
@@ -22,13 +23,13 @@ import (
 func TestNetworkPoliciesAdmitted(t *testing.T) {
 	const ns = "e2e-netpol"
 	namespace(t, ns)
-	paths, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
 	claims := 0
 	for _, path := range paths {
-		docs, err := xprender.ReadDocs(path)
+		docs, err := manifest.ReadDocs(path)
 		if err != nil {
 			t.Fatal(err)
 		}

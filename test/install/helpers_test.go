@@ -1,9 +1,6 @@
 package install
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -15,9 +12,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
 )
 
@@ -90,67 +87,34 @@ func imageConfig(name, prefix, host string) *unstructured.Unstructured {
 	}}
 }
 
-// get fetches a cluster-scoped object; ok is false if it does not exist.
-func get(ctx context.Context, c client.Client, apiVersion, kind, name string) (*unstructured.Unstructured, bool) {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	err := c.Get(ctx, types.NamespacedName{Name: name}, u)
-	return u, err == nil
-}
-
 // conditions renders an object's conditions as Type=Status (Reason), the
 // form the expectations below use.
 func conditions(u *unstructured.Unstructured) map[string]string {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	out := map[string]string{}
-	for _, ci := range raw {
-		m, ok := ci.(map[string]any)
-		if !ok {
-			continue
-		}
-		out[fmt.Sprint(m["type"])] = fmt.Sprintf("%v (%v)", m["status"], m["reason"])
+	for _, c := range manifest.Conditions(u) {
+		out[c.Type] = c.Status + " (" + c.Reason + ")"
 	}
 	return out
 }
 
-// messages renders an object's condition messages, for failures.
+// messages renders an object's conditions with their messages, for
+// failures.
 func messages(u *unstructured.Unstructured) string {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	var b bytes.Buffer
-	for _, ci := range raw {
-		if m, ok := ci.(map[string]any); ok {
-			fmt.Fprintf(&b, "  %v=%v (%v): %v\n", m["type"], m["status"], m["reason"], m["message"])
-		}
-	}
-	return b.String()
+	return "  " + manifest.ConditionSummary(u) + "\n"
 }
 
 // message returns the message of an object's condition of type typ.
 func message(u *unstructured.Unstructured, typ string) string {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, ci := range raw {
-		if m, ok := ci.(map[string]any); ok && m["type"] == typ {
-			s, _ := m["message"].(string)
-			return s
-		}
-	}
-	return ""
+	c, _ := manifest.ConditionOf(u, typ)
+	return c.Message
 }
 
-// waitFor polls cond until it holds, failing the test with its last report
-// after installTimeout.
+// wait bounds each wait for Crossplane's package manager.
+var wait = testutil.Wait{Timeout: installTimeout}
+
+// waitFor polls cond until it holds, logging how long that took, and
+// fails the test with its last report after installTimeout.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < installTimeout {
-		var ok bool
-		if ok, last = cond(); ok {
-			t.Logf("%s after %.1fs", what, time.Since(start).Seconds())
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last state:\n%s", installTimeout, what, last)
+	t.Logf("%s after %.1fs", what, wait.Until(t, what, cond).Seconds())
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
 )
 
@@ -212,7 +213,7 @@ func upgrade(t *testing.T, kube client.Client, cliPath, host string, cfg xpkg.Bu
 	setPackage(t, kube, "Configuration", cfg.Name, lookup(t, res, cfg.Name).Ref)
 	stale := "is incompatible with constraint " + upgradeVersion
 	waitFor(t, "the Configuration to refuse the older Function", func() (bool, string) {
-		u, _ := get(t.Context(), kube, pkgV1, "Configuration", cfg.Name)
+		u, _ := testutil.Lookup(t.Context(), kube, pkgV1, "Configuration", "", cfg.Name)
 		return strings.Contains(message(u, "Healthy"), stale), messages(u)
 	})
 	setPackage(t, kube, "Function", fnName, lookup(t, res, "function-armada").Ref)
@@ -224,7 +225,7 @@ func upgrade(t *testing.T, kube client.Client, cliPath, host string, cfg xpkg.Bu
 		setPackage(t, kube, "Provider", pName, b.Ref)
 	}
 	waitFor(t, "the upgraded Configuration to be Healthy", func() (bool, string) {
-		u, _ := get(t.Context(), kube, pkgV1, "Configuration", cfg.Name)
+		u, _ := testutil.Lookup(t.Context(), kube, pkgV1, "Configuration", "", cfg.Name)
 		l := &unstructured.UnstructuredList{}
 		l.SetAPIVersion(pkgV1)
 		l.SetKind("ConfigurationRevisionList")
@@ -271,8 +272,11 @@ func uninstall(t *testing.T, kube client.Client, deps []dependency) {
 	del(pkgV1, "Configuration", "configuration-armada")
 	for _, kind := range []string{"CompositeResourceDefinition", "Composition"} {
 		waitFor(t, kind+" "+xrdName+" to be deleted", func() (bool, string) {
-			_, ok := get(t.Context(), kube, extV1, kind, xrdName)
-			return !ok, "still exists"
+			u, err := testutil.Lookup(t.Context(), kube, extV1, kind, "", xrdName)
+			if err != nil {
+				return false, err.Error()
+			}
+			return u == nil, "still exists"
 		})
 	}
 	for _, d := range deps {
@@ -311,11 +315,11 @@ func summary(t *testing.T, kube client.Client) string {
 // only revision of that package.
 func find(ctx context.Context, kube client.Client, apiVersion, kind, name, revisionOf string) (*unstructured.Unstructured, error) {
 	if revisionOf == "" {
-		u, ok := get(ctx, kube, apiVersion, kind, name)
-		if !ok {
-			return nil, fmt.Errorf("%s %s does not exist", kind, name)
+		u, err := testutil.Lookup(ctx, kube, apiVersion, kind, "", name)
+		if err == nil && u == nil {
+			err = fmt.Errorf("%s %s does not exist", kind, name)
 		}
-		return u, nil
+		return u, err
 	}
 	l := &unstructured.UnstructuredList{}
 	l.SetAPIVersion(apiVersion)

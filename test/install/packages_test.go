@@ -16,10 +16,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/image"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/xpkg"
 )
@@ -62,20 +62,11 @@ func imageFile(t *testing.T, img v1.Image, path string) []byte {
 // stream Crossplane's package manager parses.
 func packageObjects(t *testing.T, img v1.Image) []*unstructured.Unstructured {
 	t.Helper()
-	d := kyaml.NewYAMLOrJSONDecoder(bytes.NewReader(imageFile(t, img, "package.yaml")), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs
-			}
-			t.Fatalf("cannot decode package.yaml: %v", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
+	objs, err := manifest.Parse(imageFile(t, img, "package.yaml"))
+	if err != nil {
+		t.Fatalf("cannot decode package.yaml: %v", err)
 	}
+	return objs
 }
 
 // kindName is how the tests name an object of a package.

@@ -3,7 +3,6 @@ package jobflow
 import (
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // composeOptions say what compose brings up.
@@ -110,7 +110,7 @@ func compose(t testing.TB, o composeOptions) *flow {
 	// composed executor's and binoculars' bindings refer to its
 	// ClusterRoles, and every pod reaches the API server with its own
 	// ServiceAccount's token only.
-	rbac, err := manifest.ReadDir(filepath.Join("..", "..", "cluster", "rbac"))
+	rbac, err := manifest.ReadDir(testutil.Path("cluster", "rbac"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +158,9 @@ func compose(t testing.TB, o composeOptions) *flow {
 	// The clusterId the claim names for its first executor: Lookout and
 	// the scheduler's database must show runs there (not read back from
 	// the composed config, so a wrong composition cannot agree with itself).
-	f.clusterID = firstClusterID(f.manifest)
-	seen := f.waitExecutors(t)
+	es := executorsOf(f.manifest)
+	f.clusterID = es[0].clusterID
+	seen := f.waitExecutors(t, es)
 
 	if err := jobflow.RunProvider(ctx, f.cp.RESTConfig(), f.be.Names, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
@@ -186,23 +187,15 @@ func (f *flow) workerState() string {
 }
 
 // waitExecutors waits until the scheduler's database holds every executor
-// of the claim, each with the clusterId its composed config names (read
+// es of the claim, each with the clusterId its composed config names (read
 // in its own cluster), and returns when the last was seen.
-func (f *flow) waitExecutors(t testing.TB) time.Time {
+func (f *flow) waitExecutors(t testing.TB, es []claimExecutor) time.Time {
 	t.Helper()
-	c := f.cp.Client()
-	es, _, _ := unstructured.NestedSlice(f.manifest.Object, "spec", "executors")
 	names := map[string]client.Client{}
-	if len(es) == 0 {
-		// The executor a claim without spec.executors gets.
-		names[localExecutor] = c
-	}
 	for _, e := range es {
-		m, _ := e.(map[string]any)
-		id, _ := m["clusterId"].(string)
-		names[id] = c
-		if _, remote := m["cluster"]; remote {
-			names[id] = f.worker.Client()
+		names[e.clusterID] = f.cp.Client()
+		if e.remote {
+			names[e.clusterID] = f.worker.Client()
 		}
 	}
 	var seen time.Time
@@ -252,21 +245,30 @@ func secret(namespace, name, key, value string) *unstructured.Unstructured {
 // apply server-side applies objects.
 func apply(t testing.TB, c client.Client, objs ...*unstructured.Unstructured) {
 	t.Helper()
-	for _, o := range objs {
-		if err := c.Patch(t.Context(), o.DeepCopy(), client.Apply, fieldOwner, client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply on unstructured is what we need here.
-			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	testutil.Apply(t.Context(), t, c, fieldOwner, objs...)
 }
 
-// firstClusterID is the clusterId of the claim's first executor as it
-// names it: spec.executors[0].clusterId.
-func firstClusterID(claim *unstructured.Unstructured) string {
+// claimExecutor is one of a claim's executors as the claim names it.
+type claimExecutor struct {
+	clusterID string
+	// remote is true for an executor in a worker cluster
+	// (spec.executors[].cluster).
+	remote bool
+}
+
+// executorsOf reads the claim's spec.executors, in order; a claim without
+// any gets the local executor.
+func executorsOf(claim *unstructured.Unstructured) []claimExecutor {
 	es, _, _ := unstructured.NestedSlice(claim.Object, "spec", "executors")
 	if len(es) == 0 {
-		return ""
+		return []claimExecutor{{clusterID: localExecutor}}
 	}
-	m, _ := es[0].(map[string]any)
-	id, _ := m["clusterId"].(string)
-	return id
+	out := make([]claimExecutor, 0, len(es))
+	for _, e := range es {
+		m, _ := e.(map[string]any)
+		id, _ := m["clusterId"].(string)
+		_, remote := m["cluster"]
+		out = append(out, claimExecutor{clusterID: id, remote: remote})
+	}
+	return out
 }

@@ -11,7 +11,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -51,7 +53,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := tools.Validate(ctx, append([]string{queueXRD, providerCRDs}, crds...), "-", withoutResults(out)); err != nil {
+	if v, err := tools.Validate(ctx, append([]string{queueXRD, providerCRDs}, crds...), "-", withoutResults(t, out)); err != nil {
 		t.Errorf("team queue render does not validate: %v", err)
 	} else {
 		t.Logf("validate: %s", lastLine(v))
@@ -104,7 +106,7 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources, err := withManifests(withoutResults(out))
+	resources, err := withManifests(withoutResults(t, out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func withPolicies(t *testing.T, target []byte) string {
 // itself.
 func exampleXR(t *testing.T, example string) map[string]any {
 	t.Helper()
-	docs, err := xprender.ReadDocs(filepath.Join(root, "examples", example))
+	docs, err := manifest.ReadDocs(testutil.Example(example))
 	if err != nil {
 		t.Fatal(err)
 	}

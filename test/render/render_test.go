@@ -3,11 +3,13 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +18,17 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+// tenancyPolicies are the platform's policies the examples run under,
+// passed as required resources (Crossplane fetches them on a cluster).
+var tenancyPolicies = testutil.Example("tenancy-policy.yaml")
 
 const (
 	root        = "../.."
@@ -31,9 +39,6 @@ const (
 	nsXRD         = root + "/package/xarmada/namespaced-definition.yaml"
 	// provider-armada's CRDs, for the Queues and ProviderConfig composed.
 	providerCRDs = root + "/package/provider/crds"
-	// tenancyPolicies are the platform's policies the examples run under,
-	// passed as required resources (Crossplane fetches them on a cluster).
-	tenancyPolicies = root + "/examples/tenancy-policy.yaml"
 	// maxSteps bounds how many reconciles an example may take to converge.
 	maxSteps = 5
 )
@@ -47,13 +52,13 @@ func setup(t *testing.T) (xprender.Tools, string) {
 
 func examples(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	paths, err := filepath.Glob(testutil.Example("*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("cannot find examples: %v", err)
 	}
 	var out []string
 	for _, p := range paths {
-		docs, err := xprender.ReadDocs(p)
+		docs, err := manifest.ReadDocs(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +138,7 @@ func converge(t *testing.T, tools xprender.Tools, crds []string, opt xprender.Re
 		checkScope(t, out, opt.XR)
 	}
 
-	resources, err := withManifests(withoutResults(out))
+	resources, err := withManifests(withoutResults(t, out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,23 +168,31 @@ func golden(t *testing.T, path string, got []byte) {
 }
 
 // withoutResults drops render's Result documents, which have no schema.
-func withoutResults(out []byte) []byte {
-	var keep []string
-	for doc := range strings.SplitSeq(string(out), "\n---") {
-		if strings.Contains(doc, "apiVersion: render.crossplane.io/") {
-			continue
-		}
-		keep = append(keep, doc)
+func withoutResults(t *testing.T, out []byte) []byte {
+	t.Helper()
+	docs, err := manifest.Documents(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return []byte(strings.Join(keep, "\n---"))
+	var keep [][]byte
+	for _, doc := range docs {
+		if !bytes.Contains(doc, []byte("apiVersion: render.crossplane.io/")) {
+			keep = append(keep, doc)
+		}
+	}
+	return manifest.Join(keep)
 }
 
 // withManifests appends the manifest every provider-kubernetes Object
 // wraps, so the wrapped objects (the CloudNativePG Cluster) are validated
 // against their own CRDs too.
 func withManifests(out []byte) ([]byte, error) {
-	docs := []string{string(out)}
-	for doc := range strings.SplitSeq(string(out), "\n---") {
+	docs, err := manifest.Documents(out)
+	if err != nil {
+		return nil, err
+	}
+	all := slices.Clone(docs)
+	for _, doc := range docs {
 		var o struct {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
@@ -189,7 +202,7 @@ func withManifests(out []byte) ([]byte, error) {
 				} `json:"forProvider"`
 			} `json:"spec"`
 		}
-		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+		if err := yaml.Unmarshal(doc, &o); err != nil {
 			return nil, err
 		}
 		if o.Kind != "Object" || !strings.HasPrefix(o.APIVersion, "kubernetes.m.crossplane.io/") {
@@ -199,9 +212,9 @@ func withManifests(out []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, string(b))
+		all = append(all, b)
 	}
-	return []byte(strings.Join(docs, "\n---\n")), nil
+	return manifest.Join(all), nil
 }
 
 func lastLine(b []byte) string {
@@ -219,7 +232,7 @@ var clusterScoped = map[string]bool{"PriorityClass": true, "ClusterRole": true, 
 // for the config spec.clusterScope names.
 func checkScope(t *testing.T, out []byte, xr map[string]any) {
 	t.Helper()
-	docs, err := xprender.SplitDocs(withoutResults(out))
+	docs, err := manifest.Split(withoutResults(t, out))
 	if err != nil {
 		t.Fatal(err)
 	}

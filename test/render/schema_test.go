@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/providers"
+	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -266,7 +267,7 @@ func TestExamplesValidate(t *testing.T) {
 		// examples/tenancy-policy.yaml's ArmadaTenancyPolicies.
 		filepath.Join(root, "cluster", "tenancy"),
 	}, crds...)
-	if out, err := tools.Validate(ctx, exts, filepath.Join(root, "examples"), nil); err != nil {
+	if out, err := tools.Validate(ctx, exts, testutil.Example(), nil); err != nil {
 		t.Errorf("examples do not validate: %v", err)
 	} else {
 		t.Logf("%s", lastLine(out))

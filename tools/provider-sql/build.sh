@@ -4,22 +4,11 @@
 # reusing the binary if it is already there. Its dependencies are pinned at
 # tools/crossplane's versions, so after the Crossplane builds it compiles
 # little more than provider-sql itself (under a minute of CPU; about 4.5
-# CPU-minutes alone). Its CRDs come from the same
-# module (package/crds), which the local control plane reads from the module
-# cache.
+# CPU-minutes alone). Its CRDs come from the same module (package/crds),
+# which the local control plane reads from the module cache.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")"
-source ../progress.sh
-version=$(pin github.com/crossplane-contrib/provider-sql)
-out="${PROVIDER_SQL_BIN:-$HOME/.cache/armada-crossplane/bin/provider-sql-${version}}"
-if [[ -x "${out}" ]]; then
-  echo "provider-sql ${version} is built: ${out}"
-  exit 0
-fi
-mkdir -p "$(dirname "${out}")"
-# Build into a temporary name and rename, so an interrupted build never
-# leaves a truncated binary that a later run would mistake for complete.
-GOFLAGS=-mod=mod gobuild "provider-sql ${version}" -ldflags "-s -w" -o "${out}.tmp" \
-  github.com/crossplane-contrib/provider-sql/cmd/provider
-mv "${out}.tmp" "${out}"
-echo "provider-sql ${version} ready: ${out}"
+here=$(dirname "${BASH_SOURCE[0]}")
+source "${here}/../progress.sh"
+version=$(pin github.com/crossplane-contrib/provider-sql "${here}/go.mod")
+exec "${here}/../build-tool.sh" "${here}" "${PROVIDER_SQL_BIN:-$HOME/.cache/armada-crossplane/bin/provider-sql-${version}}" \
+  github.com/crossplane-contrib/provider-sql/cmd/provider -ldflags "-s -w"

@@ -1,21 +1,11 @@
 #!/usr/bin/env bash
-# Builds versitygw v1.8.0 (github.com/versity/versitygw/cmd/versitygw) from
+# Builds versitygw (github.com/versity/versitygw/cmd/versitygw) (the version go.mod pins) from
 # this wrapper module into
-# ${VERSITYGW_BIN:-~/.cache/armada-crossplane/bin/versitygw-v1.8.0}, reusing
+# ${VERSITYGW_BIN:-~/.cache/armada-crossplane/bin/versitygw-VERSION}, reusing
 # the binary if it is already there.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")"
-version=v1.8.0
-out="${VERSITYGW_BIN:-$HOME/.cache/armada-crossplane/bin/versitygw-${version}}"
-start=${SECONDS}
-if [[ -x "${out}" ]]; then
-  echo "versitygw ${version} is built: ${out}"
-  exit 0
-fi
-mkdir -p "$(dirname "${out}")"
-echo "building versitygw ${version}... [$((SECONDS - start))s elapsed]"
-# Build into a temporary name and rename, so an interrupted build never
-# leaves a truncated binary that a later run would mistake for complete.
-GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${out}.tmp" github.com/versity/versitygw/cmd/versitygw
-mv "${out}.tmp" "${out}"
-echo "versitygw ${version} ready: ${out} [$((SECONDS - start))s elapsed]"
+here=$(dirname "${BASH_SOURCE[0]}")
+source "${here}/../progress.sh"
+version=$(pin github.com/versity/versitygw "${here}/go.mod")
+exec "${here}/../build-tool.sh" "${here}" "${VERSITYGW_BIN:-$HOME/.cache/armada-crossplane/bin/versitygw-${version}}" \
+  github.com/versity/versitygw/cmd/versitygw -ldflags "-s -w"

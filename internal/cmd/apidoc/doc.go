@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
 // A Kind is one documented kind: an XRD's composite (and claim) or a CRD.
@@ -65,16 +64,12 @@ type definition struct {
 
 // ParseKinds reads every XRD and CRD in a (multi-document) YAML file.
 func ParseKinds(b []byte, source string) ([]Kind, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	docs, err := manifest.Documents(b)
+	if err != nil {
+		return nil, err
+	}
 	var kinds []Kind
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return kinds, nil
-		}
-		if err != nil {
-			return nil, errors.Wrap(err, "cannot read YAML document")
-		}
+	for _, doc := range docs {
 		var d definition
 		if err := yaml.Unmarshal(doc, &d); err != nil {
 			return nil, errors.Wrap(err, "cannot decode definition")
@@ -96,6 +91,7 @@ func ParseKinds(b []byte, source string) ([]Kind, error) {
 			kinds = append(kinds, k)
 		}
 	}
+	return kinds, nil
 }
 
 // A Row documents one field.

@@ -19,6 +19,7 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 
 	fn "github.com/armadaproject/armada-crossplane/internal/function"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
@@ -54,7 +55,7 @@ func run(path, outFile string) error {
 		return err
 	}
 	defer stop()
-	docs, err := xprender.ReadDocs(path)
+	docs, err := manifest.ReadDocs(path)
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func run(path, outFile string) error {
 
 	final := steps[len(steps)-1]
 	printTree(final.Composed)
-	all, err := xprender.SplitDocs(final.Output)
+	all, err := manifest.Split(final.Output)
 	if err != nil {
 		return err
 	}

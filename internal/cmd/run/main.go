@@ -32,8 +32,8 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/simulate"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
 )
 
 const (
@@ -78,7 +78,7 @@ type runOptions struct {
 
 func run(ctx context.Context, o runOptions) error {
 	example, kubeconfig, healthy := o.example, o.kubeconfig, o.healthy
-	docs, err := xprender.ReadDocs(example)
+	docs, err := manifest.ReadDocs(example)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 		"package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml",
 		"package/xarmada/queue-definition.yaml", "package/xarmada/queue-composition.yaml",
 	} {
-		docs, err := xprender.ReadDocs(f)
+		docs, err := manifest.ReadDocs(f)
 		if err != nil {
 			return nil, err
 		}
@@ -288,10 +288,10 @@ func observe(ctx context.Context, c client.Client, claim *unstructured.Unstructu
 	} else if err != nil {
 		return nil, nil, "", errors.Wrap(err, "cannot get XR")
 	}
-	status, reason, message := condition(xr, "Synced")
+	synced, _ := manifest.ConditionOf(xr, "Synced")
 	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-	if status != statusTrue || len(raw) == 0 {
-		return nil, nil, fmt.Sprintf("XR Synced=%s %s %s", status, reason, message), nil
+	if synced.Status != statusTrue || len(raw) == 0 {
+		return nil, nil, fmt.Sprintf("XR Synced=%s %s %s", synced.Status, synced.Reason, synced.Message), nil
 	}
 	refs := make([]string, 0, len(raw))
 	for _, r := range raw {
@@ -306,19 +306,6 @@ func observe(ctx context.Context, c client.Client, claim *unstructured.Unstructu
 	return xr, refs, "", nil
 }
 
-func condition(u *unstructured.Unstructured, typ string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			status, _ = m["status"].(string)
-			reason, _ = m["reason"].(string)
-			message, _ = m["message"].(string)
-		}
-	}
-	return status, reason, message
-}
-
 // simulateHealthy reports Jobs complete and workloads available, as a
 // kubelet and the workload controllers would, until the claim is Ready.
 func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.Unstructured, ws []worker) (*unstructured.Unstructured, []string, error) {
@@ -330,7 +317,7 @@ func simulateHealthy(ctx context.Context, c client.Client, claim *unstructured.U
 			return nil, nil, err
 		}
 		if xr != nil {
-			if s, _, _ := condition(xr, "Ready"); s == statusTrue {
+			if c, _ := manifest.ConditionOf(xr, "Ready"); c.Status == statusTrue {
 				return xr, refs, nil
 			}
 			if err := simulate.MarkHealthy(ctx, c, simulate.RefsOf(xr)); err != nil {
