@@ -106,8 +106,8 @@ func TestTLSCertificates(t *testing.T) {
 		t.Fatal("no TLS Secret composed")
 	}
 	ca := certOf(t, data[tlsCAFile])
-	if !ca.IsCA || !ca.NotBefore.Equal(created) || !ca.NotAfter.Equal(created.Add(tlsValidity)) {
-		t.Errorf("CA: IsCA %t, valid %s to %s; want a CA valid from %s for %s", ca.IsCA, ca.NotBefore, ca.NotAfter, created, tlsValidity)
+	if !ca.IsCA || !ca.NotBefore.Equal(created) || !ca.NotAfter.Equal(created.Add(tlsCAValidity)) {
+		t.Errorf("CA: IsCA %t, valid %s to %s; want a CA valid from %s for %s", ca.IsCA, ca.NotBefore, ca.NotAfter, created, tlsCAValidity)
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)

@@ -36,6 +36,9 @@ type Function struct {
 	structs *structMemo
 	// now is the clock the not-ready backoff reads (backoff.go).
 	now func() time.Time
+	// certNow is the clock that picks the validity window of generated
+	// certificates; nil renders without one (see WithCertClock).
+	certNow func() time.Time
 }
 
 // Option configures a Function.
@@ -50,9 +53,16 @@ func WithPasswordKey(key []byte) Option { return func(f *Function) { f.key = key
 // remembers none, and every call converts every object.
 func WithMemoObjects(n int) Option { return func(f *Function) { f.structs = &structMemo{limit: n} } }
 
+// WithCertClock sets the clock that picks the validity window of
+// generated TLS certificates and tells when an observed one must be
+// renewed (time.Now without it). nil renders without a clock, as a render
+// of a manifest offline: certificates then do not depend on the date
+// (serving certificates last as long as the CA), which golden files need.
+func WithCertClock(now func() time.Time) Option { return func(f *Function) { f.certNow = now } }
+
 // New returns a Function.
 func New(log logging.Logger, opts ...Option) (*Function, error) {
-	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}, now: time.Now}
+	f := &Function{log: log, structs: &structMemo{limit: DefaultMemoObjects}, now: time.Now, certNow: time.Now}
 	for _, o := range opts {
 		o(f)
 	}
@@ -119,6 +129,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 				statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running")),
 		Rand:    armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 		Created: oxr.Resource.GetCreationTimestamp().Time,
+		Now:     f.certTime(),
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
@@ -300,4 +311,12 @@ func observedServices(xr map[string]any) map[string]v1alpha1.BackingServiceStatu
 		out[name] = st
 	}
 	return out
+}
+
+// certTime is the certificate clock's time, zero without one.
+func (f *Function) certTime() time.Time {
+	if f.certNow == nil {
+		return time.Time{}
+	}
+	return f.certNow()
 }
