@@ -1,10 +1,12 @@
 package armada
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"maps"
 	"math/big"
 	"slices"
 	"strings"
@@ -99,16 +101,9 @@ func TestTLSElevenYears(t *testing.T) {
 func TestTLSRenewal(t *testing.T) {
 	in, first := renderTLSAt(t, nil, tlsCreated)
 	observed := tlsData(first)
-	expired := map[string][]byte{}
-	for k, v := range observed {
-		expired[k] = v
-	}
 	// The server's certificate from another CA.
 	_, other := renderTLS(t, spec(withTLS), "other", nil, tlsCreated)
-	foreign := map[string][]byte{}
-	for k, v := range observed {
-		foreign[k] = v
-	}
+	foreign := maps.Clone(observed)
 	foreign["server.crt"], foreign["server.key"] = tlsData(other)["server.crt"], tlsData(other)["server.key"]
 	renewal := tlsCreated.Add(tlsLeafStep)
 	cases := map[string]struct {
@@ -155,7 +150,7 @@ func TestTLSRenewal(t *testing.T) {
 			data := tlsData(out)
 			renewed := []string{}
 			for _, k := range keysOf(data) {
-				if string(data[k]) != string(tc.observed[k]) {
+				if !bytes.Equal(data[k], tc.observed[k]) {
 					renewed = append(renewed, k)
 				}
 			}
@@ -201,7 +196,7 @@ func TestTLSWindowDeterministic(t *testing.T) {
 	if diff := cmp.Diff(tlsData(a), tlsData(b)); diff != "" {
 		t.Errorf("two renders in the same window differ (-a +b):\n%s", diff)
 	}
-	if string(tlsData(a)["server.crt"]) == string(tlsData(c)["server.crt"]) || string(tlsData(a)["server.key"]) == string(tlsData(c)["server.key"]) {
+	if bytes.Equal(tlsData(a)["server.crt"], tlsData(c)["server.crt"]) || bytes.Equal(tlsData(a)["server.key"], tlsData(c)["server.key"]) {
 		t.Error("the next window keeps the same serving certificate or key")
 	}
 	leaf := certOf(t, tlsData(c)["server.crt"])
@@ -244,8 +239,10 @@ func TestTLSNameConstraints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: tc.name}, DNSNames: []string{tc.name},
-				NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+			tmpl := &x509.Certificate{
+				SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: tc.name}, DNSNames: []string{tc.name},
+				NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			}
 			der, err := x509.CreateCertificate(nil, tmpl, ca, pub, caKey)
 			if err != nil {
 				t.Fatal(err)

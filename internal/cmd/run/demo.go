@@ -206,9 +206,10 @@ Carry on by hand while this runs:
   export KUBECONFIG=%s
   %s submit %s        # armadactl as %s, dialling %s with the composed CA
   %s watch %s %s --raw
-  Lookout: %s (its API from this machine: curl -u %s:<password> -H 'Content-Type: application/json' -d '{"take":10}' %s/api/v1/jobs; password in Secret %s/%s-credentials)
+  Lookout: %s (password in Secret %s/%s-credentials); its API from this machine:
+    curl -u %s:<password> -H 'Content-Type: application/json' -d '{"take":10}' %s/api/v1/jobs
 `, o.cp.Kubeconfig(), script, filepath.Join(a.Dir, demoJobSet+".yaml"), demoUser, a.Server,
-		script, queue, demoJobSet, lookoutURL, demoUser, reach, o.claim.GetNamespace(), o.claim.GetName())
+		script, queue, demoJobSet, lookoutURL, o.claim.GetNamespace(), o.claim.GetName(), demoUser, reach)
 }
 
 // backends starts PostgreSQL, Redis and Pulsar at the addresses the claim
