@@ -594,6 +594,20 @@ type ArmadaStatus struct {
 	// spec.postgres.backup is set.
 	// +optional
 	Backup *PostgresBackupStatus `json:"backup,omitempty"`
+	// TLS reports when the generated certificates expire, when spec.tls
+	// is on without spec.tls.issuerRef.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+}
+
+// TLSStatus reports the expiry of the generated CA and certificates. The
+// function renews a certificate once two thirds of its life have passed,
+// so notAfter in the past means renewal is not happening.
+type TLSStatus struct {
+	// NotAfter is when the first generated serving certificate expires.
+	NotAfter metav1.Time `json:"notAfter"`
+	// CANotAfter is when the generated CA expires.
+	CANotAfter metav1.Time `json:"caNotAfter"`
 }
 
 // ExecutorStatus is one executor's state.

@@ -21,7 +21,7 @@ func withIssuer(ref v1alpha1.IssuerRef) func(*v1alpha1.ArmadaSpec) {
 func certReady(t *testing.T, s v1alpha1.ArmadaSpec, rev int64) Observed {
 	t.Helper()
 	o := Observed{Jobs: migrated(t, s), Ready: map[string]bool{}, CertRevisions: map[string]int64{}}
-	for _, c := range []string{"server", "scheduler"} {
+	for _, c := range []string{"server", "scheduler", "lookout"} {
 		o.Ready[certificateKey(c)] = true
 		o.CertRevisions[certificateKey(c)] = rev
 	}
@@ -123,10 +123,11 @@ func TestCertManagerWiring(t *testing.T) {
 		reason string
 		want   want
 	}{
-		"server":         {"The server mounts its own Certificate's Secret and trusts its CA.", want{"armada-server-tls", all, "/etc/armada/tls/ca.crt"}},
-		"scheduler":      {"The scheduler mounts its own Certificate's Secret and trusts its CA.", want{"armada-scheduler-tls", all, "/etc/armada/tls/ca.crt"}},
-		"executor-local": {"The executor mounts only the CA of the scheduler it dials.", want{"armada-scheduler-tls", map[string]string{"ca.crt": "ca.crt"}, "/etc/armada/tls/ca.crt"}},
-		"lookout":        {"Lookout neither serves TLS nor dials a TLS server.", want{}},
+		"server":           {"The server mounts its own Certificate's Secret and trusts its CA.", want{"armada-server-tls", all, "/etc/armada/tls/ca.crt"}},
+		"scheduler":        {"The scheduler mounts its own Certificate's Secret and trusts its CA.", want{"armada-scheduler-tls", all, "/etc/armada/tls/ca.crt"}},
+		"executor-local":   {"The executor mounts only the CA of the scheduler it dials.", want{"armada-scheduler-tls", map[string]string{"ca.crt": "ca.crt"}, "/etc/armada/tls/ca.crt"}},
+		"lookout":          {"Lookout mounts its own Certificate's Secret; it dials no TLS server, so it has no SSL_CERT_FILE.", want{"armada-lookout-tls", all, ""}},
+		"lookout-ingester": {"The lookout ingester neither serves TLS nor dials a TLS server.", want{}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -164,7 +165,7 @@ func TestCertManagerReadiness(t *testing.T) {
 	s := spec(withIssuer(v1alpha1.IssuerRef{Name: "armada-ca"}))
 	running := func(o Observed) Observed {
 		o.Workloads = map[string]Workload{}
-		for _, n := range []string{"server", "scheduler", "executor-local"} {
+		for _, n := range []string{"server", "scheduler", "executor-local", "lookout"} {
 			o.Workloads[n] = Workload{Version: DefaultVersion, Ready: true}
 		}
 		return o
@@ -181,12 +182,13 @@ func TestCertManagerReadiness(t *testing.T) {
 		"NotObserved": {
 			reason:   "Before cert-manager reports the Certificates Ready, nothing that mounts them is created.",
 			observed: notReady,
-			composed: map[string]bool{"server": false, "scheduler": false, "executor-local": false, "lookout": true},
+			composed: map[string]bool{"server": false, "scheduler": false, "executor-local": false, "lookout": false, "lookout-ingester": true},
 			reasons: map[string]string{
-				"server":         "Waiting for the TLS Certificate armada-server-tls to become Ready",
-				"scheduler":      "Waiting for the TLS Certificate armada-scheduler-tls to become Ready",
-				"executor-local": "Waiting for the TLS Certificate armada-scheduler-tls to become Ready",
-				"lookout":        "Waiting for the workload to become available",
+				"server":           "Waiting for the TLS Certificate armada-server-tls to become Ready",
+				"scheduler":        "Waiting for the TLS Certificate armada-scheduler-tls to become Ready",
+				"executor-local":   "Waiting for the TLS Certificate armada-scheduler-tls to become Ready",
+				"lookout":          "Waiting for the TLS Certificate armada-lookout-tls to become Ready",
+				"lookout-ingester": "Waiting for the workload to become available",
 			},
 		},
 		"Ready": {
@@ -206,7 +208,7 @@ func TestCertManagerReadiness(t *testing.T) {
 				"server":         "Waiting for the TLS Certificate armada-server-tls to become Ready",
 				"scheduler":      "Waiting for the TLS Certificate armada-scheduler-tls to become Ready",
 				"executor-local": "Waiting for the TLS Certificate armada-scheduler-tls to become Ready",
-				"lookout":        "Waiting for the workload to become available",
+				"lookout":        "Waiting for the TLS Certificate armada-lookout-tls to become Ready",
 			},
 		},
 	}

@@ -115,14 +115,19 @@ type component struct {
 	// Metrics is the config key path of its metrics port, which differs
 	// per component (Armada v0.22.7's configuration structs).
 	Metrics []string
-	// TLS is the config key path of the TLS block of its gRPC server, if
-	// it serves TLS under spec.tls (Armada's server serves its HTTP port
-	// with the same certificate). Binoculars has the same block but its
-	// REST gateway dials its own gRPC port in plaintext (Armada v0.22.x,
-	// cmd/binoculars/main.go), so it is not given one.
+	// TLS is the config key path of its TLS block ({enabled, certPath,
+	// keyPath}), if it serves TLS under spec.tls: the gRPC server's for
+	// the server and scheduler (Armada's server serves its HTTP port with
+	// the same certificate), the API server's for lookout. Binoculars has
+	// a gRPC block too, but in Armada v0.22.x its HTTP port, which users
+	// and the Lookout UI call, is always plain HTTP and its REST gateway
+	// dials its own gRPC port in plaintext (cmd/binoculars/main.go:
+	// common.ServeHttp, CreateGatewayHandler(..., ssl=false)): turning
+	// the block on would break that API and still not encrypt it, so it
+	// is not given one (docs/guides/tls.md).
 	TLS []string
-	// TLSHTTP components serve their HTTP port with TLS when they serve
-	// gRPC with it.
+	// TLSHTTP components serve their HTTP port (and its /health) with
+	// TLS when they have a TLS block on.
 	TLSHTTP bool
 	// IngesterMetrics is the prefix of an ingester's metrics
 	// (internal/common/ingest/metrics); ingesters also get Pulsar's delay
@@ -175,6 +180,7 @@ var components = []component{
 		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort},
 		HTTP:    true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
+		TLS: []string{"tls"}, TLSHTTP: true,
 		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
 		Config:     lookoutConfig,
 		ConfigType: "internal/lookout/configuration.LookoutConfig",

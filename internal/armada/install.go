@@ -84,16 +84,23 @@ func (in *Install) Endpoints() v1alpha1.Endpoints {
 			Lookout: fmt.Sprintf("%s://%s", scheme, ing.LookoutHost),
 		}
 	}
-	rest := httpURL(in.serviceHost("server"), portHTTP)
-	if in.tlsOn() {
-		// The server serves its HTTP port with its gRPC certificate.
-		rest = "https" + strings.TrimPrefix(rest, "http")
-	}
 	return v1alpha1.Endpoints{
 		GRPC:    in.grpcAddress("server"),
-		REST:    rest,
-		Lookout: httpURL(in.serviceHost("lookout"), portHTTP),
+		REST:    in.serviceURL("server"),
+		Lookout: in.serviceURL("lookout"),
 	}
+}
+
+// serviceURL is the in-cluster URL of the HTTP port of the server or
+// Lookout, which serve it with TLS when spec.tls is on (their TLSHTTP
+// rows in components.go; the table is not read here, as the table's
+// configs read Endpoints).
+func (in *Install) serviceURL(component string) string {
+	u := httpURL(in.serviceHost(component), portHTTP)
+	if in.tlsOn() {
+		u = "https" + strings.TrimPrefix(u, "http")
+	}
+	return u
 }
 
 // httpURL is a plain-HTTP URL of a host and port.

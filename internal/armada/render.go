@@ -80,9 +80,16 @@ type Options struct {
 	// renders (see NewTLSMemo); without it every render issues and parses
 	// them again, with the same result.
 	TLSMemo *TLSMemo
-	// Created is the XR's creation time, from which generated
-	// certificates are valid; zero for a manifest never created.
+	// Created is the XR's creation time, from which the validity windows
+	// of generated certificates are counted; zero for a manifest never
+	// created.
 	Created time.Time
+	// Now is the current time, which picks the validity window a
+	// generated certificate must be in and tells an observed one that is
+	// expired or near expiry (tlsclock.go). Zero for a render without a
+	// clock (a manifest rendered offline): certificates are then those of
+	// the first window, leaves valid as long as the CA.
+	Now time.Time
 }
 
 // renderer accumulates one render.

@@ -29,10 +29,13 @@ import (
 //
 // The function generates the CA and the certificates itself, as it does
 // passwords: Ed25519 keys from the keyed random stream of the XR, so the
-// same request gives byte-identical output, and once the TLS Secret is
-// observed every CA and certificate in it that is still valid for what is
-// wanted is reused, never regenerated. With spec.tls.issuerRef,
-// cert-manager issues them instead (certmanager.go).
+// same request and validity window give byte-identical output, and once
+// the TLS Secret is observed every CA and certificate in it that is still
+// valid for what is wanted, and not at its renewal point, is reused.
+// Serving certificates last a year and are renewed with a third of it
+// left; the CA lasts ten years, is replaced after five, and is name
+// constrained to the Armada's Service names (tlsclock.go). With
+// spec.tls.issuerRef, cert-manager issues them instead (certmanager.go).
 //
 // Rotation: Armada's gRPC servers, and the server's HTTPS port, reload
 // their certificate files every minute
@@ -54,12 +57,10 @@ const (
 	tlsCAKey    = "ca.key"
 	// tlsVolume is the pod volume of the TLS files.
 	tlsVolume = "tls"
-	// tlsValidity is how long generated certificates are valid.
-	tlsValidity = 10 * 365 * 24 * time.Hour
 )
 
 // tlsEpoch stands in for the XR's creation time when it has none (a
-// render of a manifest), so validity never depends on the clock.
+// render of a manifest): windows are counted from it (tlsclock.go).
 var tlsEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // tlsOn says whether spec.tls is enabled; it is by default.
@@ -169,25 +170,31 @@ func (r *renderer) tls() error {
 	if r.opt.Rand == nil {
 		return errors.New("cannot generate TLS certificates: no random source configured")
 	}
-	created := r.opt.Created
-	if created.IsZero() {
-		created = tlsEpoch
-	}
+	clock := newTLSClock(r.opt.Created, r.opt.Now)
 	obs, gen := r.opt.Observed.TLS, in.caGeneration()
 	if had := r.opt.Observed.CAGeneration; gen < had {
 		return errors.Errorf("spec.rotation.ca: Invalid value: %d: the TLS Secret holds generation %d; generations only go up", gen, had)
 	}
 	data := map[string][]byte{}
+	// The observed CA is kept while it is the CA wanted (same generation
+	// and name constraints) and not at its renewal point; a new one
+	// re-issues every certificate, as none is signed by it.
+	domains := in.tlsPermittedDomains()
 	ca, caKey, ok := parsePair(r.opt.TLSMemo, obs[tlsCAFile], obs[tlsCAKey])
-	if !ok || !ca.IsCA || gen != r.opt.Observed.CAGeneration {
+	if !ok || !ca.IsCA || gen != r.opt.Observed.CAGeneration || !clock.freshCA(ca) || !slices.Equal(ca.PermittedDNSDomains, domains) {
 		var err error
-		tmpl := caTemplate(in.Name+"."+in.Namespace, created)
-		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, "tls\x00ca", gen), tmpl, nil, nil); err != nil {
+		k, nb, na := clock.caWindow()
+		tmpl := caTemplate(in.Name+"."+in.Namespace, domains, nb, na)
+		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, periodLabel("tls\x00ca", k), gen), tmpl, nil, nil); err != nil {
 			return errors.Wrap(err, "cannot generate the TLS CA")
 		}
 	} else {
 		data[tlsCAFile], data[tlsCAKey] = obs[tlsCAFile], obs[tlsCAKey]
 	}
+	// A serving certificate is kept while it is for the wanted names,
+	// signed by the CA and not at its renewal point; else the one of the
+	// current window is issued.
+	k, nb, na := clock.leafWindow()
 	for i := range components {
 		c := &components[i]
 		if !in.servesTLS(c) {
@@ -195,16 +202,17 @@ func (r *renderer) tls() error {
 		}
 		names := in.tlsDNSNames(c)
 		crt, key := c.Name+".crt", c.Name+".key"
-		if leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key]); ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil {
+		if leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key]); ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil && clock.freshLeaf(leaf) {
 			data[crt], data[key] = obs[crt], obs[key]
 			continue
 		}
 		var err error
-		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, "tls\x00"+c.Name, gen), leafTemplate(names, created), ca, caKey); err != nil {
+		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, periodLabel("tls\x00"+c.Name, k), gen), leafTemplate(names, nb, na), ca, caKey); err != nil {
 			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
 		}
 	}
 	r.tlsData = data
+	r.out.Status.TLS = tlsStatus(r.opt.TLSMemo, data)
 	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(in.tlsSecret(), "tls"),
@@ -216,26 +224,31 @@ func (r *renderer) tls() error {
 	return nil
 }
 
-// caTemplate is the private CA's certificate.
-func caTemplate(name string, created time.Time) *x509.Certificate {
+// caTemplate is the private CA's certificate, valid from notBefore to
+// notAfter and, by critical name constraints, only for names under
+// domains.
+func caTemplate(name string, domains []string, notBefore, notAfter time.Time) *x509.Certificate {
 	return &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "Armada " + name + " internal CA"},
-		NotBefore:             created,
-		NotAfter:              created.Add(tlsValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
+		Subject:                     pkix.Name{CommonName: "Armada " + name + " internal CA"},
+		NotBefore:                   notBefore,
+		NotAfter:                    notAfter,
+		KeyUsage:                    x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid:       true,
+		IsCA:                        true,
+		MaxPathLenZero:              true,
+		PermittedDNSDomainsCritical: true,
+		PermittedDNSDomains:         domains,
 	}
 }
 
-// leafTemplate is a serving certificate for names.
-func leafTemplate(names []string, created time.Time) *x509.Certificate {
+// leafTemplate is a serving certificate for names, valid from notBefore
+// to notAfter.
+func leafTemplate(names []string, notBefore, notAfter time.Time) *x509.Certificate {
 	return &x509.Certificate{
 		Subject:     pkix.Name{CommonName: names[len(names)-1]},
 		DNSNames:    names,
-		NotBefore:   created,
-		NotAfter:    created.Add(tlsValidity),
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -263,7 +276,7 @@ func issue(memo *TLSMemo, rand io.Reader, tmpl, parent *x509.Certificate,
 	}
 	mk := memoKey([]byte("issue"), seed, sn, []byte(tmpl.Subject.String()), []byte(strings.Join(tmpl.DNSNames, "\x00")),
 		[]byte(tmpl.NotBefore.UTC().Format(time.RFC3339Nano)), []byte(tmpl.NotAfter.UTC().Format(time.RFC3339Nano)),
-		[]byte(strconv.FormatBool(tmpl.IsCA)), parentRaw)
+		[]byte(strconv.FormatBool(tmpl.IsCA)), []byte(strings.Join(tmpl.PermittedDNSDomains, "\x00")), parentRaw)
 	if v, ok := memo.Get(mk); ok {
 		return v.cert, v.key, v.certPEM, v.keyPEM, nil
 	}

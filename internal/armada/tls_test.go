@@ -106,15 +106,18 @@ func TestTLSCertificates(t *testing.T) {
 		t.Fatal("no TLS Secret composed")
 	}
 	ca := certOf(t, data[tlsCAFile])
-	if !ca.IsCA || !ca.NotBefore.Equal(created) || !ca.NotAfter.Equal(created.Add(tlsValidity)) {
-		t.Errorf("CA: IsCA %t, valid %s to %s; want a CA valid from %s for %s", ca.IsCA, ca.NotBefore, ca.NotAfter, created, tlsValidity)
+	if !ca.IsCA || !ca.NotBefore.Equal(created) || !ca.NotAfter.Equal(created.Add(tlsCAValidity)) {
+		t.Errorf("CA: IsCA %t, valid %s to %s; want a CA valid from %s for %s", ca.IsCA, ca.NotBefore, ca.NotAfter, created, tlsCAValidity)
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
 	hosts := map[string][]string{
 		"server":    {in.serviceHost("server"), in.object("server")},
 		"scheduler": {in.serviceHost("scheduler"), in.object("scheduler") + "-0." + in.object("scheduler-headless") + "." + in.Namespace + ".svc"},
+		"lookout":   {in.serviceHost("lookout"), in.object("lookout")},
 	}
+	// Each certificate is for its own component's names only.
+	foreign := map[string]string{"server": "lookout", "scheduler": "server", "lookout": "server"}
 	for name, names := range hosts {
 		pair, err := tls.X509KeyPair(data[name+".crt"], data[name+".key"])
 		if err != nil {
@@ -128,12 +131,12 @@ func TestTLSCertificates(t *testing.T) {
 		if err := handshake(t, pair, nil, names[0]); err == nil {
 			t.Errorf("%s: a client trusting only the system roots accepts it", name)
 		}
-		if err := handshake(t, pair, roots, in.serviceHost("lookout")); err == nil {
-			t.Errorf("%s: a client accepts it for lookout's name", name)
+		if other := foreign[name]; handshake(t, pair, roots, in.serviceHost(other)) == nil {
+			t.Errorf("%s: a client accepts it for %s's name", name, other)
 		}
 	}
-	if got := len(data); got != 6 {
-		t.Errorf("TLS Secret has %d keys, want 6 (CA, server and scheduler certificate and key): %v", got, keysOf(data))
+	if got := len(data); got != 8 {
+		t.Errorf("TLS Secret has %d keys, want 8 (CA, server, scheduler and lookout certificate and key): %v", got, keysOf(data))
 	}
 }
 
@@ -297,7 +300,7 @@ func TestTLSWiring(t *testing.T) {
 				TLSBlock: serverTLS, NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Probe: corev1.URISchemeHTTPS,
 				Items: map[string]string{"ca.crt": "ca.crt", "server.crt": "tls.crt", "server.key": "tls.key"},
 			},
-			protocols: map[string]string{"ingress-grpc": "GRPCS", "ingress-rest": "HTTPS", "ingress-lookout": "", "ingress-executor-api": "GRPCS"},
+			protocols: map[string]string{"ingress-grpc": "GRPCS", "ingress-rest": "HTTPS", "ingress-lookout": "HTTPS", "ingress-executor-api": "GRPCS"},
 		},
 		"SchedulerOn": {
 			reason:   "The scheduler serves gRPC with its certificate; its HTTP port (health) stays plain.",
@@ -315,9 +318,23 @@ func TestTLSWiring(t *testing.T) {
 			want: want{NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Items: caOnly},
 		},
 		"LookoutOn": {
-			reason:   "Lookout neither serves nor dials Armada's gRPC.",
+			reason:   "Lookout serves its API, UI and /health over HTTPS with its certificate (its tls block); it dials no TLS server, so it has no SSL_CERT_FILE.",
 			spec:     spec(withTLS),
-			instance: "lookout",
+			instance: "lookout", tlsPath: []string{"tls"},
+			want: want{
+				TLSBlock: serverTLS, Probe: corev1.URISchemeHTTPS,
+				Items: map[string]string{"ca.crt": "ca.crt", "lookout.crt": "tls.crt", "lookout.key": "tls.key"},
+			},
+		},
+		"BinocularsOn": {
+			reason:   "Binoculars is left plain: in Armada v0.22.x its HTTP port cannot serve TLS and its REST gateway dials its gRPC port in plaintext.",
+			spec:     spec(withTLS),
+			instance: "binoculars", tlsPath: []string{"grpc", "tls"},
+		},
+		"LookoutOff": {
+			reason:   "Explicitly off: Lookout serves plain HTTP, nothing mounted.",
+			spec:     spec(func(s *v1alpha1.ArmadaSpec) { s.TLS = &v1alpha1.TLS{Enabled: ptr.To(false)} }),
+			instance: "lookout", tlsPath: []string{"tls"},
 		},
 		"ServerOff": {
 			reason:   "Explicitly off: plaintext, nothing mounted.",
@@ -380,15 +397,17 @@ func TestTLSKeysOnlyInTheTLSSecret(t *testing.T) {
 		t.Error("status holds a private key")
 	}
 	_, other := renderTLS(t, spec(withTLS), "other", nil, time.Time{})
-	for _, name := range []string{"server", "scheduler", "executor-local"} {
+	for _, name := range []string{"server", "scheduler", "executor-local", "lookout"} {
 		a := podTemplateOf(t, out, name).Annotations[annotationConfigHash]
 		b := podTemplateOf(t, other, name).Annotations[annotationConfigHash]
 		if a == b {
 			t.Errorf("%s: another CA leaves the pod template's %s at %s: its pods would not roll", name, annotationConfigHash, a)
 		}
 	}
-	if a, b := podTemplateOf(t, out, "lookout").Annotations[annotationConfigHash], podTemplateOf(t, other, "lookout").Annotations[annotationConfigHash]; a != b {
-		t.Errorf("lookout, which uses no TLS file, rolls on another CA: %s != %s", a, b)
+	for _, name := range []string{"lookout-ingester", "binoculars"} {
+		if a, b := podTemplateOf(t, out, name).Annotations[annotationConfigHash], podTemplateOf(t, other, name).Annotations[annotationConfigHash]; a != b {
+			t.Errorf("%s, which uses no TLS file, rolls on another CA: %s != %s", name, a, b)
+		}
 	}
 }
 

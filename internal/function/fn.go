@@ -37,6 +37,9 @@ type Function struct {
 	tls *armada.TLSMemo
 	// now is the clock the not-ready backoff reads (backoff.go).
 	now func() time.Time
+	// certNow is the clock that picks the validity window of generated
+	// certificates; nil renders without one (see WithCertClock).
+	certNow func() time.Time
 }
 
 // Option configures a Function.
@@ -46,9 +49,16 @@ type Option func(*Function)
 // Without it each process uses a random key.
 func WithPasswordKey(key []byte) Option { return func(f *Function) { f.key = key } }
 
+// WithCertClock sets the clock that picks the validity window of
+// generated TLS certificates and tells when an observed one must be
+// renewed (time.Now without it). nil renders without a clock, as a render
+// of a manifest offline: certificates then do not depend on the date
+// (serving certificates last as long as the CA), which golden files need.
+func WithCertClock(now func() time.Time) Option { return func(f *Function) { f.certNow = now } }
+
 // New returns a Function.
 func New(log logging.Logger, opts ...Option) (*Function, error) {
-	f := &Function{log: log, tls: armada.NewTLSMemo(), now: time.Now}
+	f := &Function{log: log, tls: armada.NewTLSMemo(), now: time.Now, certNow: time.Now}
 	for _, o := range opts {
 		o(f)
 	}
@@ -116,6 +126,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		Rand:    armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
 		TLSMemo: f.tls,
 		Created: oxr.Resource.GetCreationTimestamp().Time,
+		Now:     f.certTime(),
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
@@ -287,4 +298,12 @@ func observedServices(xr map[string]any) map[string]v1alpha1.BackingServiceStatu
 		out[name] = st
 	}
 	return out
+}
+
+// certTime is the certificate clock's time, zero without one.
+func (f *Function) certTime() time.Time {
+	if f.certNow == nil {
+		return time.Time{}
+	}
+	return f.certNow()
 }

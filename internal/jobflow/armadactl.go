@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -311,15 +313,36 @@ type LookoutJob struct {
 	} `json:"runs"`
 }
 
+// Lookout is how a client reaches Lookout's API: its URL (the claim's
+// status.endpoints.lookout, HTTPS when spec.tls is on), the composed names
+// it resolves through, and the CA it trusts (the claim's composed CA; no
+// other root).
+type Lookout struct {
+	URL   string
+	Names *podrun.Names
+	// CA is the PEM CA the client trusts; with none (TLS off) it trusts
+	// the system roots.
+	CA []byte
+}
+
 // LookoutJobs asks Lookout's API (its composed Service, as the claim's
 // status.endpoints.lookout names it) for a job set's jobs, as user.
-func LookoutJobs(ctx context.Context, names *podrun.Names, url, user, password, jobSet string) ([]LookoutJob, error) {
+func LookoutJobs(ctx context.Context, l Lookout, user, password, jobSet string) ([]LookoutJob, error) {
 	body := fmt.Sprintf(`{"filters":[{"field":"jobSet","value":%q,"match":"exact"}],"order":{"field":"jobId","direction":"ASC"},"take":1000}`, jobSet)
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return names.Dial(ctx, addr)
+			return l.Names.Dial(ctx, addr)
 		},
-	}}
+	}
+	if len(l.CA) > 0 {
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(l.CA) {
+			return nil, errors.New("cannot parse Lookout's CA: no PEM certificate")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	url := l.URL
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/jobs", strings.NewReader(body))
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot build Lookout's request")

@@ -314,14 +314,30 @@ func (c Claim) Armadactl(bin string, names *podrun.Names) *Armadactl {
 	return &Armadactl{Bin: bin, Dir: c.T.TempDir(), Hosts: hosts, CA: caFile, Server: c.Endpoint("grpc")}
 }
 
+// Lookout returns how to reach the claim's Lookout: its
+// status.endpoints.lookout through names, trusting only the claim's CA
+// (its <name>-tls Secret) when that URL is HTTPS.
+func (c Claim) Lookout(names *podrun.Names) Lookout {
+	c.T.Helper()
+	l := Lookout{URL: c.Endpoint("lookout"), Names: names}
+	if strings.HasPrefix(l.URL, "https://") {
+		tlsSecret := &corev1.Secret{}
+		if err := c.Client.Get(c.T.Context(), client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-tls"}, tlsSecret); err != nil {
+			c.T.Fatal(err)
+		}
+		l.CA = tlsSecret.Data["ca.crt"]
+	}
+	return l
+}
+
 // WaitLookout waits until Lookout's API shows every job of a job set in
 // state, as user admin.
-func WaitLookout(t TB, names *podrun.Names, url, password, jobSet, state string) []LookoutJob {
+func WaitLookout(t TB, l Lookout, password, jobSet, state string) []LookoutJob {
 	t.Helper()
 	var jobs []LookoutJob
 	WaitFor(t, time.Minute, "lookout to show job set "+jobSet+" "+state, func() (bool, string) {
 		var err error
-		jobs, err = LookoutJobs(t.Context(), names, url, "admin", password, jobSet)
+		jobs, err = LookoutJobs(t.Context(), l, "admin", password, jobSet)
 		if err != nil {
 			return false, err.Error()
 		}

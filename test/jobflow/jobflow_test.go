@@ -60,7 +60,7 @@ func TestJobFlow(t *testing.T) {
 		spec:   map[string]any{"scheduling": poolsSpec(), "executors": executorsSpec()},
 		worker: true,
 	})
-	a, names, lookoutURL, clusterID, pg, applied := f.a, f.be.Names, f.lookoutURL, f.clusterID, f.be.Postgres, f.applied
+	a, lookout, clusterID, pg, applied := f.a, f.lookout, f.clusterID, f.be.Postgres, f.applied
 	adminPassword, submitterPassword, viewerPassword := f.adminPassword, f.claim.Credential("submitter"), f.claim.Credential("viewer")
 
 	t.Run("Succeeded", func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestJobFlow(t *testing.T) {
 			t.Fatalf("events of job set %s: got %v, want %v in this order; events:\n%s", jobSet, got, want, jobflow.RawEvents(evs))
 		}
 		t.Logf("submit → Succeeded in %s; apply → first job Succeeded in %s", time.Since(submitted).Round(time.Millisecond), time.Since(applied).Round(time.Second))
-		jobs := jobflow.WaitLookout(t, names, lookoutURL, adminPassword, jobSet, "SUCCEEDED")
+		jobs := jobflow.WaitLookout(t, lookout, adminPassword, jobSet, "SUCCEEDED")
 		checkRun(t, jobs[0], clusterID)
 		checkSchedulerRun(t, pg, jobs[0].JobID, clusterID, "succeeded")
 	})
@@ -95,7 +95,7 @@ func TestJobFlow(t *testing.T) {
 		if got := jobflow.Types(evs); !jobflow.IsSubsequence([]string{"Submitted", "Queued", "Leased", "Running", "Failed"}, got) {
 			t.Errorf("events of job set %s: got %v, want Running then Failed; events:\n%s", jobSet, got, jobflow.RawEvents(evs))
 		}
-		jobs := jobflow.WaitLookout(t, names, lookoutURL, adminPassword, jobSet, "FAILED")
+		jobs := jobflow.WaitLookout(t, lookout, adminPassword, jobSet, "FAILED")
 		checkRun(t, jobs[0], clusterID)
 		if code := jobs[0].Runs[len(jobs[0].Runs)-1].ExitCode; code == nil || *code != 3 {
 			t.Errorf("lookout: job %s's run has exit code %v, want 3 (the job's kwok.armadaproject.io/exit-code)", jobs[0].JobID, deref(code))
@@ -108,7 +108,7 @@ func TestJobFlow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", a.Command("submit", "job.yaml"), err, out)
 		}
-		jobflow.WaitLookout(t, names, lookoutURL, adminPassword, jobSet, "RUNNING")
+		jobflow.WaitLookout(t, lookout, adminPassword, jobSet, "RUNNING")
 		if out, err := a.Run(ctx, "submitter", submitterPassword, "cancel", "job-set", queue, jobSet); err != nil {
 			t.Fatalf("%s: %v\n%s", a.Command("cancel", "job-set", queue, jobSet), err, out)
 		}
@@ -116,7 +116,7 @@ func TestJobFlow(t *testing.T) {
 		if got := jobflow.Types(evs); !jobflow.IsSubsequence([]string{"Submitted", "Running", "Cancelled"}, got) {
 			t.Errorf("events of job set %s: got %v, want Running then Cancelled; events:\n%s", jobSet, got, jobflow.RawEvents(evs))
 		}
-		jobflow.WaitLookout(t, names, lookoutURL, adminPassword, jobSet, "CANCELLED")
+		jobflow.WaitLookout(t, lookout, adminPassword, jobSet, "CANCELLED")
 	})
 
 	t.Run("RefusedWithoutSubmit", func(t *testing.T) {

@@ -181,6 +181,6 @@ func testRemoteExecutor(t *testing.T, f *flow) {
 	if got := jobflow.Types(evs); !jobflow.IsSubsequence([]string{"Submitted", "Leased", "Running", "Succeeded"}, got) {
 		t.Errorf("events of job set %s: got %v, want Leased, Running, Succeeded; events:\n%s", jobSet, got, jobflow.RawEvents(evs))
 	}
-	jobs := jobflow.WaitLookout(t, f.be.Names, f.lookoutURL, f.adminPassword, jobSet, "SUCCEEDED")
+	jobs := jobflow.WaitLookout(t, f.lookout, f.adminPassword, jobSet, "SUCCEEDED")
 	checkPlacement(t, f.be.Postgres, jobs[0], placement{cluster: f.claim.For(t).ExecutorClusterIDOf(w.Client(), workerExecutor), node: workerNode, pool: workerPool})
 }

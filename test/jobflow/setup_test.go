@@ -45,11 +45,11 @@ type flow struct {
 	// manifest is the claim as the test last applied it.
 	manifest *unstructured.Unstructured
 	// a submits and watches as a user would, with armadactl; armadactl
-	// is each release's armadactl. lookoutURL is the claim's
+	// is each release's armadactl. lookout reaches the claim's
 	// status.endpoints.lookout; clusterID the local executor's.
 	a             *jobflow.Armadactl
 	armadactl     map[string]string
-	lookoutURL    string
+	lookout       jobflow.Lookout
 	clusterID     string
 	adminPassword string
 	// applied is when the claim was applied.
@@ -172,9 +172,9 @@ func compose(t testing.TB, o composeOptions) *flow {
 	jobflow.WaitSubmitCheck(t, seen, func(m string) { t.Log(m) })
 
 	// Where users reach Armada, as the claim's status says.
-	f.a, f.lookoutURL = f.claim.Armadactl(f.armadactl[o.version], f.be.Names), f.claim.Endpoint("lookout")
+	f.a, f.lookout = f.claim.Armadactl(f.armadactl[o.version], f.be.Names), f.claim.Lookout(f.be.Names)
 	f.adminPassword = f.claim.Credential("admin")
-	t.Logf("armadactl --armadaUrl %s; Lookout at %s", f.a.Server, f.lookoutURL)
+	t.Logf("armadactl --armadaUrl %s; Lookout at %s", f.a.Server, f.lookout.URL)
 	return f
 }
 

@@ -59,7 +59,7 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 	}
 	// In flight: some running, the rest queued behind them.
 	jobflow.WaitFor(t, 2*time.Minute, "jobs of job set "+jobSet+" running and queued", func() (bool, string) {
-		js, err := jobflow.LookoutJobs(ctx, f.be.Names, f.lookoutURL, "admin", f.adminPassword, jobSet)
+		js, err := jobflow.LookoutJobs(ctx, f.lookout, "admin", f.adminPassword, jobSet)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -86,7 +86,7 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 	var done []jobflow.LookoutJob
 	jobflow.WaitFor(t, 4*time.Minute, "every job of job set "+jobSet+" finished", func() (bool, string) {
 		var err error
-		done, err = jobflow.LookoutJobs(ctx, f.be.Names, f.lookoutURL, "admin", f.adminPassword, jobSet)
+		done, err = jobflow.LookoutJobs(ctx, f.lookout, "admin", f.adminPassword, jobSet)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -111,7 +111,7 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 	if out, err := f.a.Submit(ctx, "admin", f.adminPassword, queue, after, jobflow.JobSpec(jobsNamespace, nil)); err != nil {
 		t.Fatalf("%s: %v\n%s", f.a.Command("submit", "job.yaml"), err, out)
 	}
-	jobflow.WaitLookout(t, f.be.Names, f.lookoutURL, f.adminPassword, after, "SUCCEEDED")
+	jobflow.WaitLookout(t, f.lookout, f.adminPassword, after, "SUCCEEDED")
 }
 
 // states counts jobs by state.

@@ -154,11 +154,11 @@ func demo(s *jobflow.Session, o demoOptions) {
 	if got := jobflow.Types(evs); len(got) == 0 || got[len(got)-1] != "Succeeded" {
 		s.Fatalf("the demo job did not succeed: its events were %v:\n%s", got, jobflow.RawEvents(evs))
 	}
-	lookoutURL := cl.Endpoint("lookout")
-	jobs := jobflow.WaitLookout(s, be.Names, lookoutURL, password, demoJobSet, "SUCCEEDED")
+	lookout := cl.Lookout(be.Names)
+	jobs := jobflow.WaitLookout(s, lookout, password, demoJobSet, "SUCCEEDED")
 	fmt.Printf("The demo job succeeded: submit → Succeeded in %s; apply → demo job Succeeded in %s. Lookout shows job %s SUCCEEDED.\n",
 		time.Since(submitted).Round(100*time.Millisecond), time.Since(o.applied).Round(time.Second), jobs[0].JobID)
-	carryOn(s, o, a, be.Names.Lookup, lookoutURL, queue, password)
+	carryOn(s, o, a, be.Names.Lookup, lookout.URL, queue, password)
 	if o.exitAfter {
 		return
 	}
@@ -189,11 +189,16 @@ func carryOn(s *jobflow.Session, o demoOptions, a *jobflow.Armadactl, lookup fun
 	if err := a.Script(s.Context(), script, demoUser, password); err != nil {
 		s.Fatal(err)
 	}
-	local := lookoutURL
+	// From this machine the name resolves to the far end's loopback
+	// address; with TLS, curl must still send the name (its certificate
+	// is for the Service names) and trust the composed CA.
+	reach := lookoutURL
 	if u, err := url.Parse(lookoutURL); err == nil {
 		if ip, ok := lookup(u.Hostname()); ok {
-			u.Host = net.JoinHostPort(ip, u.Port())
-			local = u.String()
+			reach = fmt.Sprintf("--resolve %s:%s:%s %s", u.Hostname(), u.Port(), ip, lookoutURL)
+			if u.Scheme == "https" {
+				reach = "--cacert " + a.CA + " " + reach
+			}
 		}
 	}
 	fmt.Printf(`
@@ -201,9 +206,10 @@ Carry on by hand while this runs:
   export KUBECONFIG=%s
   %s submit %s        # armadactl as %s, dialling %s with the composed CA
   %s watch %s %s --raw
-  Lookout: %s (from this machine: %s; its API: POST %s/api/v1/jobs, basic auth as %s, password in Secret %s/%s-credentials)
+  Lookout: %s (password in Secret %s/%s-credentials); its API from this machine:
+    curl -u %s:<password> -H 'Content-Type: application/json' -d '{"take":10}' %s/api/v1/jobs
 `, o.cp.Kubeconfig(), script, filepath.Join(a.Dir, demoJobSet+".yaml"), demoUser, a.Server,
-		script, queue, demoJobSet, lookoutURL, local, local, demoUser, o.claim.GetNamespace(), o.claim.GetName())
+		script, queue, demoJobSet, lookoutURL, o.claim.GetNamespace(), o.claim.GetName(), demoUser, reach)
 }
 
 // backends starts PostgreSQL, Redis and Pulsar at the addresses the claim
