@@ -213,7 +213,7 @@ func TestTLSNameConstraints(t *testing.T) {
 	now := tlsCreated.Add(day)
 	in, out := renderTLSAt(t, nil, now)
 	data := tlsData(out)
-	ca, caKey, ok := parsePair(data[tlsCAFile], data[tlsCAKey])
+	ca, caKey, ok := parsePair(nil, data[tlsCAFile], data[tlsCAKey])
 	if !ok {
 		t.Fatal("no CA in the TLS Secret")
 	}
