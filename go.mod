@@ -15,6 +15,7 @@ require (
 	github.com/google/go-containerregistry v0.21.9
 	github.com/prometheus/common v0.67.5
 	github.com/prometheus/prometheus v0.309.1
+	github.com/redis/go-redis/v9 v9.17.3
 	golang.org/x/mod v0.40.0
 	golang.org/x/oauth2 v0.36.0
 	golang.org/x/sync v0.22.0
@@ -126,7 +127,6 @@ require (
 	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/procfs v0.20.1 // indirect
-	github.com/redis/go-redis/v9 v9.17.3 // indirect
 	github.com/renstrom/shortuuid v3.0.0+incompatible // indirect
 	github.com/rs/zerolog v1.34.0 // indirect
 	github.com/sagikazarmark/locafero v0.12.0 // indirect

@@ -122,6 +122,7 @@ type Databases struct {
 // +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || !(has(self.addrs) || has(self.passwordSecretRef))",message="spec.redis: InCluster mode takes no addrs or passwordSecretRef; the function composes both"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'InCluster' || !has(self.inCluster)",message="spec.redis.inCluster is only valid with mode: InCluster"
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || (has(self.allowModeChange) && self.allowModeChange && !(has(oldSelf.allowModeChange) && oldSelf.allowModeChange))",message="spec.redis.mode cannot change on a live Armada; set spec.redis.allowModeChange: true in the same apply as the switch (it allows one switch: to switch again set it false, apply, then true with the new mode)"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'InCluster' || oldSelf.mode != 'InCluster' || (has(self.inCluster) && has(self.inCluster.sentinel)) == (has(oldSelf.inCluster) && has(oldSelf.inCluster.sentinel))",message="spec.redis.inCluster.sentinel cannot be added to or removed from a live in-cluster Redis: its pods' StatefulSet Service becomes headless, which Kubernetes cannot change in place; choose it when the Redis is first composed (or switch spec.redis.mode with allowModeChange)"
 type Redis struct {
 	// Mode of Redis. External uses an existing server; InCluster composes a
 	// single-instance Redis StatefulSet with a persistent volume.
@@ -169,6 +170,31 @@ type RedisInCluster struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`
+	// Sentinel runs Redis as a primary with replicas, each with its own
+	// append-only volume, watched by Redis Sentinel, which promotes a
+	// replica when the primary fails (Armada's production guidance). The
+	// server and the event ingester find the primary through Sentinel
+	// (their go-redis masterName). Unset: a single Redis. Chosen when the
+	// Redis is first composed; it cannot be added or removed later.
+	// +optional
+	Sentinel *RedisSentinel `json:"sentinel,omitempty"`
+}
+
+// RedisSentinel sizes a Redis with replicas and Sentinel failover.
+// +kubebuilder:validation:XValidation:rule="!has(self.sentinels) || self.sentinels % 2 == 1",message="spec.redis.inCluster.sentinel.sentinels must be odd (3, 5, 7 or 9): a failover needs a majority of the Sentinels, and an even count survives no more failures than one fewer"
+type RedisSentinel struct {
+	// Replicas is the number of Redis pods: one primary, the others
+	// replicas of it. Defaults to 3.
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=9
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Sentinels is the number of Sentinel pods, odd; a majority of them
+	// must agree to promote a replica. Defaults to 3.
+	// +kubebuilder:validation:Minimum=3
+	// +kubebuilder:validation:Maximum=9
+	// +optional
+	Sentinels *int32 `json:"sentinels,omitempty"`
 }
 
 // Pulsar is how Armada reaches Apache Pulsar.

@@ -208,7 +208,15 @@ func (r *renderer) redis() bool {
 	if in.Spec.Redis.Mode == modeInCluster {
 		ready = r.opt.Observed.Ready[keyRedisStatefulSet]
 		r.add(keyRedisStatefulSet, in.redisStatefulSet(), ready)
-		r.add(keyRedisService, in.redisService(), r.exists(keyRedisService))
+		if in.sentinelOn() {
+			r.add(keyRedisService, in.headlessService(serviceRedis, "redis", redisPort), r.exists(keyRedisService))
+			sentinels := r.opt.Observed.Ready[keyRedisSentinelStatefulSet]
+			r.add(keyRedisSentinelStatefulSet, in.sentinelStatefulSet(), sentinels)
+			r.add(keyRedisSentinelService, in.headlessService(componentSentinel, "sentinel", sentinelPort), r.exists(keyRedisSentinelService))
+			ready = ready && sentinels
+		} else {
+			r.add(keyRedisService, in.redisService(), r.exists(keyRedisService))
+		}
 	}
 	r.out.Status.BackingServices[serviceRedis] = serviceStatus(in.Spec.Redis.Mode, waitingIf(!ready, "Redis "+in.object(serviceRedis)))
 	return ready

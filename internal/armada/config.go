@@ -113,11 +113,17 @@ func (in *Install) pulsar(controlPlane bool) map[string]any {
 // redis is a go-redis UniversalOptions block. The password placeholder is
 // overridden from the user's Secret through the environment.
 func (in *Install) redis() map[string]any {
-	return map[string]any{
+	cfg := map[string]any{
 		"addrs":    slices.Clone(in.Spec.Redis.Addrs),
 		"db":       int(*in.Spec.Redis.DB),
 		"password": "",
 	}
+	if in.sentinelOn() {
+		// addrs are the Sentinels'; go-redis asks them for the primary.
+		cfg["masterName"] = SentinelMaster
+		cfg["sentinelPassword"] = ""
+	}
+	return cfg
 }
 
 // connection is a gRPC client block to another component, authenticated as

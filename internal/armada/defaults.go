@@ -212,6 +212,21 @@ func redisResources() corev1.ResourceRequirements {
 	}
 }
 
+// sentinelResources are a Sentinel's defaults: a small process that
+// watches the Redis pods.
+func sentinelResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("50m"),
+			corev1.ResourceMemory: resource.MustParse("64Mi"),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("200m"),
+			corev1.ResourceMemory: resource.MustParse("128Mi"),
+		},
+	}
+}
+
 // migrationResources are what Armada's migration charts use.
 func migrationResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
@@ -318,6 +333,14 @@ func defaultBackingServices(s *v1alpha1.ArmadaSpec) {
 			q := resource.MustParse("1Gi")
 			s.Redis.InCluster.StorageSize = &q
 		}
+		if sn := s.Redis.InCluster.Sentinel; sn != nil {
+			if sn.Replicas == nil {
+				sn.Replicas = ptr.To[int32](defaultRedisReplicas)
+			}
+			if sn.Sentinels == nil {
+				sn.Sentinels = ptr.To[int32](defaultSentinels)
+			}
+		}
 	}
 	if s.Redis.DB == nil {
 		db := int32(defaultRedisDB)
@@ -374,6 +397,9 @@ func (in *Install) resolveConnections() {
 	}
 	if s.Redis.Mode == modeInCluster {
 		s.Redis.Addrs = []string{net.JoinHostPort(in.serviceHost("redis"), strconv.Itoa(redisPort))}
+		if in.sentinelOn() {
+			s.Redis.Addrs = in.sentinelAddrs()
+		}
 		s.Redis.PasswordSecretRef = &v1alpha1.SecretKeyRef{Name: in.credentialsSecret(), Key: redisPassword}
 	}
 	if s.Pulsar.Mode == modeInCluster {

@@ -18,7 +18,7 @@ import (
 // provider-kubernetes Object) whose management policies include Delete.
 func deletesData(u *unstructured.Unstructured) bool {
 	switch {
-	case u.GetKind() == "StatefulSet":
+	case u.GetKind() == kindStatefulSet:
 		p, _, _ := unstructured.NestedString(u.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
 		return p == "Delete"
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Database":

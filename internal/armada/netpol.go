@@ -211,6 +211,7 @@ func (in *Install) flows(insts []*instance) []flow {
 		name := "migrate-" + m.Name
 		out = append(out, dnsFlow(name), flowTo(name, in.postgresEndpoint(), "postgres"))
 	}
+	out = append(out, in.sentinelFlows()...)
 	return append(out, dnsFlow(podTopics), flowTo(podTopics, in.pulsarEndpoint(true), "ADMIN_URL"))
 }
 
@@ -267,6 +268,9 @@ func (in *Install) instanceFlows(inst *instance, exposed []int32) []flow {
 	}
 	if inst.RedisKey != "" {
 		out = append(out, flowTo(name, in.redisEndpoint(), inst.RedisKey))
+		if in.sentinelOn() {
+			out = append(out, flowTo(name, endpoint{Pod: componentSentinel, Ports: []int32{sentinelPort}}, inst.RedisKey+".masterName"))
+		}
 	}
 	if inst.Pulsar {
 		out = append(out, flowTo(name, in.pulsarEndpoint(false), "pulsar.URL"))
@@ -321,6 +325,9 @@ func (in *Install) policyPods(insts []*instance) []string {
 	out = append(out, podTopics)
 	if in.Spec.Redis.Mode == modeInCluster {
 		out = append(out, serviceRedis)
+	}
+	if in.sentinelOn() {
+		out = append(out, componentSentinel)
 	}
 	return out
 }

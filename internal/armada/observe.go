@@ -261,7 +261,7 @@ func ready(u *unstructured.Unstructured) bool {
 	switch {
 	case u.GetKind() == "Job":
 		return jobState(u) == JobComplete
-	case u.GetKind() == "Deployment" || u.GetKind() == "StatefulSet":
+	case u.GetKind() == "Deployment" || u.GetKind() == kindStatefulSet:
 		return workload(u).Ready
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Database":
 		applied, _, _ := unstructured.NestedBool(u.Object, "status", "applied")

@@ -26,7 +26,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 		retain = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
 	pvc := corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: in.labels(serviceRedis)},
+		ObjectMeta: metav1.ObjectMeta{Name: redisVolume, Labels: in.labels(serviceRedis)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *ic.StorageSize}},
@@ -39,8 +39,8 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}}, PeriodSeconds: 10}
 	labels := in.labels(serviceRedis)
 	env := []corev1.EnvVar{secretEnv("REDIS_PASSWORD", in.credentialsSecret(), redisPassword)}
-	return &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: kindStatefulSet},
 		ObjectMeta: in.meta(in.object(serviceRedis), serviceRedis),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To[int32](1),
@@ -74,13 +74,17 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 						Resources:       res,
 						ReadinessProbe:  probe,
 						LivenessProbe:   probe,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+						VolumeMounts:    []corev1.VolumeMount{{Name: redisVolume, MountPath: "/data"}},
 						SecurityContext: containerSecurityContext(),
 					}},
 				},
 			},
 		},
 	}
+	if in.sentinelOn() {
+		in.sentinelRedis(sts)
+	}
+	return sts
 }
 
 // redisService is the in-cluster Redis's Service.

@@ -243,7 +243,18 @@ func TestSecretsOnlyThroughReferences(t *testing.T) {
 // TestRestrictedPodSecurity checks every pod template against the
 // "restricted" Pod Security Standard's rules.
 func TestRestrictedPodSecurity(t *testing.T) {
-	out := render(t, spec(), Observed{Jobs: migrated(t, spec())})
+	sentinel := spec(func(s *v1alpha1.ArmadaSpec) {
+		s.Redis = v1alpha1.Redis{Mode: modeInCluster, InCluster: &v1alpha1.RedisInCluster{Sentinel: &v1alpha1.RedisSentinel{}}}
+	})
+	for name, s := range map[string]v1alpha1.ArmadaSpec{"Default": spec(), "RedisSentinel": sentinel} {
+		t.Run(name, func(t *testing.T) { checkRestricted(t, render(t, s, Observed{Jobs: migrated(t, s)})) })
+	}
+}
+
+// checkRestricted checks every pod template of a render.
+func checkRestricted(t *testing.T, out *Output) {
+	t.Helper()
+	pods := 0
 	for _, o := range out.Objects {
 		var pod *corev1.PodSpec
 		switch w := o.Object.(type) {
@@ -271,6 +282,10 @@ func TestRestrictedPodSecurity(t *testing.T) {
 				t.Errorf("%s: hostPath volume %s", o.Key, v.Name)
 			}
 		}
+		pods++
+	}
+	if pods == 0 {
+		t.Error("the render composes no pod template")
 	}
 }
 

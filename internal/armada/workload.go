@@ -116,6 +116,9 @@ func (in *Install) secretEnvs(c *component, replicas int32, id *remoteIdentity) 
 	}
 	if ref := in.Spec.Redis.PasswordSecretRef; c.RedisKey != "" && ref != nil {
 		env = append(env, secretEnv("ARMADA_"+strings.ToUpper(c.RedisKey)+"_PASSWORD", ref.Name, ref.Key))
+		if in.sentinelOn() {
+			env = append(env, secretEnv(sentinelEnvName(c.RedisKey), ref.Name, ref.Key))
+		}
 	}
 	return env
 }
@@ -307,7 +310,7 @@ func (in *Install) deployment(name string, replicas int32, tpl corev1.PodTemplat
 // connection needs.
 func (in *Install) statefulSet(name string, replicas int32, tpl corev1.PodTemplateSpec) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: kindStatefulSet},
 		ObjectMeta: in.meta(in.object(name), name),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(replicas),

@@ -3,12 +3,16 @@
 // Barman Cloud Plugin do not run here (no kubelet runs their pods), so the
 // test plays their part with Barman's own cloud tools (Debian's
 // barman-cli-cloud, the same tools the plugin's sidecar runs) against a
-// private PostgreSQL and a real S3-compatible server on loopback.
+// private PostgreSQL and a real S3-compatible server on loopback. The
+// PostgreSQL's scheduler and Lookout databases are migrated by the
+// composed migration Jobs, run by package podrun as Armada's own binaries
+// at the composed release, and hold queues and jobs in Armada's schema.
 package backups
 
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +22,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
@@ -39,11 +48,29 @@ type rendered struct {
 	AccessKey, SecretKey          string
 }
 
+// composed is what the test reads of a render: the Barman parameters, and
+// what the migration Jobs need of CloudNativePG.
+type composed struct {
+	rendered
+	Namespace string
+	// Objects are the render's typed objects: Jobs, Secrets, ConfigMaps.
+	Objects []client.Object
+	// Jobs are the migration Jobs' names.
+	Jobs []string
+	// AppSecret is the CloudNativePG app Secret key the Jobs read their
+	// database password from; DBUser the user their configs connect as,
+	// DBAddr the host:port; Databases the composed CloudNativePG
+	// Databases' owners, by database.
+	AppSecret      corev1.SecretKeySelector
+	DBUser, DBAddr string
+	Databases      map[string]string
+}
+
 // render composes an Armada with backups to s3 and reads the composed
 // ObjectStore back, resolving its Secret references against secrets.
-func render(t *testing.T, endpoint string, secrets map[string]map[string]string) rendered {
+func render(t *testing.T, endpoint string, secrets map[string]map[string]string) *composed {
 	t.Helper()
-	in, errs := armada.New(armada.XR{Name: "armada", Spec: v1alpha1.ArmadaSpec{
+	spec := v1alpha1.ArmadaSpec{
 		Namespace: "armada",
 		Postgres: v1alpha1.Postgres{Mode: "InCluster", Backup: &v1alpha1.PostgresBackup{ObjectStore: &v1alpha1.BackupObjectStore{
 			EndpointURL: endpoint, Bucket: "armada-backups", Path: "prod",
@@ -53,20 +80,43 @@ func render(t *testing.T, endpoint string, secrets map[string]map[string]string)
 		Redis:  v1alpha1.Redis{Addrs: []string{"redis:6379"}},
 		Pulsar: v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
 		Auth:   v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
-	}})
-	if len(errs) > 0 {
-		t.Fatal(errs)
 	}
-	out, err := armada.Render(in, armada.Options{Rand: armada.KeyedRand([]byte("test"), "xr")})
-	if err != nil {
-		t.Fatal(err)
+	// The migration Jobs are composed once the Cluster and its Databases
+	// are ready: render again with everything composed observed ready,
+	// as Crossplane would reconcile.
+	var out *armada.Output
+	var observed armada.Observed
+	for range 3 {
+		in, errs := armada.New(armada.XR{Name: "armada", Spec: *spec.DeepCopy()})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		var err error
+		if out, err = armada.Render(in, armada.Options{Observed: observed, Rand: armada.KeyedRand([]byte("test"), "xr")}); err != nil {
+			t.Fatal(err)
+		}
+		observed = observeReady(t, out)
 	}
+	c := &composed{Namespace: "armada", Databases: map[string]string{}}
 	manifests := map[string]map[string]any{}
 	for _, o := range out.Objects {
-		if u, ok := o.Object.(*unstructured.Unstructured); ok {
-			m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest")
+		switch obj := o.Object.(type) {
+		case *unstructured.Unstructured:
+			m, _, _ := unstructured.NestedMap(obj.Object, "spec", "forProvider", "manifest")
 			manifests[o.Key] = m
+			if obj.GetKind() == "Database" && strings.HasPrefix(obj.GetAPIVersion(), "postgresql.cnpg.io/") {
+				name, _, _ := unstructured.NestedString(obj.Object, "spec", "name")
+				owner, _, _ := unstructured.NestedString(obj.Object, "spec", "owner")
+				c.Databases[name] = owner
+			}
+		case *batchv1.Job:
+			if !strings.Contains(obj.Name, "-migrate-") {
+				continue
+			}
+			c.Jobs = append(c.Jobs, obj.Name)
+			c.readJob(t, obj, out.Objects)
 		}
+		c.Objects = append(c.Objects, o.Object)
 	}
 	str := func(m map[string]any, fields ...string) string {
 		s, _, _ := unstructured.NestedString(m, fields...)
@@ -90,13 +140,65 @@ func render(t *testing.T, endpoint string, secrets map[string]map[string]string)
 	if len(plugins) != 1 || str(plugins[0].(map[string]any), "parameters", "barmanObjectName") != str(store, "metadata", "name") {
 		t.Fatalf("the Cluster does not archive to the composed ObjectStore: plugins %v", plugins)
 	}
-	return rendered{
+	c.rendered = rendered{
 		Destination: str(store, append(cfg, "destinationPath")...),
 		Endpoint:    str(store, append(cfg, "endpointURL")...),
 		// The plugin's server name defaults to the Cluster's name.
 		Server:    str(cluster, "metadata", "name"),
 		AccessKey: ref(store, append(cfg, "s3Credentials", "accessKeyId")...),
 		SecretKey: ref(store, append(cfg, "s3Credentials", "secretAccessKey")...),
+	}
+	return c
+}
+
+// observeReady observes every object a render composed, as composed and
+// ready.
+func observeReady(t *testing.T, out *armada.Output) armada.Observed {
+	t.Helper()
+	seen := map[string]*unstructured.Unstructured{}
+	for _, o := range out.Objects {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[o.Key] = &unstructured.Unstructured{Object: m}
+	}
+	o := armada.Observe(seen).WithServices(out.Status.BackingServices)
+	for k := range seen {
+		o.Ready[k] = true
+	}
+	return o
+}
+
+// readJob reads where a migration Job connects: the Secret key its
+// password comes from, and its config's user, host and port.
+func (c *composed) readJob(t *testing.T, j *batchv1.Job, objs []armada.Object) {
+	t.Helper()
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "ARMADA_POSTGRES_CONNECTION_PASSWORD" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			c.AppSecret = *e.ValueFrom.SecretKeyRef
+		}
+	}
+	for _, v := range j.Spec.Template.Spec.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		for _, o := range objs {
+			s, ok := o.Object.(*corev1.Secret)
+			if !ok || s.Name != v.Secret.SecretName {
+				continue
+			}
+			var cfg struct {
+				Postgres struct {
+					Connection struct{ User, Host, Port string }
+				}
+			}
+			if err := yaml.Unmarshal(s.Data["config.yaml"], &cfg); err != nil {
+				t.Fatalf("Job %s's config: %v", j.Name, err)
+			}
+			conn := cfg.Postgres.Connection
+			c.DBUser, c.DBAddr = conn.User, net.JoinHostPort(conn.Host, conn.Port)
+		}
 	}
 }
 
@@ -131,9 +233,11 @@ func run(t *testing.T, pg *testenv.Postgres, env []string, shell string) string 
 
 // TestBarmanRoundTrip archives a PostgreSQL's WAL and takes a base backup
 // with exactly the endpoint, path, server name and credentials the
-// composition renders, writes more rows, restores into a new data
-// directory from the base backup and the archived WAL, starts it and
-// compares the rows.
+// composition renders, once its scheduler and Lookout databases are
+// migrated by the composed migration Jobs (Armada's own binaries at the
+// composed release) and hold queues and jobs; writes more rows, restores
+// into a new data directory from the base backup and the archived WAL,
+// starts it and compares the queues and jobs of both databases.
 func TestBarmanRoundTrip(t *testing.T) {
 	for _, tool := range []string{"barman-cloud-backup", "barman-cloud-wal-archive", "barman-cloud-restore", "barman-cloud-wal-restore"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -149,23 +253,27 @@ func TestBarmanRoundTrip(t *testing.T) {
 		"archive_command=" + r.barman("barman-cloud-wal-archive", r.Destination, r.Server) + " %p",
 		"archive_timeout=0",
 	}})
-	pg.MustExec(t, "postgres", "CREATE DATABASE scheduler")
-	pg.MustExec(t, "scheduler", "CREATE TABLE queues (name text PRIMARY KEY, priority_factor float8); "+
-		"CREATE TABLE jobs (job_id text PRIMARY KEY, queue text REFERENCES queues(name), state text); "+
-		"INSERT INTO queues VALUES ('team-a', 1), ('team-b', 2); "+
-		"INSERT INTO jobs SELECT 'job-' || i, 'team-a', 'succeeded' FROM generate_series(1, 100) i")
-
+	start := time.Now()
+	migrate(t, pg, r)
+	t.Logf("the composed migration Jobs migrated the scheduler and lookout databases in %s", time.Since(start).Round(10*time.Millisecond))
+	writeQueue(t, pg, "team-a", 1)
+	writeQueue(t, pg, "team-b", 2)
+	writeJobs(t, pg, "team-a", 1, 100, "succeeded")
 	pgEnv := []string{"PGPASSWORD=" + pg.SuperuserPassword, "PGSSLMODE=prefer"}
+	start = time.Now()
 	_ = run(t, pg, pgEnv, r.barman("barman-cloud-backup", "--immediate-checkpoint", "-h", pg.Host, "-p", strconv.Itoa(pg.Port), "-U", "postgres", r.Destination, r.Server))
 
 	// Rows written after the base backup come back only through the
 	// archived WAL.
-	pg.MustExec(t, "scheduler", "INSERT INTO jobs SELECT 'job-' || i, 'team-b', 'running' FROM generate_series(101, 150) i")
-	pg.MustExec(t, "scheduler", "UPDATE queues SET priority_factor = 3 WHERE name = 'team-b'")
-	want := rows(t, pg)
+	writeJobs(t, pg, "team-b", 101, 150, "queued")
+	writeQueue(t, pg, "team-b", 3)
+	writeQueue(t, pg, "team-c", 1)
+	want := armadaRows(t, pg)
 	lsn := pg.MustExec(t, "postgres", "SELECT pg_walfile_name(pg_current_wal_lsn())")
 	pg.MustExec(t, "postgres", "SELECT pg_switch_wal()")
 	waitArchived(t, pg, lsn)
+	t.Logf("base backup taken and WAL archived in %s", time.Since(start).Round(10*time.Millisecond))
+	start = time.Now()
 
 	// Not t.TempDir: its parent directory is private to the test's user,
 	// and the postgres user must reach this one.
@@ -214,16 +322,14 @@ func TestBarmanRoundTrip(t *testing.T) {
 		"restore_command=" + r.barman("barman-cloud-wal-restore", r.Destination, r.Server) + " %f %p",
 	}})
 	waitPromoted(t, again)
-	if diff := cmp.Diff(want, rows(t, again)); diff != "" {
+	t.Logf("restored and recovered in %s", time.Since(start).Round(10*time.Millisecond))
+	if len(want["lookout queues"]) != 3 || len(want["scheduler jobs"]) != 150 || len(want["lookout jobs"]) != 150 {
+		t.Fatalf("the source holds %d queues, %d scheduler jobs and %d Lookout jobs, want 3, 150 and 150",
+			len(want["lookout queues"]), len(want["scheduler jobs"]), len(want["lookout jobs"]))
+	}
+	if diff := cmp.Diff(want, armadaRows(t, again)); diff != "" {
 		t.Errorf("restored rows differ from the source's (-source +restored):\n%s", diff)
 	}
-}
-
-// rows are the source's rows, as psql prints them.
-func rows(t *testing.T, pg *testenv.Postgres) []string {
-	t.Helper()
-	out := pg.MustExec(t, "scheduler", "SELECT q.name, q.priority_factor, j.job_id, j.state FROM jobs j JOIN queues q ON q.name = j.queue ORDER BY j.job_id")
-	return strings.Split(out, "\n")
 }
 
 // waitArchived waits until the WAL file walFile has been archived.

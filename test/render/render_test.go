@@ -91,6 +91,17 @@ func TestRender(t *testing.T) {
 			converge(t, tools, crds, opt, filepath.Join("testdata", "first-reconcile", name+".yaml"), filepath.Join("testdata", name+".yaml"))
 		})
 	}
+	// The in-cluster example with Redis Sentinel, in a directory of its
+	// own: the conformance suite, which runs testdata/*.yaml, serves one
+	// plain Redis (internal/testenv's TestRedisSentinelFailover runs the
+	// composed Sentinel Redis).
+	t.Run("redis-sentinel", func(t *testing.T) {
+		xr := exampleXR(t, "all-in-cluster.yaml")
+		spec, _ := xr["spec"].(map[string]any)
+		spec["redis"] = map[string]any{"mode": "InCluster", "inCluster": map[string]any{"sentinel": map[string]any{}}}
+		converge(t, tools, crds, xprender.RenderOptions{XR: xr, Composition: composition, XRD: xrd, FunctionAddress: addr, RequiredResources: tenancyPolicies},
+			"", filepath.Join("testdata", "variants", "redis-sentinel.yaml"))
+	})
 	// Every other supported release on the minimal example, for the
 	// conformance test to run with that release's binaries.
 	for _, v := range armada.SupportedVersions {

@@ -117,6 +117,20 @@ func TestSchema(t *testing.T) {
 			claim:  strings.Replace(valid, `redis: {addrs: ["redis:6379"]}`, `redis: {addrs: ["redis:6379"], inCluster: {image: redis}}`, 1),
 			want:   []string{"spec.redis.inCluster is only valid with mode: InCluster"},
 		},
+		"RedisSentinel": {
+			reason: "The in-cluster Redis may run with replicas and Sentinel failover.",
+			claim:  strings.Replace(inCluster, "redis: {mode: InCluster}", "redis: {mode: InCluster, inCluster: {sentinel: {replicas: 3, sentinels: 5}}}", 1),
+		},
+		"RedisSentinelEvenCount": {
+			reason: "A failover needs a majority of the Sentinels: their count is odd.",
+			claim:  strings.Replace(inCluster, "redis: {mode: InCluster}", "redis: {mode: InCluster, inCluster: {sentinel: {sentinels: 4}}}", 1),
+			want:   []string{"spec.redis.inCluster.sentinel.sentinels must be odd"},
+		},
+		"RedisSentinelOneReplica": {
+			reason: "Failover needs a replica to promote.",
+			claim:  strings.Replace(inCluster, "redis: {mode: InCluster}", "redis: {mode: InCluster, inCluster: {sentinel: {replicas: 1}}}", 1),
+			want:   []string{"spec.redis.inCluster.sentinel.replicas: Invalid value: 1: spec.redis.inCluster.sentinel.replicas in body should be greater than or equal to 2"},
+		},
 		"ExternalPulsarNeedsAdminURL": {
 			reason: "The topic-init Job needs the external admin URL.",
 			claim:  strings.Replace(valid, `, adminURL: "http://pulsar:8080"`, "", 1),

@@ -59,7 +59,9 @@ func TestSchemaTransitions(t *testing.T) {
 		return "{mode: InCluster, restore: {serverName: " + server + ", objectStore: " + store + "}}"
 	}
 	cases := map[string]struct {
-		reason   string
+		reason string
+		// field is the spec field old and new are; empty: postgres.
+		field    string
 		old, new string
 		want     string
 	}{
@@ -87,20 +89,41 @@ func TestSchemaTransitions(t *testing.T) {
 			old:    "{mode: External, host: pg, user: armada, passwordSecretRef: {name: pg, key: password}}",
 			new:    "{mode: InCluster, allowModeChange: true, restore: {serverName: old-postgres, objectStore: " + store + "}}",
 		},
+		"RedisSentinelKept": {
+			reason: "An in-cluster Redis with Sentinel may change its sizes.",
+			field:  "redis", old: "{mode: InCluster, inCluster: {sentinel: {}}}", new: "{mode: InCluster, inCluster: {sentinel: {replicas: 5}}}",
+		},
+		"RedisSentinelAdded": {
+			reason: "Adding Sentinel to a live in-cluster Redis would change its Service to headless: refused.",
+			field:  "redis", old: "{mode: InCluster}", new: "{mode: InCluster, inCluster: {sentinel: {}}}",
+			want: "spec.redis.inCluster.sentinel cannot be added to or removed from a live in-cluster Redis",
+		},
+		"RedisSentinelRemoved": {
+			reason: "Removing it is refused too.",
+			field:  "redis", old: "{mode: InCluster, inCluster: {sentinel: {}}}", new: "{mode: InCluster, inCluster: {}}",
+			want: "spec.redis.inCluster.sentinel cannot be added to or removed from a live in-cluster Redis",
+		},
+		"RedisSentinelWithModeSwitch": {
+			reason: "A switch from an External Redis may compose it with Sentinel.",
+			field:  "redis", old: "{mode: External, addrs: [\"redis:6379\"]}", new: "{mode: InCluster, allowModeChange: true, inCluster: {sentinel: {}}}",
+		},
 	}
-	obj := func(pg string) map[string]any {
+	obj := func(field, v string) map[string]any {
 		t.Helper()
+		if field == "" {
+			field = "postgres"
+		}
 		var m map[string]any
 		// Modes are written out: the API server defaults them before its
 		// rules run, and this validator does not default.
-		if err := yaml.Unmarshal([]byte("spec:\n  auth: {basicUsers: [{name: admin}]}\n  postgres: "+pg+"\n"), &m); err != nil {
+		if err := yaml.Unmarshal([]byte("spec:\n  auth: {basicUsers: [{name: admin}]}\n  "+field+": "+v+"\n"), &m); err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs, _ := validator.Validate(context.Background(), field.NewPath(""), structural, obj(tc.new), obj(tc.old), celconfig.RuntimeCELCostBudget)
+			errs, _ := validator.Validate(context.Background(), field.NewPath(""), structural, obj(tc.field, tc.new), obj(tc.field, tc.old), celconfig.RuntimeCELCostBudget)
 			got := errs.ToAggregate()
 			switch {
 			case tc.want == "" && got != nil:
