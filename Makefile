@@ -118,7 +118,7 @@ bench: ## Benchmark RunFunction against its codec floor (ratio printed), its sca
 # BENCH_JOBS picks BenchmarkJobFlow's rounds: 100, 1000 or both.
 BENCH_JOBS ?= 100|1000
 .PHONY: bench-jobflow
-bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory. Not part of make test.
+bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory; then the same on Armada's own localdev configuration, for the ratio. Not part of make test.
 	go test -run '^$$' -bench 'BenchmarkJobFlow/jobs=($(BENCH_JOBS))$$' -benchtime 1x -timeout 90m -v ./test/jobflow/
 
 .PHONY: render

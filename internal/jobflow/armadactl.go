@@ -32,19 +32,22 @@ import (
 type Armadactl struct {
 	// Bin is armadactl; Dir holds its roots and job files; Hosts is the
 	// hosts file; CA the composed CA certificate; Server the server's
-	// gRPC address as the claim's status.endpoints.grpc names it.
+	// gRPC address as the claim's status.endpoints.grpc names it. With
+	// no CA it dials without TLS (forceNoTls), as Armada's
+	// local-development setup does.
 	Bin, Dir, Hosts, CA, Server string
 }
 
 // cmd returns armadactl's command as user with args, in a root of its own.
 func (a *Armadactl) cmd(ctx context.Context, user, password string, args ...string) (*exec.Cmd, error) {
-	cfg := map[string]any{
-		"currentContext": "jobflow",
-		"contexts": map[string]any{"jobflow": map[string]any{
-			"armadaUrl": a.Server,
-			"basicAuth": map[string]any{"username": user, "password": password},
-		}},
+	ctx1 := map[string]any{"armadaUrl": a.Server}
+	if user != "" {
+		ctx1["basicAuth"] = map[string]any{"username": user, "password": password}
 	}
+	if a.CA == "" {
+		ctx1["forceNoTls"] = true
+	}
+	cfg := map[string]any{"currentContext": "jobflow", "contexts": map[string]any{"jobflow": ctx1}}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot encode armadactl's config")
@@ -63,7 +66,10 @@ func (a *Armadactl) cmd(ctx context.Context, user, password string, args ...stri
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, cargs...) //nolint:gosec // Runs armadactl.
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + podrun.PodPath(root), "SSL_CERT_FILE=" + podrun.PodPath(a.CA)}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + podrun.PodPath(root)}
+	if a.CA != "" {
+		cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+podrun.PodPath(a.CA))
+	}
 	return cmd, nil
 }
 

@@ -108,6 +108,14 @@ type RunnerOptions struct {
 // cleanup.
 func StartRunner(t TB, b *Backends, o RunnerOptions) *podrun.Runner {
 	t.Helper()
+	r, _ := StartStoppableRunner(t, b, o)
+	return r
+}
+
+// StartStoppableRunner is StartRunner that also returns a function that
+// stops the runner and its pods before t's cleanup.
+func StartStoppableRunner(t TB, b *Backends, o RunnerOptions) (*podrun.Runner, func()) {
+	t.Helper()
 	dir, logf := o.Name, o.Logf
 	if dir == "" {
 		dir = "pods"
@@ -133,8 +141,9 @@ func StartRunner(t TB, b *Backends, o RunnerOptions) *podrun.Runner {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { runner.Run(ctx, time.Second); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return runner
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return runner, stop
 }
 
 // RunProvider runs provider-armada's controllers against cfg's cluster
@@ -375,9 +384,15 @@ const SubmitCheckPeriod = 60 * time.Second
 // returns when it was first seen there.
 func WaitExecutor(t TB, pg *testenv.Postgres, clusterID string, progress func(string)) time.Time {
 	t.Helper()
+	return WaitExecutorIn(t, pg, "scheduler", clusterID, progress)
+}
+
+// WaitExecutorIn is WaitExecutor for the scheduler whose database is db.
+func WaitExecutorIn(t TB, pg *testenv.Postgres, db, clusterID string, progress func(string)) time.Time {
+	t.Helper()
 	q := "SELECT count(*) FROM executors WHERE executor_id = " + testenv.QuoteLiteral(clusterID)
 	WaitFor(t, 3*time.Minute, "executor "+clusterID+" in the scheduler's database", func() (bool, string) {
-		n, err := pg.Exec("scheduler", q)
+		n, err := pg.Exec(db, q)
 		if err != nil {
 			return false, err.Error()
 		}

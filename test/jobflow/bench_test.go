@@ -3,6 +3,7 @@ package jobflow
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,28 +34,56 @@ func tenNodes() []controlplane.Node {
 // p50 and p95 (each job from just before the armadactl submit that
 // carried it to its Succeeded event's own timestamp), jobs per minute
 // (jobs over first submit → last Succeeded), and each process's resident
-// memory at the end. It fails if any job does not succeed.
+// memory at the end. Then, unless BENCH_LOCALDEV=0, it stops the composed
+// Armada and runs the same jobs through the same binaries in Armada's own
+// local-development configuration (runLocalDev) on the same backends,
+// cluster and Nodes, reporting the same figures (suffix -localdev) and
+// the ratio of jobs per minute, composed over localdev. It fails if any
+// job does not succeed.
 func BenchmarkJobFlow(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run("jobs="+strconv.Itoa(n), func(b *testing.B) {
 			f := compose(b, composeOptions{nodes: tenNodes()})
-			password := f.claim.Credential("admin")
+			composed := benchArm{a: f.a, user: "admin", password: f.claim.Credential("admin"), queue: queue}
 			round := 0
+			var r jobRun
 			for b.Loop() {
 				round++
-				r := runJobs(b, f, password, fmt.Sprintf("bench-%d-%d", n, round), n)
+				r = runJobs(b, composed, fmt.Sprintf("bench-%d-%d", n, round), n)
 				if round == 1 {
 					b.ReportMetric(r.firstSucceeded.Sub(f.applied).Seconds(), "s-apply-to-first-succeeded")
 				}
 				b.ReportMetric(r.p50.Seconds(), "s-p50")
 				b.ReportMetric(r.p95.Seconds(), "s-p95")
 				b.ReportMetric(r.perMinute, "jobs/min")
-				b.Logf("%d jobs: submit → Succeeded p50 %s, p95 %s; %.0f jobs/min; apply → first Succeeded %s",
+				b.Logf("composed: %d jobs: submit → Succeeded p50 %s, p95 %s; %.0f jobs/min; apply → first Succeeded %s",
 					n, r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), r.perMinute, r.firstSucceeded.Sub(f.applied).Round(time.Second))
 			}
-			b.Logf("resident memory at the end (MiB, a process with its children; shared pages counted in each):\n%s", memoryTable(b, f))
+			table, rss := memoryTable(b, f, nil)
+			reportRSS(b, "composed", rss)
+			b.Logf("composed: resident memory at the end (MiB, a process with its children; shared pages counted in each):\n%s", table)
+			if os.Getenv("BENCH_LOCALDEV") == "0" {
+				return
+			}
+			// The second arm: the same binaries in Armada's own
+			// local-development configuration, on the same backends,
+			// cluster and Nodes, once the composed Armada is stopped.
+			l := runLocalDev(b, f, n)
+			b.ReportMetric(l.p50.Seconds(), "s-p50-localdev")
+			b.ReportMetric(l.p95.Seconds(), "s-p95-localdev")
+			b.ReportMetric(l.perMinute, "jobs/min-localdev")
+			b.ReportMetric(r.perMinute/l.perMinute, "jobs/min-composed/localdev")
+			b.Logf("localdev: %d jobs: submit → Succeeded p50 %s, p95 %s; %.0f jobs/min; composed/localdev jobs per minute %.2f",
+				n, l.p50.Round(time.Millisecond), l.p95.Round(time.Millisecond), l.perMinute, r.perMinute/l.perMinute)
 		})
 	}
+}
+
+// A benchArm is where runJobs submits: with which armadactl, as whom,
+// to which queue.
+type benchArm struct {
+	a                     *jobflow.Armadactl
+	user, password, queue string
 }
 
 // jobRun is what one round of jobs measured.
@@ -66,7 +95,7 @@ type jobRun struct {
 
 // runJobs submits n one-second jobs into jobSet in batches and waits
 // until every one has succeeded.
-func runJobs(b *testing.B, f *flow, password, jobSet string, n int) jobRun {
+func runJobs(b *testing.B, arm benchArm, jobSet string, n int) jobRun {
 	b.Helper()
 	ctx := b.Context()
 	job := jobflow.JobSpec(jobsNamespace, map[string]string{"kwok.armadaproject.io/run-for": "1s"})
@@ -77,15 +106,15 @@ func runJobs(b *testing.B, f *flow, password, jobSet string, n int) jobRun {
 			jobs[j] = job
 		}
 		submits = append(submits, time.Now())
-		if out, err := f.a.Submit(ctx, "admin", password, queue, jobSet, jobs...); err != nil {
-			b.Fatalf("%s: %v\n%s", f.a.Command("submit", jobSet+".yaml"), err, out)
+		if out, err := arm.a.Submit(ctx, arm.user, arm.password, arm.queue, jobSet, jobs...); err != nil {
+			b.Fatalf("%s: %v\n%s", arm.a.Command("submit", jobSet+".yaml"), err, out)
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	evs, out, err := f.a.Watch(wctx, "admin", password, queue, jobSet, nil)
+	evs, out, err := arm.a.Watch(wctx, arm.user, arm.password, arm.queue, jobSet, nil)
 	if err != nil {
-		b.Fatalf("%s: %v\n%s", f.a.Command("watch", queue, jobSet, "--raw", "--exit-if-inactive"), err, jobflow.Tail(out, 20))
+		b.Fatalf("%s: %v\n%s", arm.a.Command("watch", arm.queue, jobSet, "--raw", "--exit-if-inactive"), err, jobflow.Tail(out, 20))
 	}
 	// A job's batch is the order its Submitted event came in.
 	batch := map[string]int{}
@@ -141,12 +170,16 @@ func eventTime(e jobflow.Event) time.Time {
 }
 
 // memoryTable lists the resident memory of the Armada components the
-// runner runs, the control plane's processes and the backends (the
-// processes whose command line names the benchmark's temporary
-// directories), each with its children.
-func memoryTable(b *testing.B, f *flow) string {
+// runner runs (and extra's processes), the control plane's processes and
+// the backends (the processes whose command line names the benchmark's
+// temporary directories), each with its children, and returns it with
+// each label's KiB.
+func memoryTable(b *testing.B, f *flow, extra map[int]string) (string, map[string]int) {
 	b.Helper()
-	label := map[int]string{}
+	label := maps.Clone(extra)
+	if label == nil {
+		label = map[int]string{}
+	}
 	for id, procs := range f.runner.Processes() {
 		for _, p := range procs {
 			label[p.Pid()] = id
@@ -209,7 +242,20 @@ func memoryTable(b *testing.B, f *flow) string {
 		sum += total[l]
 	}
 	fmt.Fprintf(&sb, "  %-40s %6d\n", "total", sum/1024)
-	return sb.String()
+	total["total"] = sum
+	return sb.String(), total
+}
+
+// reportRSS reports each process's resident memory (MiB) as a metric.
+func reportRSS(b *testing.B, arm string, rss map[string]int) {
+	b.Helper()
+	for l, kib := range rss {
+		if kib == 0 {
+			continue // a Job's pod, finished
+		}
+		name := strings.NewReplacer(" (", "-", ")", "", " ", "-", "/", "-").Replace(strings.TrimPrefix(l, arm+" "))
+		b.ReportMetric(float64(kib)/1024, "MiB-"+arm+"-"+name)
+	}
 }
 
 // treeRSS is a process's and its descendants' VmRSS in KiB.

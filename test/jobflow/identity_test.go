@@ -28,8 +28,11 @@ const inClusterConfig = "Running with in cluster client configuration"
 // as the composed ServiceAccount, and, for the executor and binoculars,
 // Armada's log saying it uses it;
 // where it does not, no token at all. So the executor creates job pods
-// with its composed RBAC, not with an admin's.
-func checkIdentities(ctx context.Context, t *testing.T, c client.Client, runner *podrun.Runner) {
+// with its composed RBAC, not with an admin's. c reaches the cluster the
+// runner runs the pods of (cluster names it in messages): the TokenReview
+// is that cluster's API server's, so a remote executor's token must be
+// one its worker cluster issued.
+func checkIdentities(ctx context.Context, t *testing.T, cluster string, c client.Client, runner *podrun.Runner) {
 	t.Helper()
 	var deps appsv1.DeploymentList
 	if err := c.List(ctx, &deps, client.InNamespace(ns)); err != nil {
@@ -48,12 +51,13 @@ func checkIdentities(ctx context.Context, t *testing.T, c client.Client, runner 
 	}
 	procs := runner.Processes()
 	executors := 0
-	for id, spec := range pods {
-		if len(procs[id]) == 0 {
+	for short, spec := range pods {
+		id := cluster + ": " + short
+		if len(procs[short]) == 0 {
 			t.Errorf("%s: no process running", id)
 			continue
 		}
-		pr := procs[id][0]
+		pr := procs[short][0]
 		proc := "/proc/" + strconv.Itoa(pr.Pid())
 		env, err := os.ReadFile(proc + "/environ") //nolint:gosec // The runner's own process.
 		if err != nil {
@@ -82,6 +86,7 @@ func checkIdentities(ctx context.Context, t *testing.T, c client.Client, runner 
 		want := fmt.Sprintf("system:serviceaccount:%s:%s", ns, spec.ServiceAccountName)
 		if !tr.Status.Authenticated || tr.Status.User.Username != want {
 			t.Errorf("%s: its token authenticates as %q (authenticated: %t), want its composed ServiceAccount %q", id, tr.Status.User.Username, tr.Status.Authenticated, want)
+			continue
 		}
 		// The executor and binoculars build their clients at startup
 		// (internal/common/cluster) and log how; the scheduler, with one
@@ -96,6 +101,6 @@ func checkIdentities(ctx context.Context, t *testing.T, c client.Client, runner 
 		t.Logf("%s runs as %s", id, tr.Status.User.Username)
 	}
 	if executors == 0 {
-		t.Errorf("no executor runs with a ServiceAccount token (pods: %d)", len(pods))
+		t.Errorf("%s: no executor runs with a ServiceAccount token (pods: %d)", cluster, len(pods))
 	}
 }

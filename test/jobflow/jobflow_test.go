@@ -82,7 +82,9 @@ func TestJobFlow(t *testing.T) {
 	})
 
 	t.Run("ExecutorAsItsServiceAccount", func(t *testing.T) {
-		checkIdentities(ctx, t, f.cp.Client(), f.runner)
+		checkIdentities(ctx, t, "control cluster", f.cp.Client(), f.runner)
+		// The remote executor's token, reviewed by the worker's API server.
+		checkIdentities(ctx, t, "worker cluster", f.worker.Client(), f.workerRunner)
 	})
 
 	t.Run("Failed", func(t *testing.T) {

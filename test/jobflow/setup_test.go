@@ -54,6 +54,10 @@ type flow struct {
 	adminPassword string
 	// applied is when the claim was applied.
 	applied time.Time
+	// stopRunner stops the control cluster's runner and its pods;
+	// redisPassword is what Redis requires.
+	stopRunner    func()
+	redisPassword string
 	// worker is the worker cluster and workerRunner runs its pods; nil
 	// without composeOptions.worker.
 	worker       *controlplane.ControlPlane
@@ -127,7 +131,8 @@ func compose(t testing.TB, o composeOptions) *flow {
 	f.applied = time.Now()
 	apply(t, c, f.manifest)
 
-	f.runner = jobflow.StartRunner(t, f.be, jobflow.RunnerOptions{
+	f.redisPassword = redisPassword
+	f.runner, f.stopRunner = jobflow.StartStoppableRunner(t, f.be, jobflow.RunnerOptions{
 		Client: c, Namespace: ns, APIServer: f.cp.RESTConfig(), Releases: rels, Logf: t.Logf,
 	})
 	if o.worker {

@@ -53,6 +53,9 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 		c["resources"] = map[string]any{"requests": res, "limits": res}
 		jobs[i] = j
 	}
+	// Every pod each job gets, in both clusters: Armada's runs do not show
+	// a pod created again under the same run.
+	tracker := trackJobPods(ctx, jobSet, f.cp.Client(), f.worker.Client())
 	out, err := f.a.Submit(ctx, "admin", f.adminPassword, queue, jobSet, jobs...)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", f.a.Command("submit", "job.yaml"), err, out)
@@ -102,6 +105,12 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 		}
 	}
 	checkOneRunEach(t, f.be.Postgres, jobSet)
+	pods := tracker.Stop()
+	for _, j := range done {
+		if pods[j.JobID] != 1 {
+			t.Errorf("job %s had %d pods, want one (run once)", j.JobID, pods[j.JobID])
+		}
+	}
 	checkImages(t, f.cp.Client(), to)
 	checkImages(t, f.worker.Client(), to)
 
