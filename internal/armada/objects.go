@@ -50,8 +50,13 @@ func encodeConfig(cfg map[string]any) (configEncoding, error) {
 	if err != nil {
 		return configEncoding{}, err
 	}
+	return configEncoding{yaml: b, hash: configHash(b)}, nil
+}
+
+// configHash is the hash of a config's YAML that pod templates carry.
+func configHash(b []byte) string {
 	sum := sha256.Sum256(b)
-	return configEncoding{yaml: b, hash: hex.EncodeToString(sum[:8])}, nil
+	return hex.EncodeToString(sum[:8])
 }
 
 // credentialsSecret holds every basic-auth user's password, keyed by user.

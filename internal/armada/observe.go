@@ -65,6 +65,9 @@ type Observed struct {
 	// RecoveryWindows are the recovery windows the observed Barman Cloud
 	// ObjectStores report, by server (cluster) name.
 	RecoveryWindows map[string]RecoveryWindow
+	// ConfigHashes are the hashes of the observed component config
+	// Secrets' configs, by composition resource name (<instance>-config).
+	ConfigHashes map[string]string
 	// SQLProviderConfig is the spec of the observed provider-sql
 	// ProviderConfig, kept while its Databases are observed (see
 	// renderer.postgres); nil if none is observed.
@@ -147,7 +150,7 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 	o := Observed{
 		Passwords: map[string]string{}, TLS: map[string][]byte{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
 		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{}, DeletesData: map[string]bool{},
-		Backups: map[string]BackupObserved{}, RecoveryWindows: map[string]RecoveryWindow{},
+		Backups: map[string]BackupObserved{}, RecoveryWindows: map[string]RecoveryWindow{}, ConfigHashes: map[string]string{},
 	}
 	for key, u := range resources {
 		if u == nil {
@@ -203,6 +206,10 @@ func observeContent(o *Observed, key string, u *unstructured.Unstructured) {
 		recoveryWindows(u, o.RecoveryWindows)
 	case u.GetKind() == "Job":
 		o.Jobs[u.GetName()] = jobState(u)
+	case u.GetKind() == kindSecret && strings.HasSuffix(key, "-config"):
+		if cfg, ok := secretData(u)[configKey]; ok {
+			o.ConfigHashes[key] = configHash(cfg)
+		}
 	case strings.HasSuffix(key, keyWorkloadSuffix):
 		o.Workloads[strings.TrimSuffix(key, keyWorkloadSuffix)] = workload(u)
 	}

@@ -317,6 +317,15 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 		version = observed.Version
 	}
+	// The template carries the hash of the config Secret as observed once
+	// it exists, not as desired: Crossplane applies the Secret and the
+	// workload in one pass in no set order, and a template that changed
+	// first would restart pods on the old config, with nothing to restart
+	// them when the Secret changes after. The pass that observes the new
+	// Secret changes the hash and rolls the pods.
+	if h, ok := r.opt.Observed.ConfigHashes[name+"-config"]; ok {
+		hash = h
+	}
 	env, vols, mounts, hash := r.podExtras(inst, id, hash)
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
