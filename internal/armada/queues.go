@@ -103,7 +103,13 @@ func (r *renderer) queues(password string) {
 	var waiting []string
 	for _, q := range in.Spec.Queues {
 		key := keyQueuePrefix + q.Name
-		r.add(key, in.Queue(q.Name, q.QueueParameters, "queue"), true)
+		queue := in.Queue(q.Name, q.QueueParameters, "queue")
+		// The platform's queues follow spec.deletionPolicy: under Orphan
+		// deleting the claim leaves them in Armada (and its database).
+		for _, p := range in.managementPolicies() {
+			queue.Spec.ManagementPolicies = append(queue.Spec.ManagementPolicies, xpv2.ManagementAction(p.(string))) //nolint:forcetypeassert // managementPolicies holds strings.
+		}
+		r.add(key, queue, true)
 		if !r.opt.Observed.Ready[key] {
 			waiting = append(waiting, q.Name)
 		}
