@@ -107,7 +107,8 @@ func (r *renderer) queues(password string) {
 		// The platform's queues follow spec.deletionPolicy: under Orphan
 		// deleting the claim leaves them in Armada (and its database).
 		for _, p := range in.managementPolicies() {
-			queue.Spec.ManagementPolicies = append(queue.Spec.ManagementPolicies, xpv2.ManagementAction(p.(string))) //nolint:forcetypeassert // managementPolicies holds strings.
+			a, _ := p.(string)
+			queue.Spec.ManagementPolicies = append(queue.Spec.ManagementPolicies, xpv2.ManagementAction(a))
 		}
 		r.add(key, queue, true)
 		if !r.opt.Observed.Ready[key] {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +116,13 @@ func testDeleteWithQueues(t *testing.T, policy string) {
 	if err := kube().Delete(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	want := append(append([]ref{}, refs...), pc, platformQueue)
-	d := waitWithin(t, deletionBound, "every composed object, the Queue and the ProviderConfig deleted", func() (bool, string) {
+	want := refs
+	for _, r := range []ref{pc, platformQueue} {
+		if !slices.Contains(want, r) {
+			t.Fatalf("%s is not among the claim's composed objects: %v", r, refs)
+		}
+	}
+	d := waitWithin(t, deletionBound, "every composed object (the Queue and the ProviderConfig among them) deleted", func() (bool, string) {
 		var left []string
 		for _, r := range want {
 			if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) != nil {
@@ -125,7 +131,7 @@ func testDeleteWithQueues(t *testing.T, policy string) {
 		}
 		return len(left) == 0, fmt.Sprintf("%d of %d left: %v; Queue objects: %s", len(left), len(want), left, queueStates(t, ns))
 	})
-	t.Logf("deletionPolicy %s: %d composed objects, the Queue and the ProviderConfig deleted %s after the claim (bound %s)",
+	t.Logf("deletionPolicy %s: %d composed objects, the Queue and the ProviderConfig among them, deleted %s after the claim (bound %s)",
 		policy, len(refs), d.Round(time.Millisecond), deletionBound)
 
 	// The team's claim is not deleted: its Queue stays and says why.
