@@ -113,6 +113,13 @@ func testDeleteWithQueues(t *testing.T, policy string) {
 		t.Fatalf("no team Queue %s; Queue objects: %s", teamQueue, queueStates(t, ns))
 	}
 
+	// The platform's Queue carries the claim's policy: under Orphan no
+	// Delete, so provider-armada never deletes its queue in Armada.
+	pq := get(t, platformQueue.APIVersion, platformQueue.Kind, ns, platformQueue.Name)
+	policies, _, _ := unstructured.NestedStringSlice(pq.Object, "spec", "managementPolicies")
+	if deletes := len(policies) == 0 || slices.Contains(policies, "Delete") || slices.Contains(policies, "*"); deletes != (policy == "Delete") {
+		t.Errorf("deletionPolicy %s: the platform Queue's managementPolicies %v (deletes in Armada: %t)", policy, policies, deletes)
+	}
 	if err := kube().Delete(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
