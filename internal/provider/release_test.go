@@ -2,9 +2,11 @@ package provider_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +90,22 @@ func testRelease(ctx context.Context, t *testing.T, e *env) {
 		}
 		if _, ok := s.Queue("q"); !ok {
 			t.Error("the unreachable Armada lost queue q")
+		}
+		// The release is recorded, naming the queue left in Armada.
+		msg := ""
+		for deadline := time.Now().Add(waitTimeout); msg == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			l := &corev1.EventList{}
+			if err := e.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range l.Items {
+				if ev.Reason == "ReleasedWithArmada" && ev.Type == corev1.EventTypeWarning && ev.InvolvedObject.Name == "q" {
+					msg = ev.Message
+				}
+			}
+		}
+		if !strings.Contains(msg, "queue q is not deleted in Armada") {
+			t.Errorf("no Warning event ReleasedWithArmada naming queue q (got %q)", msg)
 		}
 	})
 

@@ -59,11 +59,12 @@ func (g *going) expired(now time.Time) bool {
 }
 
 // release lets cr go of its Armada after Armada could not be reached
-// (cause) or the release period passed. A Queue being deleted is reported
+// (cause) or the release period passed. Either way it drops its provider
+// config usage, so the config can go. A Queue being deleted is reported
 // absent, so crossplane-runtime removes its finalizer; the event names the
 // queue left behind. A live Queue (a team's, whose Armada is being deleted
-// under it) drops its provider config usage so that the config can go, and
-// reports why; it reconnects when a config of that name exists again.
+// under it) reports why; it reconnects when a config of that name exists
+// again.
 func (g *going) release(ctx context.Context, cr *v1alpha1.Queue, cause error) (managed.ExternalObservation, error) {
 	name, _ := Name(cr)
 	why := fmt.Sprintf("%s is being deleted", g.config)
@@ -76,11 +77,8 @@ func (g *going) release(ctx context.Context, cr *v1alpha1.Queue, cause error) (m
 	case !g.since.IsZero():
 		why += fmt.Sprintf(" and has been for over %s", g.after)
 	}
-	if meta.WasDeleted(cr) {
-		g.record.Event(cr, event.Warning(reasonReleased, errors.Errorf(
-			"%s: queue %s is not deleted in Armada; it goes with that Armada's database, or stays in it under deletionPolicy Orphan", why, name)))
-		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
+	// The usage goes now rather than with the garbage collector, so the
+	// config goes as soon as its last Queue lets go.
 	u := g.usage.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of a client.Object is one.
 	u.SetName(string(cr.GetUID()))
 	if _, ok := u.(*v1alpha1.ProviderConfigUsage); ok {
@@ -88,6 +86,11 @@ func (g *going) release(ctx context.Context, cr *v1alpha1.Queue, cause error) (m
 	}
 	if err := g.kube.Delete(ctx, u); err != nil && !kerrors.IsNotFound(err) {
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot delete provider config usage")
+	}
+	if meta.WasDeleted(cr) {
+		g.record.Event(cr, event.Warning(reasonReleased, errors.Errorf(
+			"%s: queue %s is not deleted in Armada; it goes with that Armada's database, or stays in it under deletionPolicy Orphan", why, name)))
+		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	return managed.ExternalObservation{}, errors.Errorf("%s: this Queue no longer holds it, and leaves queue %s in Armada as it is; "+
 		"it reconnects when %s exists again", why, name, g.config)
