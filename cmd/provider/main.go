@@ -42,6 +42,7 @@ type cli struct {
 	LeaderElection   bool          `env:"LEADER_ELECTION"                                                                       help:"Use leader election, so only one replica reconciles."                           short:"l"`
 	MetricsBindAddr  string        `name:"metrics-bind-address" default:":8080"                                                                             help:"Address the Prometheus metrics endpoint listens on ('0' disables it)."`
 	HealthBindAddr   string        `name:"health-probe-bind-address" default:":8081"                                                                             help:"Address the /healthz and /readyz probes listen on."`
+	ReleaseAfter     time.Duration `default:"2m"                                                                                help:"How long after a ProviderConfig's deletion began its Queues stop waiting for its Armada to delete their queues."`
 	Kubeconfig       string        `env:"KUBECONFIG"                                                                            help:"Kubeconfig of the control plane; empty means in-cluster config."               type:"path"`
 }
 
@@ -112,9 +113,9 @@ func (c *cli) run(ctx context.Context) error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := provider.Setup(mgr, provider.Options{Controller: o}); err != nil {
+	if err := provider.Setup(mgr, provider.Options{Controller: o, ReleaseAfter: c.ReleaseAfter}); err != nil {
 		return errors.Wrap(err, "cannot set up controllers")
 	}
-	log.Info("starting provider-armada", "sync", c.Sync, "poll", c.Poll, "maxReconcileRate", c.MaxReconcileRate)
+	log.Info("starting provider-armada", "sync", c.Sync, "poll", c.Poll, "maxReconcileRate", c.MaxReconcileRate, "releaseAfter", c.ReleaseAfter)
 	return errors.Wrap(mgr.Start(ctx), "cannot run controller manager")
 }

@@ -103,7 +103,14 @@ func (r *renderer) queues(password string) {
 	var waiting []string
 	for _, q := range in.Spec.Queues {
 		key := keyQueuePrefix + q.Name
-		r.add(key, in.Queue(q.Name, q.QueueParameters, "queue"), true)
+		queue := in.Queue(q.Name, q.QueueParameters, "queue")
+		// The platform's queues follow spec.deletionPolicy: under Orphan
+		// deleting the claim leaves them in Armada (and its database).
+		for _, p := range in.managementPolicies() {
+			a, _ := p.(string)
+			queue.Spec.ManagementPolicies = append(queue.Spec.ManagementPolicies, xpv2.ManagementAction(a))
+		}
+		r.add(key, queue, true)
 		if !r.opt.Observed.Ready[key] {
 			waiting = append(waiting, q.Name)
 		}

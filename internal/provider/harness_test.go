@@ -33,6 +33,10 @@ import (
 // waitTimeout bounds each wait for the provider to act.
 const waitTimeout = 60 * time.Second
 
+// releaseAfter is how long a Queue waits for Armada once its
+// ProviderConfig is being deleted, short for the tests.
+const releaseAfter = 5 * time.Second
+
 // env is a kube-apiserver with provider-armada's CRDs, the provider's
 // controllers running in-process against it, and a client.
 type env struct {
@@ -72,6 +76,7 @@ func startEnv(t *testing.T) *env {
 		// The in-memory Armada reads its own writes, and the test deletes
 		// a queue behind the provider's back soon after creating it.
 		CreationGracePeriod: time.Second,
+		ReleaseAfter:        releaseAfter,
 	})
 	if err != nil {
 		t.Fatalf("cannot set up provider: %v", err)

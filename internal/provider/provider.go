@@ -29,6 +29,11 @@ type Options struct {
 	// Dialer, if set, opens connections to Armada instead of dialling the
 	// provider configs' endpoints; tests use it to reach a local Armada.
 	Dialer func(context.Context, string) (net.Conn, error)
+
+	// ReleaseAfter is how long after its provider config's deletion began
+	// a Queue stops waiting for Armada to delete its queue. Zero means
+	// queue.DefaultReleaseAfter.
+	ReleaseAfter time.Duration
 }
 
 // Setup adds every provider-armada controller to mgr.
@@ -36,5 +41,5 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := config.Setup(mgr, o.Controller); err != nil {
 		return err
 	}
-	return queue.Setup(mgr, queue.Options{Controller: o.Controller, CreationGracePeriod: o.CreationGracePeriod, Dialer: o.Dialer})
+	return queue.Setup(mgr, queue.Options{Controller: o.Controller, CreationGracePeriod: o.CreationGracePeriod, Dialer: o.Dialer, ReleaseAfter: o.ReleaseAfter})
 }

@@ -29,6 +29,7 @@ func TestQueue(t *testing.T) {
 
 	t.Run("Validation", func(t *testing.T) { testValidation(ctx, t, e) })
 	t.Run("Examples", func(t *testing.T) { testExamples(ctx, t, e) })
+	t.Run("Release", func(t *testing.T) { testRelease(ctx, t, e) })
 
 	t.Run("Lifecycle", func(t *testing.T) {
 		s := startArmada(ctx, t)

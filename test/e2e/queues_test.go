@@ -12,8 +12,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
@@ -152,7 +154,12 @@ func teamQueueClaim(armadaNS, ns, armada string) *unstructured.Unstructured {
 func runProvider(ctx context.Context, t *testing.T, dial func(context.Context, string) (net.Conn, error)) {
 	t.Helper()
 	ctrllog.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(cp.RESTConfig(), ctrl.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	// Each test that runs provider-armada starts its own manager in this
+	// one process; controller-runtime refuses a controller name twice.
+	mgr, err := ctrl.NewManager(cp.RESTConfig(), ctrl.Options{
+		Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,17 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"time"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -26,6 +31,13 @@ type Connector struct {
 	dial   func(context.Context, client.Reader, armadaclient.Config) (*armadaclient.Conn, error)
 	// dialer, if set, opens connections instead of dialling endpoints.
 	dialer func(context.Context, string) (net.Conn, error)
+	// record records the events of Queues released with their Armada.
+	record event.Recorder
+	// releaseAfter is how long a Queue waits for Armada once its provider
+	// config is being deleted.
+	releaseAfter time.Duration
+	// now is the clock.
+	now func() time.Time
 }
 
 // NewConnector returns a Connector that reads configs and Secrets through
@@ -38,15 +50,19 @@ func NewConnector(kube client.Client) *Connector {
 			v1alpha1.ProviderConfigKind:        resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}),
 			v1alpha1.ClusterProviderConfigKind: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ClusterProviderConfigUsage{}),
 		},
-		tokens: &armadaclient.TokenSources{},
-		dial:   armadaclient.Dial,
+		tokens:       &armadaclient.TokenSources{},
+		dial:         armadaclient.Dial,
+		record:       event.NewNopRecorder(),
+		releaseAfter: DefaultReleaseAfter,
+		now:          time.Now,
 	}
 }
 
 var _ managed.TypedExternalConnector[*v1alpha1.Queue] = &Connector{}
 
 // Connect returns an External holding a new connection to the Armada cr's
-// provider config names.
+// provider config names. A config being deleted is not tracked again (its
+// Armada is going), and the External it returns knows so: see going.
 func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.TypedExternalClient[*v1alpha1.Queue], error) {
 	ref := cr.GetProviderConfigReference()
 	if ref == nil {
@@ -56,34 +72,62 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.Ty
 	if !ok {
 		return nil, errors.Errorf("spec.providerConfigRef.kind %q is neither %s nor %s", ref.Kind, v1alpha1.ProviderConfigKind, v1alpha1.ClusterProviderConfigKind)
 	}
-	if err := t.Track(ctx, cr); err != nil {
-		return nil, errors.Wrap(err, "cannot track provider config usage")
-	}
 	cfg := armadaclient.Config{Tokens: c.tokens, Dialer: c.dialer}
+	g := &going{config: ref.Kind + " " + ref.Name, after: c.releaseAfter, kube: c.kube, record: c.record}
+	var pc client.Object
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
-		pc := &v1alpha1.ProviderConfig{}
-		if err := c.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: ref.Name}, pc); err != nil {
+		p := &v1alpha1.ProviderConfig{}
+		pc, g.usage = p, &v1alpha1.ProviderConfigUsage{}
+		g.config = fmt.Sprintf("%s %s/%s", ref.Kind, cr.GetNamespace(), ref.Name)
+		err := c.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: ref.Name}, p)
+		if kerrors.IsNotFound(err) && meta.WasDeleted(cr) {
+			// No config, so no Armada to reach: nothing holds the queue.
+			return &External{going: g, now: c.now}, nil
+		}
+		if err != nil {
 			return nil, errors.Wrapf(err, "cannot get ProviderConfig %s/%s", cr.GetNamespace(), ref.Name)
 		}
-		cfg.Spec, cfg.Namespace = pc.Spec, pc.GetNamespace()
+		cfg.Spec, cfg.Namespace = p.Spec, p.GetNamespace()
 	default:
-		cpc := &v1alpha1.ClusterProviderConfig{}
-		if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, cpc); err != nil {
+		p := &v1alpha1.ClusterProviderConfig{}
+		pc, g.usage = p, &v1alpha1.ClusterProviderConfigUsage{}
+		err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, p)
+		if kerrors.IsNotFound(err) && meta.WasDeleted(cr) {
+			return &External{going: g, now: c.now}, nil
+		}
+		if err != nil {
 			return nil, errors.Wrapf(err, "cannot get ClusterProviderConfig %s", ref.Name)
 		}
-		cfg.Spec = cpc.Spec
+		cfg.Spec = p.Spec
+	}
+	g.since = deletionTime(pc)
+	if g.since.IsZero() {
+		g = nil
+		if err := t.Track(ctx, cr); err != nil {
+			return nil, errors.Wrap(err, "cannot track provider config usage")
+		}
 	}
 	conn, err := c.dial(ctx, c.kube, cfg)
+	if err != nil && g != nil {
+		// Its Secret, say, went with the Armada.
+		g.cause = errors.Wrap(err, "cannot connect to Armada")
+		return &External{going: g, now: c.now}, nil
+	}
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot connect to Armada")
 	}
-	return NewExternal(conn), nil
+	e := NewExternal(conn)
+	e.going, e.now = g, c.now
+	return e, nil
 }
 
-// newConnector is NewConnector with a dialer.
-func newConnector(kube client.Client, dialer func(context.Context, string) (net.Conn, error)) *Connector {
+// newConnector is NewConnector with the options of Setup.
+func newConnector(kube client.Client, o Options, record event.Recorder) *Connector {
 	c := NewConnector(kube)
-	c.dialer = dialer
+	c.dialer, c.record = o.Dialer, record
+	if o.ReleaseAfter > 0 {
+		c.releaseAfter = o.ReleaseAfter
+	}
 	return c
 }

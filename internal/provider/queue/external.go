@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/armadaproject/armada/pkg/api"
 
@@ -19,6 +20,11 @@ import (
 // connection opened by Connect.
 type External struct {
 	conn *armadaclient.Conn
+	// going is set when the Queue's provider config is being deleted or
+	// gone; conn is nil when it could not be opened.
+	going *going
+	// now is the clock going's release period is measured on.
+	now func() time.Time
 }
 
 // NewExternal returns an External that uses conn, and closes it on
@@ -60,9 +66,15 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.Ext
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	if g := e.going; g != nil && (g.cause != nil || g.expired(e.now())) {
+		return g.release(ctx, cr, g.cause)
+	}
 	got, err := e.Get(ctx, name)
 	if armadaclient.IsNotFound(err) {
 		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if err != nil && e.going != nil && unreachable(err) {
+		return e.going.release(ctx, cr, errors.Wrap(err, "cannot get queue"))
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get queue")
@@ -135,8 +147,13 @@ func (e *External) Delete(ctx context.Context, cr *v1alpha1.Queue) (managed.Exte
 	return managed.ExternalDelete{}, errors.Wrap(err, "cannot delete queue")
 }
 
-// Disconnect closes the connection.
-func (e *External) Disconnect(context.Context) error { return e.conn.Close() }
+// Disconnect closes the connection, if one was opened.
+func (e *External) Disconnect(context.Context) error {
+	if e.conn == nil {
+		return nil
+	}
+	return e.conn.Close()
+}
 
 // desired returns the queue cr asks for.
 func (e *External) desired(cr *v1alpha1.Queue) (*api.Queue, error) {

@@ -28,6 +28,9 @@ type Options struct {
 	// Dialer, if set, opens connections to Armada instead of dialling the
 	// provider configs' endpoints; tests use it to reach a local Armada.
 	Dialer func(context.Context, string) (net.Conn, error)
+	// ReleaseAfter is how long after its provider config's deletion began
+	// a Queue stops waiting for Armada; zero means DefaultReleaseAfter.
+	ReleaseAfter time.Duration
 }
 
 // Setup adds the Queue controller to mgr. Management policies are always
@@ -39,7 +42,7 @@ func Setup(mgr ctrl.Manager, so Options) error {
 	// crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
 	recorder := mgr.GetEventRecorderFor(name) //nolint:staticcheck // See above.
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.Queue](newConnector(mgr.GetClient(), so.Dialer)),
+		managed.WithTypedExternalConnector[*v1alpha1.Queue](newConnector(mgr.GetClient(), so, event.NewAPIRecorder(recorder))),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithRecorder(event.NewAPIRecorder(recorder)),
