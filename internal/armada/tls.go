@@ -202,12 +202,14 @@ func (r *renderer) tls() error {
 		}
 		names := in.tlsDNSNames(c)
 		crt, key := c.Name+".crt", c.Name+".key"
-		if leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key]); ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil && clock.freshLeaf(leaf) {
+		leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key])
+		if ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil && clock.freshLeaf(leaf) {
 			data[crt], data[key] = obs[crt], obs[key]
 			continue
 		}
 		var err error
-		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, periodLabel("tls\x00"+c.Name, k), gen), leafTemplate(names, nb, na), ca, caKey); err != nil {
+		seed := rotated(r.opt.Rand, periodLabel("tls\x00"+c.Name, k), gen)
+		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, seed, leafTemplate(names, nb, na), ca, caKey); err != nil {
 			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
 		}
 	}
