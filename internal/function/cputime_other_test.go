@@ -11,7 +11,7 @@ import (
 // cpuTime is the CPU time the process has used, in user and system mode
 // (per-thread CPU time is Linux's; elsewhere the collector's background
 // work is counted too).
-func cpuTime(t *testing.T) time.Duration {
+func cpuTime(t testing.TB) time.Duration {
 	t.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
