@@ -3,32 +3,17 @@ package armada
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
 
 // observeHealthy observes every object of out as applied and healthy.
 func observeHealthy(t *testing.T, out *Output) Observed {
 	t.Helper()
-	seen := map[string]*unstructured.Unstructured{}
-	for _, o := range out.Objects {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if status, ok := simulate.HealthyStatus(u, time.Unix(0, 0)); ok {
-			u.Object["status"] = status
-		}
-		seen[o.Key] = u
-	}
-	return Observe(seen).WithServices(out.Status.BackingServices)
+	return Observe(seenAll(t, out, true)).WithServices(out.Status.BackingServices)
 }
 
 // convergedHealthy renders s until it composes nothing new, each render

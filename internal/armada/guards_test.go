@@ -3,17 +3,26 @@ package armada
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/simulate"
 )
 
 // observeAll observes every object a render composed, as it was composed,
 // with the XR status it reported.
 func observeAll(t *testing.T, out *Output) Observed {
+	t.Helper()
+	return Observe(seenAll(t, out, false)).WithServices(out.Status.BackingServices)
+}
+
+// seenAll is every object of out as observed, by composition resource
+// name; healthy ones with the status a healthy object reports.
+func seenAll(t *testing.T, out *Output, healthy bool) map[string]*unstructured.Unstructured {
 	t.Helper()
 	seen := map[string]*unstructured.Unstructured{}
 	for _, o := range out.Objects {
@@ -21,9 +30,13 @@ func observeAll(t *testing.T, out *Output) Observed {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen[o.Key] = &unstructured.Unstructured{Object: m}
+		u := &unstructured.Unstructured{Object: m}
+		if status, ok := simulate.HealthyStatus(u, time.Unix(0, 0)); ok && healthy {
+			u.Object["status"] = status
+		}
+		seen[o.Key] = u
 	}
-	return Observe(seen).WithServices(out.Status.BackingServices)
+	return seen
 }
 
 // TestDataGuards: each edit that would lose data the user did not clearly

@@ -55,13 +55,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             in.Spec.ImagePullSecrets,
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](redisUID),
-						RunAsGroup:     ptr.To[int64](redisUID),
-						FSGroup:        ptr.To[int64](redisUID),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              redisPodSecurity(),
 					Containers: []corev1.Container{{
 						Name:    serviceRedis,
 						Image:   image,
@@ -106,4 +100,16 @@ func (in *Install) thirdPartyImage(ref string) string {
 		return ref
 	}
 	return trimSlash(in.Spec.ImageRegistry) + "/" + ref
+}
+
+// redisPodSecurity is the pod security context of the in-cluster Redis's
+// and its Sentinels' pods: Redis's own user, restricted.
+func redisPodSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](redisUID),
+		RunAsGroup:     ptr.To[int64](redisUID),
+		FSGroup:        ptr.To[int64](redisUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
 }

@@ -71,20 +71,24 @@ func (in *Install) sentinelAddrs() []string {
 	return out
 }
 
-// RedisStartScript starts a Redis pod of a Sentinel Redis: as a replica of
-// the primary the Sentinels name, or of pod 0 ($PRIMARY_HOST) when none
-// answers, unless that primary is this pod ($SELF_HOST:$REDIS_PORT). Its Sentinel
-// query goes to the Sentinels' headless Service, which lists them all.
-// Every host and port is a variable, so the same script runs on loopback
-// in the tests.
-const RedisStartScript = `set -u
+// findPrimaryScript sets $1 and $2 to the primary the Sentinels name, or
+// to pod 0 ($PRIMARY_HOST:$PRIMARY_PORT) when none answers.
+const findPrimaryScript = `set -u
 primary=$(redis-cli --no-auth-warning -a "$REDIS_PASSWORD" -h "$SENTINEL_HOST" -p "$SENTINEL_PORT" \
   sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null) || primary=""
 set -- $primary
 case "${2:-}" in
 ''|*[!0-9]*) set -- "$PRIMARY_HOST" "$PRIMARY_PORT" ;;
 esac
-if [ "$1:$2" = "$SELF_HOST:$REDIS_PORT" ]; then set --; else set -- --replicaof "$1" "$2"; fi
+`
+
+// RedisStartScript starts a Redis pod of a Sentinel Redis: as a replica of
+// the primary the Sentinels name, or of pod 0 ($PRIMARY_HOST) when none
+// answers, unless that primary is this pod ($SELF_HOST:$REDIS_PORT). Its Sentinel
+// query goes to the Sentinels' headless Service, which lists them all.
+// Every host and port is a variable, so the same script runs on loopback
+// in the tests.
+const RedisStartScript = findPrimaryScript + `if [ "$1:$2" = "$SELF_HOST:$REDIS_PORT" ]; then set --; else set -- --replicaof "$1" "$2"; fi
 exec redis-server --port "$REDIS_PORT" --dir /data --appendonly yes \
   --requirepass "$REDIS_PASSWORD" --masterauth "$REDIS_PASSWORD" \
   --replica-announce-ip "$SELF_HOST" "$@"
@@ -94,14 +98,7 @@ exec redis-server --port "$REDIS_PORT" --dir /data --appendonly yes \
 // Sentinel rewrites as it learns) to its volume, monitoring the primary
 // the other Sentinels name, or pod 0 when none answers, and requiring the
 // Redis password of its clients too.
-const SentinelStartScript = `set -u
-primary=$(redis-cli --no-auth-warning -a "$REDIS_PASSWORD" -h "$SENTINEL_HOST" -p "$SENTINEL_PORT" \
-  sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null) || primary=""
-set -- $primary
-case "${2:-}" in
-''|*[!0-9]*) set -- "$PRIMARY_HOST" "$PRIMARY_PORT" ;;
-esac
-cat > /data/sentinel.conf <<EOC
+const SentinelStartScript = findPrimaryScript + `cat > /data/sentinel.conf <<EOC
 port $SENTINEL_PORT
 dir /data
 sentinel resolve-hostnames yes
@@ -178,13 +175,7 @@ func (in *Install) sentinelStatefulSet() *appsv1.StatefulSet {
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             in.Spec.ImagePullSecrets,
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](redisUID),
-						RunAsGroup:     ptr.To[int64](redisUID),
-						FSGroup:        ptr.To[int64](redisUID),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              redisPodSecurity(),
 					Containers: []corev1.Container{{
 						Name:            componentSentinel,
 						Image:           image,
