@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"slices"
@@ -10,13 +9,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
 	"github.com/armadaproject/armada-crossplane/internal/provider/queue"
 )
 
@@ -53,36 +50,8 @@ func testDeleteWithQueues(t *testing.T, policy string) {
 		}, "spec", "queues")
 	})
 	name := claim.GetName()
-	secret := &corev1.Secret{}
-	waitFor(t, "provider-armada's credentials composed", func() (bool, string) {
-		_, refs := composed(t, claim)
-		markHealthy(t, refs)
-		err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-provider-armada"}, secret)
-		return err == nil, fmt.Sprint(err)
-	})
-	user, password := string(secret.Data[corev1.BasicAuthUsernameKey]), string(secret.Data[corev1.BasicAuthPasswordKey])
-	groups, grants := serverAuth(t, ns, name+"-server-config", user)
+	armada, serverAddr := armadaAsComposed(t, claim)
 	ctx := t.Context()
-	tlsSecret := &corev1.Secret{}
-	if err := kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-tls"}, tlsSecret); err != nil {
-		t.Fatalf("the TLS Secret: %v", err)
-	}
-	cert, err := tls.X509KeyPair(tlsSecret.Data["server.crt"], tlsSecret.Data["server.key"])
-	if err != nil {
-		t.Fatalf("the composed server certificate: %v", err)
-	}
-	armada, err := armadatest.Start(ctx, armadatest.Options{
-		Users: map[string]armadatest.User{user: {Password: password, Groups: groups}},
-		PermissionGroups: map[armadatest.Permission][]string{
-			armadatest.CreateQueue: grants["create_queue"], armadatest.DeleteQueue: grants["delete_queue"],
-		},
-		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer armada.Close()
-	serverAddr := name + "-server." + ns + ".svc:50051"
 	runProvider(ctx, t, func(ctx context.Context, addr string) (net.Conn, error) {
 		if addr != serverAddr {
 			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)

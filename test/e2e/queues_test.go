@@ -44,44 +44,8 @@ func TestQueues(t *testing.T) {
 			map[string]any{"name": "research", "priorityFactor": "2", "groupOwners": []any{"researchers"}},
 		}, "spec", "queues")
 	})
-	// The credentials the function composes for provider-armada once the
-	// server runs.
-	secret := &corev1.Secret{}
-	waitFor(t, "provider-armada's credentials composed", func() (bool, string) {
-		_, refs := composed(t, claim)
-		markHealthy(t, refs)
-		err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claim.GetName() + "-provider-armada"}, secret)
-		return err == nil, fmt.Sprint(err)
-	})
-	user, password := string(secret.Data[corev1.BasicAuthUsernameKey]), string(secret.Data[corev1.BasicAuthPasswordKey])
-	// The in-memory Armada authorizes as the composed server would: the
-	// user's groups and the queue permissions' groups come from the
-	// server's composed config.
-	groups, grants := serverAuth(t, ns, claim.GetName()+"-server-config", user)
+	armada, serverAddr := armadaAsComposed(t, claim)
 	ctx := t.Context()
-	// It serves TLS (on by default) with the composed server's certificate
-	// from the composed TLS Secret, as the server's pod mounts it, so
-	// provider-armada must trust the composed CA for the server's name.
-	tlsSecret := &corev1.Secret{}
-	if err := kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.GetName() + "-tls"}, tlsSecret); err != nil {
-		t.Fatalf("the TLS Secret: %v", err)
-	}
-	cert, err := tls.X509KeyPair(tlsSecret.Data["server.crt"], tlsSecret.Data["server.key"])
-	if err != nil {
-		t.Fatalf("the composed server certificate: %v", err)
-	}
-	armada, err := armadatest.Start(ctx, armadatest.Options{
-		Users: map[string]armadatest.User{user: {Password: password, Groups: groups}},
-		PermissionGroups: map[armadatest.Permission][]string{
-			armadatest.CreateQueue: grants["create_queue"], armadatest.DeleteQueue: grants["delete_queue"],
-		},
-		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer armada.Close()
-	serverAddr := claim.GetName() + "-server." + ns + ".svc:50051"
 	runProvider(ctx, t, func(ctx context.Context, addr string) (net.Conn, error) {
 		if addr != serverAddr {
 			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
@@ -224,4 +188,48 @@ func serverAuth(t *testing.T, ns, secret, user string) (groups []string, grants 
 		t.Fatalf("the server's config has no basic-auth user %s", user)
 	}
 	return u.Groups, cfg.Auth.PermissionGroupMapping
+}
+
+// armadaAsComposed starts the in-memory Armada in the composed server's
+// place once the claim has composed provider-armada's credentials: it
+// accepts only the user and password the function generated for
+// provider-armada, authorizes as the composed server's config does (the
+// user's groups and the queue permissions' groups come from it), and
+// serves TLS (on by default) with the composed server's certificate from
+// the composed TLS Secret, as the server's pod mounts it, so
+// provider-armada must trust the composed CA for the server's name. It
+// returns the server and the composed server's in-cluster address.
+func armadaAsComposed(t *testing.T, claim *unstructured.Unstructured) (*armadatest.Server, string) {
+	t.Helper()
+	ns, name := claim.GetNamespace(), claim.GetName()
+	secret := &corev1.Secret{}
+	waitFor(t, "provider-armada's credentials composed", func() (bool, string) {
+		_, refs := composed(t, claim)
+		markHealthy(t, refs)
+		err := kube().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-provider-armada"}, secret)
+		return err == nil, fmt.Sprint(err)
+	})
+	user, password := string(secret.Data[corev1.BasicAuthUsernameKey]), string(secret.Data[corev1.BasicAuthPasswordKey])
+	groups, grants := serverAuth(t, ns, name+"-server-config", user)
+	ctx := t.Context()
+	tlsSecret := &corev1.Secret{}
+	if err := kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-tls"}, tlsSecret); err != nil {
+		t.Fatalf("the TLS Secret: %v", err)
+	}
+	cert, err := tls.X509KeyPair(tlsSecret.Data["server.crt"], tlsSecret.Data["server.key"])
+	if err != nil {
+		t.Fatalf("the composed server certificate: %v", err)
+	}
+	armada, err := armadatest.Start(ctx, armadatest.Options{
+		Users: map[string]armadatest.User{user: {Password: password, Groups: groups}},
+		PermissionGroups: map[armadatest.Permission][]string{
+			armadatest.CreateQueue: grants["create_queue"], armadatest.DeleteQueue: grants["delete_queue"],
+		},
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(armada.Close)
+	return armada, name + "-server." + ns + ".svc:50051"
 }
