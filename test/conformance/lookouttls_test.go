@@ -1,8 +1,11 @@
 package conformance
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,16 +63,17 @@ func checkLookoutTLS(t *testing.T, e *env, svc *services, free func() int, runs 
 			t.Fatalf("lookout's apiPort %d is not listening", port)
 		}
 		roots := rootsOf(t, scheduler)
+		host := lookoutServiceHost(t, lookout, u.Hostname())
 		// Lookout opens its port before it answers; the first
 		// handshakes may race its start.
 		deadline := time.Now().Add(30 * time.Second)
-		for err = httpsGet(t, port, roots, u.Hostname()); err != nil && time.Now().Before(deadline); err = httpsGet(t, port, roots, u.Hostname()) {
+		for err = httpsGet(t, port, roots, host); err != nil && time.Now().Before(deadline); err = httpsGet(t, port, roots, host) {
 			time.Sleep(500 * time.Millisecond)
 		}
 		if err != nil {
-			t.Errorf("a client trusting only the composed CA refuses Lookout as %s: %v", u.Hostname(), err)
+			t.Errorf("a client trusting only the composed CA refuses Lookout as %s: %v", host, err)
 		}
-		err = httpsGet(t, port, nil, u.Hostname())
+		err = httpsGet(t, port, nil, host)
 		t.Logf("a client trusting only the system roots: %v", err)
 		if !unknownAuthority(err) {
 			t.Errorf("a client trusting only the system roots must refuse Lookout with an unknown authority, got: %v", err)
@@ -95,4 +99,37 @@ func plainGet(t *testing.T, port int) (int, error) {
 		return 0, err
 	}
 	return resp.StatusCode, resp.Body.Close()
+}
+
+// lookoutServiceHost is the name in-cluster clients dial Lookout by: the
+// endpoint's host when it is a Service name, else (an ingress serves
+// Lookout at an external host, and the ingress controller terminates TLS
+// with the user's own certificate) the name under Lookout's Service that
+// the certificate Lookout serves holds, read from the file the pod mounts.
+func lookoutServiceHost(t *testing.T, lookout *run, endpointHost string) string {
+	t.Helper()
+	if strings.HasSuffix(endpointHost, ".svc") {
+		return endpointHost
+	}
+	path, _ := lookout.Effective("tls.certPath")
+	b, err := os.ReadFile(podrun.NewRewriter(lookout.Inv.Mounts).Rewrite(path))
+	if err != nil {
+		t.Fatalf("%s: tls.certPath %q: %v", lookout.ID(), path, err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s: tls.certPath %q holds no PEM certificate", lookout.ID(), path)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatalf("%s: tls.certPath %q: %v", lookout.ID(), path, err)
+	}
+	svc := lookout.Inv.Workload[strings.LastIndex(lookout.Inv.Workload, "/")+1:] + "."
+	for _, n := range cert.DNSNames {
+		if strings.HasPrefix(n, svc) && strings.HasSuffix(n, ".svc") {
+			return n
+		}
+	}
+	t.Fatalf("%s serves a certificate for %v, none of them its Service's in-cluster name %s<namespace>.svc", lookout.ID(), cert.DNSNames, svc)
+	return ""
 }
