@@ -259,6 +259,13 @@ func (p *Pulsar) pulsarConfig(dir string) string {
 		// ports are allowed; otherwise it picks its own.
 		{"listeningInterface", "lo"},
 		{"allowEphemeralPorts", "true"},
+		// The bookie turns read-only when the disk holding its ledgers is
+		// 95% full (BookKeeper's default), and the broker then never
+		// becomes healthy ("Not enough non-faulty bookies"): a test
+		// broker writes a few MB, so only a truly full disk stops it.
+		{"diskUsageThreshold", "0.999"},
+		{"diskUsageWarnThreshold", "0.998"},
+		{"diskUsageLwmThreshold", "0.998"},
 	}
 	if p.tokenKey != nil {
 		kv = append(kv, [][2]string{
