@@ -86,9 +86,7 @@ func converged(tb testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionReq
 		observed := map[string]*fnv1.Resource{}
 		for name, r := range rsp.GetDesired().GetResources() {
 			u := &unstructured.Unstructured{Object: r.GetResource().AsMap()}
-			if status, ok := simulate.HealthyStatus(u, time.Time{}); ok {
-				u.Object["status"] = status
-			}
+			simulate.AsCreated(u, time.Time{})
 			s, err := structpb.NewStruct(u.Object)
 			if err != nil {
 				tb.Fatal(err)

@@ -13,6 +13,26 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
+// AsCreated makes obj what a healthy cluster reports for a composed
+// object its provider created: HealthyStatus's status, and on a
+// provider-kubernetes Object the annotation crossplane-runtime records
+// once it has created the object it carries (without it the function
+// takes a worker cluster's namespace for one found there, observed only).
+func AsCreated(obj *unstructured.Unstructured, now time.Time) {
+	if status, ok := HealthyStatus(obj, now); ok {
+		obj.Object["status"] = status
+	}
+	if obj.GetKind() != "Object" {
+		return
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["crossplane.io/external-create-succeeded"] = "2026-01-01T00:00:00Z"
+	obj.SetAnnotations(a)
+}
+
 // HealthyStatus returns the status a healthy cluster reports for obj, and
 // whether obj is a kind that has one: a Job, Deployment or StatefulSet; a
 // CloudNativePG Cluster ready or Database applied, as the operator reports; a Crossplane managed

@@ -87,20 +87,7 @@ func WriteObserved(dir string, composed []map[string]any) error {
 		}
 	}
 	for i, obj := range composed {
-		u := &unstructured.Unstructured{Object: obj}
-		if status, ok := simulate.HealthyStatus(u, time.Time{}); ok {
-			obj["status"] = status
-		}
-		if u.GetKind() == "Object" {
-			// provider-kubernetes created the object it carries:
-			// crossplane-runtime records that on the Object.
-			a := u.GetAnnotations()
-			if a == nil {
-				a = map[string]string{}
-			}
-			a["crossplane.io/external-create-succeeded"] = "2026-01-01T00:00:00Z"
-			u.SetAnnotations(a)
-		}
+		simulate.AsCreated(&unstructured.Unstructured{Object: obj}, time.Time{})
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return errors.Wrap(err, "cannot encode observed resource")
