@@ -66,9 +66,13 @@ func run(in io.Reader, out io.Writer) error {
 	for _, name := range order {
 		r := results[name]
 		fmt.Fprintf(&sum, "  %-44s %14.0f ns/op %12.0f B/op %10.0f allocs/op", name, median(r["ns/op"]), median(r["B/op"]), median(r["allocs/op"]))
-		for _, unit := range []string{"ns/executor", "ns/queue", "memo-kB/XR", "heap-goal-MB"} {
+		for _, unit := range []string{"ns/executor", "ns/queue", "memo-kB/XR", "heap-goal-MB", "floor-ratio"} {
 			if v, ok := r[unit]; ok {
-				fmt.Fprintf(&sum, " %12.1f %s", median(v), unit)
+				prec := 1
+				if unit == "floor-ratio" {
+					prec = 2
+				}
+				fmt.Fprintf(&sum, " %12.*f %s", prec, median(v), unit)
 			}
 		}
 		fmt.Fprintln(&sum)

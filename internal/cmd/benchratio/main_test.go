@@ -21,6 +21,9 @@ BenchmarkCodecFloor-2    	 100	 2000 ns/op	 100 B/op	 10 allocs/op
 BenchmarkCodecFloor-2    	 100	 1500 ns/op	 100 B/op	 10 allocs/op
 BenchmarkRunFunctionQueues/100-2 	 10	 5000 ns/op	 50.00 ns/queue	 1 B/op	 1 allocs/op
 BenchmarkMemoFootprint-2 	 3	 9000 ns/op	 661.4 memo-kB/XR	 2 B/op	 1 allocs/op
+BenchmarkFloorRatio/Repeated-2 	 1	 2000000000 ns/op	 2.47 floor-ratio
+BenchmarkFloorRatio/Repeated-2 	 1	 2000000000 ns/op	 2.31 floor-ratio
+BenchmarkFloorRatio/Repeated-2 	 1	 2000000000 ns/op	 2.48 floor-ratio
 PASS
 `
 	var out bytes.Buffer
@@ -35,6 +38,7 @@ medians:
   BenchmarkCodecFloor                                    1500 ns/op          100 B/op         10 allocs/op
   BenchmarkRunFunctionQueues/100                         5000 ns/op            1 B/op          1 allocs/op         50.0 ns/queue
   BenchmarkMemoFootprint                                 9000 ns/op            2 B/op          1 allocs/op        661.4 memo-kB/XR
+  BenchmarkFloorRatio/Repeated                     2000000000 ns/op            0 B/op          0 allocs/op         2.47 floor-ratio
 ratio BenchmarkRunFunction / codec floor: 3.00 (median of 3 runs' ratios, each run with the floor's run of the same number; 2.00 from the medians)
 ratio BenchmarkRunFunctionFresh / codec floor: 3.00 (median of 3 runs' ratios, each run with the floor's run of the same number; 2.67 from the medians)
 `
