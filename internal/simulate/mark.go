@@ -35,7 +35,7 @@ func RefsOf(xr *unstructured.Unstructured) []Ref {
 func MarkHealthy(ctx context.Context, c client.Client, refs []Ref) error {
 	all := append([]Ref(nil), refs...)
 	for _, r := range refs {
-		if r.Kind != "Object" {
+		if r.Kind != kindObject {
 			continue
 		}
 		u, err := get(ctx, c, r)
@@ -47,7 +47,7 @@ func MarkHealthy(ctx context.Context, c client.Client, refs []Ref) error {
 		all = append(all, Ref{w.GetAPIVersion(), w.GetKind(), w.GetNamespace(), w.GetName()})
 	}
 	for _, r := range all {
-		if r.Kind == "Object" {
+		if r.Kind == kindObject {
 			continue
 		}
 		u, err := get(ctx, c, r)

@@ -13,6 +13,9 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 )
 
+// kindObject is provider-kubernetes' Object kind.
+const kindObject = "Object"
+
 // AsCreated makes obj what a healthy cluster reports for a composed
 // object its provider created: HealthyStatus's status, and on a
 // provider-kubernetes Object the annotation crossplane-runtime records
@@ -22,7 +25,7 @@ func AsCreated(obj *unstructured.Unstructured, now time.Time) {
 	if status, ok := HealthyStatus(obj, now); ok {
 		obj.Object["status"] = status
 	}
-	if obj.GetKind() != "Object" {
+	if obj.GetKind() != kindObject {
 		return
 	}
 	a := obj.GetAnnotations()
@@ -62,7 +65,7 @@ func HealthyStatus(obj *unstructured.Unstructured, now time.Time) (map[string]an
 			condition("Ready", "Available", ts),
 		}}
 		// provider-kubernetes reports the object in its cluster, healthy too.
-		if m, ok, _ := unstructured.NestedMap(obj.Object, "spec", "forProvider", "manifest"); ok && obj.GetKind() == "Object" {
+		if m, ok, _ := unstructured.NestedMap(obj.Object, "spec", "forProvider", "manifest"); ok && obj.GetKind() == kindObject {
 			if st, ok := HealthyStatus(&unstructured.Unstructured{Object: m}, now); ok {
 				m["status"] = st
 			}
@@ -109,7 +112,7 @@ const condTrue = "True"
 const keyLTT = "lastTransitionTime"
 
 // managedKinds are the managed-resource kinds the function composes.
-var managedKinds = map[string]bool{"Object": true, "Release": true, "Database": true}
+var managedKinds = map[string]bool{kindObject: true, "Release": true, "Database": true}
 
 func complete(obj *unstructured.Unstructured) bool {
 	c, _ := manifest.ConditionOf(obj, "Complete")

@@ -68,11 +68,7 @@ func run(in io.Reader, out io.Writer) error {
 		fmt.Fprintf(&sum, "  %-44s %14.0f ns/op %12.0f B/op %10.0f allocs/op", name, median(r["ns/op"]), median(r["B/op"]), median(r["allocs/op"]))
 		for _, unit := range []string{"ns/executor", "ns/queue", "memo-kB/XR", "heap-goal-MB", "floor-ratio"} {
 			if v, ok := r[unit]; ok {
-				prec := 1
-				if unit == "floor-ratio" {
-					prec = 2
-				}
-				fmt.Fprintf(&sum, " %12.*f %s", prec, median(v), unit)
+				fmt.Fprintf(&sum, " %12.*f %s", precision(unit), median(v), unit)
 			}
 		}
 		fmt.Fprintln(&sum)
@@ -92,6 +88,15 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	_, err := io.WriteString(out, sum.String())
 	return err
+}
+
+// precision is the decimal places a unit's median is printed with: a
+// ratio's to two.
+func precision(unit string) int {
+	if unit == "floor-ratio" {
+		return 2
+	}
+	return 1
 }
 
 // floorOf names a RunFunction benchmark's codec floor: BenchmarkCodecFloorX
