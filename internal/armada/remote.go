@@ -193,7 +193,8 @@ func (r *renderer) remoteExecutor(inst *instance, to *clusterRef) *remoteIdentit
 		// the worker when dropped, whatever spec.deletionPolicy: that
 		// revokes its token.
 		r.addWith(to, g.Key+"-serviceaccount", sa, remoteOptions{Deletable: g.Retiring}, false)
-		r.addWith(to, g.Key, token, remoteOptions{Connection: &remoteConnection{Secret: g.Secret, FieldPath: "data.token", Key: identityKey}, Deletable: g.Retiring}, false)
+		conn := &remoteConnection{Secret: g.Secret, FieldPath: "data.token", Key: identityKey}
+		r.addWith(to, g.Key, token, remoteOptions{Connection: conn, Deletable: g.Retiring}, false)
 	}
 	return id
 }

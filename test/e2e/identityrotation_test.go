@@ -90,7 +90,7 @@ func TestExecutorIdentityRotation(t *testing.T) {
 	})
 	t.Logf("identity rotated %s after the claim changed: new token minted, executor moved, old token Secret and ServiceAccount deleted (deletionPolicy Orphan)", d.Round(time.Millisecond))
 
-	if ok, user := tokenReview(t, a, string(oldToken)); ok {
+	if ok, user := tokenReview(t, a, oldToken); ok {
 		t.Errorf("worker-a still authenticates the old token, as %s", user)
 	}
 	if ok, user := tokenReview(t, a, string(newToken)); !ok || user != "system:serviceaccount:"+multiNS+":"+newName {

@@ -162,7 +162,7 @@ func handshake(t *testing.T, roots *x509.CertPool, certPEM, keyPEM []byte, name 
 		if err != nil {
 			return
 		}
-		_ = c.(*tls.Conn).Handshake()
+		_ = c.(*tls.Conn).HandshakeContext(context.Background())
 		_ = c.Close()
 	}()
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12, Time: shifted}}
