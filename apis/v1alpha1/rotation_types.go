@@ -12,16 +12,20 @@ type Rotation struct {
 	// Passwords are generations of the generated passwords, by their key
 	// in the credentials Secret (status.credentialsSecret): a basic user's
 	// name, an internal user (internal-server, internal-queues, ...) or
-	// redis for the in-cluster Redis. Unlisted keys are at generation 0.
+	// redis for the in-cluster Redis; or a remote executor's identity,
+	// internal-executor-<clusterId>, whose new generation is a new
+	// service-account token in its worker cluster (the old one is deleted
+	// once the executor runs on the new one). Unlisted keys are at
+	// generation 0.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0 && self[k] <= 1000000)",message="spec.rotation.passwords: each generation is between 0 and 1000000"
 	// +optional
 	Passwords map[string]int32 `json:"passwords,omitempty"`
 	// CA is the generation of the generated TLS CA (spec.tls without
 	// issuerRef). Raising it issues a new CA and new certificates for every
-	// TLS server, and rolls every pod that mounts them. A rolling pod
-	// trusts only the new CA, so expect a short window of failed calls to
-	// servers that have not rolled yet.
+	// TLS server, and rolls every pod that mounts them. Pods trust both
+	// CAs until every server has moved to the new one: the rollover takes
+	// three rollouts, with no window of failed calls.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000000
 	// +optional

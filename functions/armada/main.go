@@ -2,6 +2,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/alecthomas/kong"
 
 	"github.com/crossplane/function-sdk-go"
@@ -20,6 +22,11 @@ type CLI struct {
 	MaxRecvMessageSize int    `default:"4"     help:"Maximum size of received messages in MB."`
 	PasswordKeyFile    string `env:"PASSWORD_KEY_FILE"                                               help:"File holding the secret key (at least 32 bytes) generated passwords and the CA are derived from. Without it each process uses a random key; passwords already stored are always reused."`
 	MetricsAddress     string `default:":8080" help:"Address at which to serve Prometheus metrics."`
+	// CertClockOffset moves the clock of generated certificates only, so
+	// that a test can bring them to their renewal point on a running
+	// control plane (test/e2e TestCertRenewal). Hidden: never for
+	// production.
+	CertClockOffset time.Duration `help:"Test only: shift the clock that picks generated certificates' validity window and renewal by this duration." hidden:""`
 }
 
 // Run serves the function.
@@ -36,6 +43,10 @@ func (c *CLI) Run() error {
 			return err
 		}
 		opts = append(opts, fn.WithPasswordKey(key))
+	}
+	if off := c.CertClockOffset; off != 0 {
+		log.Info("Certificate clock shifted (test only)", "offset", off.String())
+		opts = append(opts, fn.WithCertClock(func() time.Time { return time.Now().Add(off) }))
 	}
 	f, err := fn.New(log, opts...)
 	if err != nil {

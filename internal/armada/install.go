@@ -27,6 +27,11 @@ type Install struct {
 	// arrived in this cluster, by user: set on Render's own copy from
 	// observations (withEstablished).
 	established map[string]bool
+	// composedIdentities are the identities each remote executor composes
+	// and activeIdentity the one it authenticates as, by clusterId (see
+	// identityrotation.go); set with established.
+	composedIdentities map[string][]remoteIdentity
+	activeIdentity     map[string]remoteIdentity
 	// isNamespaced is set for a namespaced XR, which composes into its own
 	// namespace; clusterScope is then how its cluster-scoped objects are
 	// composed (see scope.go).

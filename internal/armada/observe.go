@@ -2,6 +2,7 @@ package armada
 
 import (
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,14 @@ type Observed struct {
 	// ConfigHashes are the hashes of the observed component config
 	// Secrets' configs, by composition resource name (<instance>-config).
 	ConfigHashes map[string]string
+	// RemoteSecrets are the Secrets the containers of a worker cluster's
+	// workload read env from, as its Object composes it, by instance
+	// name.
+	RemoteSecrets map[string][]string
+	// Deletable reports, by composition resource name of an observed
+	// provider-kubernetes Object, whether deleting it deletes the remote
+	// object (its management policies allow Delete).
+	Deletable map[string]bool
 	// SQLProviderConfig is the spec of the observed provider-sql
 	// ProviderConfig, kept while its Databases are observed (see
 	// renderer.postgres); nil if none is observed.
@@ -165,6 +174,7 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 			o.DeletesData[key] = deletesData(u)
 		}
 		if u.GetAPIVersion() == apiK8sObject && u.GetKind() == "Object" {
+			observeObject(&o, key, u)
 			// A remote object: what matters is the object in its cluster.
 			m, found, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest")
 			if !found {
@@ -213,6 +223,44 @@ func observeContent(o *Observed, key string, u *unstructured.Unstructured) {
 	case strings.HasSuffix(key, keyWorkloadSuffix):
 		o.Workloads[strings.TrimSuffix(key, keyWorkloadSuffix)] = workload(u)
 	}
+}
+
+// observeObject records what identity rotation reads of a
+// provider-kubernetes Object: whether dropping it deletes the remote
+// object and, for a workload, the Secrets its containers read.
+func observeObject(o *Observed, key string, u *unstructured.Unstructured) {
+	policies, found, _ := unstructured.NestedStringSlice(u.Object, "spec", "managementPolicies")
+	if o.Deletable == nil {
+		o.Deletable = map[string]bool{}
+	}
+	o.Deletable[key] = !found || slices.Contains(policies, "*") || slices.Contains(policies, "Delete")
+	if !strings.HasSuffix(key, keyWorkloadSuffix) {
+		return
+	}
+	// The workload in its cluster, or as composed until it is seen there.
+	containers, found, _ := unstructured.NestedSlice(u.Object, "status", "atProvider", "manifest", "spec", "template", "spec", "containers")
+	if !found {
+		containers, _, _ = unstructured.NestedSlice(u.Object, "spec", "forProvider", "manifest", "spec", "template", "spec", "containers")
+	}
+	var secrets []string
+	for _, c := range containers {
+		env, _, _ := unstructured.NestedSlice(asMap(c), "env")
+		for _, e := range env {
+			if name, ok, _ := unstructured.NestedString(asMap(e), "valueFrom", "secretKeyRef", "name"); ok && !slices.Contains(secrets, name) {
+				secrets = append(secrets, name)
+			}
+		}
+	}
+	if o.RemoteSecrets == nil {
+		o.RemoteSecrets = map[string][]string{}
+	}
+	o.RemoteSecrets[strings.TrimSuffix(key, keyWorkloadSuffix)] = secrets
+}
+
+// asMap is v as a JSON object, or nil.
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // backupObserved is a CloudNativePG Backup's phase and time.

@@ -100,33 +100,48 @@ func (in *Install) hasLocalExecutor() bool {
 	return false
 }
 
-// remoteIdentity is a remote executor's basic-auth identity.
+// remoteIdentity is a remote executor's basic-auth identity at one
+// rotation generation (identityrotation.go).
 type remoteIdentity struct {
-	// User is its basic-auth user in the scheduler's config.
-	User string
+	// User is its basic-auth user in the scheduler's config; Base is
+	// User's generation 0, which the executor's config file names (a
+	// later generation's pods override it by env, so that its config
+	// Secret, and the pods' config hash, do not change).
+	User, Base string
 	// Secret is both the token Secret in the worker cluster and the
 	// connection Secret in this one.
 	Secret string
+	// Key is the composition resource name of its token Secret's Object.
+	Key string
+	// Retiring is set on an older generation kept only until the
+	// executor runs on the newer one.
+	Retiring bool
 }
 
-// identityOf is a remote executor's identity, or nil for a local one.
+// identityOf is the identity a remote executor authenticates as, or nil
+// for a local one.
 func (in *Install) identityOf(e *v1alpha1.Executor) *remoteIdentity {
 	if remoteCluster(e) == nil {
 		return nil
 	}
-	return &remoteIdentity{User: userExecutor + "-" + e.ClusterID, Secret: in.object("executor-" + e.ClusterID + "-identity")}
+	if id, ok := in.activeIdentity[e.ClusterID]; ok {
+		return &id
+	}
+	return in.identityAt(e, in.identityGeneration(e))
 }
 
 // remoteIdentities are the remote executors' identities the scheduler
-// accepts, in spec order: those whose password has arrived here. Until
-// then the scheduler has no such user at all, rather than one with an
-// empty password; when it arrives the scheduler's config changes and it
-// rolls.
+// accepts, in spec order (older generations first): those whose password
+// has arrived here. Until then the scheduler has no such user at all,
+// rather than one with an empty password; when it arrives the scheduler's
+// config changes and it rolls.
 func (in *Install) remoteIdentities() []remoteIdentity {
 	var out []remoteIdentity
 	for i := range in.Spec.Executors {
-		if id := in.identityOf(&in.Spec.Executors[i]); id != nil && in.established[id.User] {
-			out = append(out, *id)
+		for _, id := range in.identitiesOf(&in.Spec.Executors[i]) {
+			if in.established[id.User] {
+				out = append(out, id)
+			}
 		}
 	}
 	return out
@@ -135,28 +150,6 @@ func (in *Install) remoteIdentities() []remoteIdentity {
 // identityKey is the composition resource name of an executor's identity
 // Secret.
 func identityResource(instance string) string { return instance + "-identity" }
-
-// withEstablished is a copy of in that records which remote identities
-// have their password here: the identity Object is ready and synced, so
-// provider-kubernetes has read the worker's token and published it to the
-// connection Secret. in itself is left as it is.
-func (in *Install) withEstablished(o Observed) *Install {
-	cp := *in
-	in = &cp
-	in.established = map[string]bool{}
-	for i := range in.Spec.Executors {
-		e := &in.Spec.Executors[i]
-		id := in.identityOf(e)
-		if id == nil {
-			continue
-		}
-		key := identityResource("executor-" + e.ClusterID)
-		if _, unsynced := o.Unsynced[key]; o.Ready[key] && !unsynced {
-			in.established[id.User] = true
-		}
-	}
-	return in
-}
 
 // executorAPIURL is where remote executors dial the scheduler.
 func (in *Install) executorAPIURL() string {
@@ -173,7 +166,7 @@ func (in *Install) executorAPIURL() string {
 // exposed executor API, over TLS unless explicitly insecure, as its own
 // identity.
 func (in *Install) remoteConnection(id *remoteIdentity) map[string]any {
-	c := in.connection(in.executorAPIURL(), id.User)
+	c := in.connection(in.executorAPIURL(), id.Base)
 	c["forceNoTls"] = in.Spec.ExecutorAPI != nil && in.Spec.ExecutorAPI.Insecure
 	return c
 }
@@ -194,9 +187,15 @@ func (r *renderer) remoteExecutor(inst *instance, to *clusterRef) *remoteIdentit
 	if id == nil {
 		return nil
 	}
-	sa, token := in.identityObjects(id, name)
-	r.addTo(to, name+"-identity-serviceaccount", sa, false)
-	r.addWith(to, identityResource(name), token, remoteOptions{Connection: &remoteConnection{Secret: id.Secret, FieldPath: "data.token", Key: identityKey}}, false)
+	for _, g := range in.identitiesOf(inst.Executor) {
+		sa, token := in.identityObjects(&g, name)
+		// A retiring generation's Objects delete what they compose in
+		// the worker when dropped, whatever spec.deletionPolicy: that
+		// revokes its token.
+		r.addWith(to, g.Key+"-serviceaccount", sa, remoteOptions{Deletable: g.Retiring}, false)
+		conn := &remoteConnection{Secret: g.Secret, FieldPath: "data.token", Key: identityKey}
+		r.addWith(to, g.Key, token, remoteOptions{Connection: conn, Deletable: g.Retiring}, false)
+	}
 	return id
 }
 
@@ -246,6 +245,10 @@ type remoteOptions struct {
 	Connection *remoteConnection
 	// PatchFrom fills a manifest field from an object in this cluster.
 	PatchFrom *remotePatch
+	// Deletable composes the Object with every management policy, so
+	// that dropping it deletes the remote object even under
+	// spec.deletionPolicy Orphan.
+	Deletable bool
 }
 
 type remoteConnection struct {
@@ -293,6 +296,9 @@ func (in *Install) remoteObject(key string, c clusterRef, o client.Object, opt r
 		// This cluster's cluster-scoped objects go with the Armada, as a
 		// claim's do: they hold no data.
 		return in.unstructuredObject(apiK8sObject, "Object", in.object(key), clusterScopeComponent, spec)
+	}
+	if opt.Deletable {
+		return in.unstructuredObject(apiK8sObject, "Object", in.object(key), "executor", spec)
 	}
 	return in.unstructuredObject(apiK8sObject, "Object", in.object(key), "executor", in.protect(spec))
 }

@@ -138,6 +138,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := checkDowngrade(in, opt.Observed); err != nil {
 		return nil, err
 	}
+	if err := checkIdentityGenerations(in, opt.Observed); err != nil {
+		return nil, err
+	}
 	changes, err := checkModeChanges(&in.Spec, opt.Observed)
 	if err != nil {
 		return nil, err

@@ -127,6 +127,12 @@ func (in *Install) validateRotation() field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("spec", "rotation")
 	keys := in.passwordKeys()
+	for i := range in.Spec.Executors {
+		// A remote executor's identity (identityrotation.go).
+		if e := &in.Spec.Executors[i]; remoteCluster(e) != nil {
+			keys = append(keys, userExecutor+"-"+e.ClusterID)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.Passwords)) {
 		if !slices.Contains(keys, k) {
 			errs = append(errs, field.NotSupported(p.Child("passwords").Key(k), k, keys))

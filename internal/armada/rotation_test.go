@@ -43,7 +43,7 @@ func composedSecret(t *testing.T, out *Output, key string) *corev1.Secret {
 }
 
 // uses reports whether a pod template reads a key of the credentials
-// Secret, or mounts the TLS Secret.
+// Secret, or mounts the TLS Secret (or key of it).
 func uses(tpl corev1.PodTemplateSpec, secret, key string) bool {
 	for _, c := range tpl.Spec.Containers {
 		for _, e := range c.Env {
@@ -53,7 +53,7 @@ func uses(tpl corev1.PodTemplateSpec, secret, key string) bool {
 		}
 	}
 	for _, v := range tpl.Spec.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == secret && key == "" {
+		if v.Secret != nil && v.Secret.SecretName == secret && (key == "" || slices.ContainsFunc(v.Secret.Items, func(it corev1.KeyToPath) bool { return it.Key == key })) {
 			return true
 		}
 	}
@@ -83,7 +83,9 @@ func TestRotation(t *testing.T) {
 		"BasicUser":    {rotation: &v1alpha1.Rotation{Passwords: map[string]int32{"admin": 1}}, secret: keyCredentials, key: "admin", readers: creds},
 		"InternalUser": {rotation: &v1alpha1.Rotation{Passwords: map[string]int32{userServer: 2}}, secret: keyCredentials, key: userServer, readers: creds},
 		"Redis":        {rotation: &v1alpha1.Rotation{Passwords: map[string]int32{redisPassword: 1}}, secret: keyCredentials, key: redisPassword, readers: creds},
-		"CA":           {rotation: &v1alpha1.Rotation{CA: 1}, secret: keyTLS, readers: tlsSecret},
+		// A new CA first joins the trust bundle beside the old one (the
+		// rest of its rollover: TestCARollover).
+		"CA": {rotation: &v1alpha1.Rotation{CA: 1}, secret: keyTLS, key: tlsCAFile, readers: tlsSecret},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -55,6 +55,9 @@ const (
 	tlsKeyFile  = "tls.key"
 	tlsCAFile   = "ca.crt"
 	tlsCAKey    = "ca.key"
+	// tlsCANextKey holds, during a CA rollover, the key of the CA that
+	// ca.crt already trusts and that signs once every pod trusts it.
+	tlsCANextKey = "ca-next.key"
 	// tlsVolume is the pod volume of the TLS files.
 	tlsVolume = "tls"
 )
@@ -176,20 +179,11 @@ func (r *renderer) tls() error {
 		return errors.Errorf("spec.rotation.ca: Invalid value: %d: the TLS Secret holds generation %d; generations only go up", gen, had)
 	}
 	data := map[string][]byte{}
-	// The observed CA is kept while it is the CA wanted (same generation
-	// and name constraints) and not at its renewal point; a new one
-	// re-issues every certificate, as none is signed by it.
-	domains := in.tlsPermittedDomains()
-	ca, caKey, ok := parsePair(r.opt.TLSMemo, obs[tlsCAFile], obs[tlsCAKey])
-	if !ok || !ca.IsCA || gen != r.opt.Observed.CAGeneration || !clock.freshCA(ca) || !slices.Equal(ca.PermittedDNSDomains, domains) {
-		var err error
-		k, nb, na := clock.caWindow()
-		tmpl := caTemplate(in.Name+"."+in.Namespace, domains, nb, na)
-		if ca, caKey, data[tlsCAFile], data[tlsCAKey], err = issue(r.opt.TLSMemo, rotated(r.opt.Rand, periodLabel("tls\x00ca", k), gen), tmpl, nil, nil); err != nil {
-			return errors.Wrap(err, "cannot generate the TLS CA")
-		}
-	} else {
-		data[tlsCAFile], data[tlsCAKey] = obs[tlsCAFile], obs[tlsCAKey]
+	// The CA: kept while it is the CA wanted, else replaced through a
+	// rollover that trusts both CAs while pods move (tlsrollover.go).
+	ca, caKey, err := r.caRollover(clock, gen, data)
+	if err != nil {
+		return err
 	}
 	// A serving certificate is kept while it is for the wanted names,
 	// signed by the CA and not at its renewal point; else the one of the
@@ -207,14 +201,13 @@ func (r *renderer) tls() error {
 			data[crt], data[key] = obs[crt], obs[key]
 			continue
 		}
-		var err error
 		seed := rotated(r.opt.Rand, periodLabel("tls\x00"+c.Name, k), gen)
 		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, seed, leafTemplate(names, nb, na), ca, caKey); err != nil {
 			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
 		}
 	}
 	r.tlsData = data
-	r.out.Status.TLS = tlsStatus(r.opt.TLSMemo, data)
+	r.out.Status.TLS = tlsStatus(r.opt.TLSMemo, ca, data)
 	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(in.tlsSecret(), "tls"),

@@ -125,11 +125,10 @@ func (in *Install) tlsPermittedDomains() []string {
 	return slices.Compact(out)
 }
 
-// tlsStatus reports the expiry of the CA and of the first serving
-// certificate to expire, from the TLS Secret's data.
-func tlsStatus(memo *TLSMemo, data map[string][]byte) *v1alpha1.TLSStatus {
-	ca, _, ok := parsePair(memo, data[tlsCAFile], data[tlsCAKey])
-	if !ok {
+// tlsStatus reports the expiry of the signing CA and of the first
+// serving certificate to expire, from the TLS Secret's data.
+func tlsStatus(memo *TLSMemo, ca *x509.Certificate, data map[string][]byte) *v1alpha1.TLSStatus {
+	if ca == nil {
 		return nil
 	}
 	st := &v1alpha1.TLSStatus{CANotAfter: metav1.NewTime(ca.NotAfter), NotAfter: metav1.NewTime(ca.NotAfter)}

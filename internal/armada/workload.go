@@ -97,6 +97,9 @@ func (in *Install) secretEnvs(c *component, replicas int32, id *remoteIdentity) 
 	}
 	for _, l := range c.Clients {
 		if id != nil {
+			if id.User != id.Base {
+				env = append(env, corev1.EnvVar{Name: "ARMADA_" + strings.ToUpper(l.Key) + "_BASICAUTH_USERNAME", Value: id.User})
+			}
 			env = append(env, secretEnv("ARMADA_"+strings.ToUpper(l.Key)+"_BASICAUTH_PASSWORD", id.Secret, "token"))
 			continue
 		}

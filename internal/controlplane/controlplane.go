@@ -185,6 +185,9 @@ type ControlPlane struct {
 	saKey      string
 	tokenFile  string
 	fnEndpoint string
+	// fnArgs are function-armada's usual arguments, once RestartFunction
+	// has changed them.
+	fnArgs []string
 }
 
 // tlsDirs are the directories holding the generated certificates.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -97,6 +98,24 @@ func (c *ControlPlane) StartFunction(ctx context.Context) error {
 		}
 		return conn.Close()
 	})
+}
+
+// RestartFunction stops function-armada and starts it again with extra
+// arguments after its usual ones (none restores them), on the same
+// endpoint: for tests that run the function with a test-only flag, such
+// as --cert-clock-offset.
+func (c *ControlPlane) RestartFunction(ctx context.Context, extra ...string) error {
+	p := c.procs[ProcFunction]
+	if err := p.stop(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if c.fnArgs == nil {
+		c.fnArgs = p.args
+	}
+	p.args = append(slices.Clone(c.fnArgs), extra...)
+	p.mu.Unlock()
+	return c.StartFunction(ctx)
 }
 
 // StopFunction kills function-armada, for fault-injection tests. Crossplane
