@@ -236,10 +236,14 @@ func (r *renderer) pulsar() (bool, error) {
 		up = o.Ready[keyPulsarRelease]
 		r.add(keyPulsarRelease, rel, up)
 	}
-	job := in.topicsJobName()
+	topics, err := in.topicsJob()
+	if err != nil {
+		return false, err
+	}
+	job := topics.Name
 	state, seen := o.Jobs[job]
 	if up || seen {
-		r.add(keyPulsarTopics, in.topicsJob(), state == JobComplete)
+		r.add(keyPulsarTopics, topics, state == JobComplete)
 	}
 	ready := seen && state == JobComplete
 	var waiting []string

@@ -3,6 +3,7 @@ package armada
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"maps"
 	"slices"
 
@@ -73,11 +74,14 @@ func (in *Install) credentials(passwords map[string]string) *corev1.Secret {
 	}
 }
 
-// migrationJob runs a schema migration once for one Armada version and
-// database config. Jobs are immutable, so the name carries the version and
-// the config's hash: an upgrade, or a move to another database, creates a
-// new Job that migrates again rather than failing to edit the old one.
-func (in *Install) migrationJob(m migration, version, configSecret, configHash string) *batchv1.Job {
+// migrationJob runs a schema migration once for one Armada version,
+// database config and pod spec, and returns it with its composition
+// resource name. A Job's template is immutable, so the name carries the
+// version and a hash of the config and the pod spec: an upgrade, a move to
+// another database or a change of image registry, resources or security
+// context creates a new Job that migrates again rather than failing to
+// edit the old one.
+func (in *Install) migrationJob(m migration, version, configSecret, configHash string) (*batchv1.Job, string, error) {
 	name := "migrate-" + m.Name
 	c := &component{Name: "migrate", Database: m.Name}
 	tpl := in.podTemplate(podOptions{
@@ -90,25 +94,31 @@ func (in *Install) migrationJob(m migration, version, configSecret, configHash s
 		ConfigHash:   configHash,
 		Version:      version,
 	})
+	hash, err := jobHash(configHash, &tpl.Spec)
+	if err != nil {
+		return nil, "", err
+	}
+	key := "migrate-" + m.Name + "-" + versionSuffix(version) + "-" + hash[:6]
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: in.meta(in.migrationJobName(m.Name, version, configHash), name),
+		ObjectMeta: in.meta(in.object(key), name),
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](6),
 			Template:     tpl,
 		},
+	}, key, nil
+}
+
+// jobHash is the hash a Job's name carries: of what the Job reads (its
+// config's hash, or its environment) and of its pod spec, which a Job
+// cannot change once created. Labels and annotations are left out, so a
+// change to them alone does not run the Job again.
+func jobHash(inputs string, spec *corev1.PodSpec) (string, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot encode a Job's pod spec")
 	}
-}
-
-// migrationJobName names a migration Job for a version and config hash.
-func (in *Install) migrationJobName(database, version, configHash string) string {
-	return in.object(migrationKey(database, version, configHash))
-}
-
-// migrationKey is a migration Job's composition resource name and name
-// suffix.
-func migrationKey(database, version, configHash string) string {
-	return "migrate-" + database + "-" + versionSuffix(version) + "-" + configHash[:6]
+	return configHash(append([]byte(inputs+"\n"), b...)), nil
 }
 
 // priorityClass is a Kubernetes PriorityClass matching an Armada one.

@@ -1,8 +1,6 @@
 package armada
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -158,19 +156,8 @@ func (in *Install) topicsEnv() []corev1.EnvVar {
 	return env
 }
 
-// topicsJobName names the topic-init Job by a hash of what it does, so a
-// change of tenant, namespace, partitions or URL runs it again.
-func (in *Install) topicsJobName() string {
-	h := sha256.New()
-	for _, e := range in.topicsEnv() {
-		h.Write([]byte(e.Name + "=" + e.Value + "\n"))
-	}
-	h.Write([]byte(topicsScript))
-	return in.object("pulsar-topics-" + hex.EncodeToString(h.Sum(nil))[:8])
-}
-
-// topicsJob runs topicsScript with Pulsar's own pulsar-admin.
-func (in *Install) topicsJob() *batchv1.Job {
+// topicsJob is the topic-init Job, named by a hash of its pod spec.
+func (in *Install) topicsJob() (*batchv1.Job, error) {
 	p := in.Spec.Pulsar
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -185,9 +172,9 @@ func (in *Install) topicsJob() *batchv1.Job {
 	sc := containerSecurityContext()
 	// pulsar-admin is a JVM that writes logs under its install directory.
 	sc.ReadOnlyRootFilesystem = ptr.To(false)
-	return &batchv1.Job{
+	job := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: in.meta(in.topicsJobName(), "pulsar-topics"),
+		ObjectMeta: in.meta("", "pulsar-topics"),
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](10),
 			Template: corev1.PodTemplateSpec{
@@ -216,4 +203,13 @@ func (in *Install) topicsJob() *batchv1.Job {
 			},
 		},
 	}
+	// The name carries a hash of the pod spec (tenant, namespace,
+	// partitions, URL, image, resources): a Job cannot be edited, so a
+	// change runs a new one.
+	hash, err := jobHash("", &job.Spec.Template.Spec)
+	if err != nil {
+		return nil, err
+	}
+	job.Name = in.object("pulsar-topics-" + hash[:8])
+	return job, nil
 }

@@ -253,7 +253,10 @@ func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, er
 			return nil, err
 		}
 		r.add("migrate-"+m.Name+"-config", secret, r.exists("migrate-"+m.Name+"-config"))
-		job := r.in.migrationJob(m, v, secret.Name, hash)
+		job, key, err := r.in.migrationJob(m, v, secret.Name, hash)
+		if err != nil {
+			return nil, err
+		}
 		state, seen := r.opt.Observed.Jobs[job.Name]
 		if !seen && (!g.Postgres || hold.Reason != "") {
 			if g.Postgres {
@@ -263,7 +266,7 @@ func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, er
 			continue
 		}
 		done[m.Name] = state
-		r.add(migrationKey(m.Name, v, hash), job, state == JobComplete)
+		r.add(key, job, state == JobComplete)
 	}
 	return done, nil
 }

@@ -334,7 +334,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		"event-ingester-config", "event-ingester-pdb", "event-ingester-service", "event-ingester-serviceaccount",
 		"executor-local-clusterrolebinding", "executor-local-config", "executor-local-jobs-rolebinding", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-service", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
-		"migrate-lookout-0-22-8-439fe2", "migrate-lookout-config", "migrate-scheduler-0-22-8-450f1f", "migrate-scheduler-config",
+		"migrate-lookout-0-22-8-894802", "migrate-lookout-config", "migrate-scheduler-0-22-8-ee1a3d", "migrate-scheduler-config",
 		"netpol-binoculars", "netpol-default-deny", "netpol-event-ingester", "netpol-executor-local", "netpol-lookout",
 		"netpol-lookout-ingester", "netpol-migrate-lookout", "netpol-migrate-scheduler", "netpol-pulsar-topics",
 		"netpol-scheduler", "netpol-scheduler-ingester", "netpol-server",
