@@ -21,7 +21,7 @@ import (
 // pods mount those files at the rendered paths, serve them for the names
 // their clients dial, and that the clients trust the issuer's CA. It
 // returns how many Certificates it issued.
-func supplyCertificates(t *testing.T, r *render, supplied map[secretRef]string) int {
+func supplyCertificates(t *testing.T, r *Render, supplied map[SecretRef]string) int {
 	t.Helper()
 	var ca *privateCA
 	n := 0
@@ -58,9 +58,9 @@ func supplyCertificates(t *testing.T, r *render, supplied map[secretRef]string) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		supplied[secretRef{Name: secret, Key: "tls.crt"}] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-		supplied[secretRef{Name: secret, Key: "tls.key"}] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
-		supplied[secretRef{Name: secret, Key: "ca.crt"}] = string(ca.PEM)
+		supplied[SecretRef{Name: secret, Key: "tls.crt"}] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		supplied[SecretRef{Name: secret, Key: "tls.key"}] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+		supplied[SecretRef{Name: secret, Key: "ca.crt"}] = string(ca.PEM)
 		t.Logf("cert-manager stand-in: Certificate %s issued into Secret %s for %v", o.GetName(), secret, names)
 		n++
 	}

@@ -125,29 +125,29 @@ func TestConfigErrorLine(t *testing.T) {
 }
 
 func TestWiringErrors(t *testing.T) {
-	mk := func(component, key, value string, job bool) *run {
-		return &run{
+	mk := func(component, key, value string, job bool) *Run {
+		return &Run{
 			Job: job,
 			Inv: &invocation{Workload: "Deployment/" + component, Container: component, Component: component},
 			Cfg: &armadaConfig{Base: map[string]any{}, Overrides: []map[string]any{{key: value}}},
 		}
 	}
 	cases := map[string]struct {
-		runs []*run
+		runs []*Run
 		want []string
 	}{
-		"Agree": {runs: []*run{
+		"Agree": {runs: []*Run{
 			mk("server", "eventsApiRedis.db", "2", false),
 			mk("eventingester", "redis.db", "2", false),
 		}},
 		"Disagree": {
-			runs: []*run{
+			runs: []*Run{
 				mk("server", "eventsApiRedis.db", "1", false),
 				mk("eventingester", "redis.db", "2", false),
 			},
 			want: []string{`components disagree on the Redis database: "1" from Deployment/server/server eventsApiRedis.db; "2" from Deployment/eventingester/eventingester redis.db`},
 		},
-		"JobsIgnored": {runs: []*run{
+		"JobsIgnored": {runs: []*Run{
 			mk("server", "eventsApiRedis.db", "1", false),
 			mk("eventingester", "redis.db", "2", true),
 		}},
@@ -162,7 +162,7 @@ func TestWiringErrors(t *testing.T) {
 }
 
 func TestSchedulerAuth(t *testing.T) {
-	a := schedulerAuth{
+	a := SchedulerAuth{
 		Users: map[string]basicUser{
 			"executor": {Password: "pw", Groups: []string{"armada-executors"}},
 			"admin":    {Password: "adminpw", Groups: []string{"armada-admins"}},
@@ -183,7 +183,7 @@ func TestSchedulerAuth(t *testing.T) {
 		"WrongPassword":   {header: basic("executor:nope"), want: codes.Unauthenticated},
 		"UnknownUser":     {header: basic("nobody:pw"), want: codes.Unauthenticated},
 		"NoGrant":         {header: basic("admin:adminpw"), want: codes.PermissionDenied},
-		"EveryoneGranted": {header: basic("admin:adminpw"), grants: []string{everyoneGroup}, want: codes.OK},
+		"EveryoneGranted": {header: basic("admin:adminpw"), grants: []string{EveryoneGroup}, want: codes.OK},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -22,8 +22,8 @@ var binaries = podrun.Binaries
 // the Secrets filled outside the render: the user's Secrets, and what a
 // worker cluster or provider-kubernetes writes into a rendered one.
 type renderSources struct {
-	render   *render
-	supplied map[secretRef]string
+	render   *Render
+	supplied map[SecretRef]string
 }
 
 func (s renderSources) ConfigMap(name string) (map[string][]byte, bool, error) {
@@ -67,9 +67,9 @@ func newNames(t *testing.T) *names {
 	return n
 }
 
-// relayName makes addr reach target through n, failing the test if it
+// RelayName makes addr reach target through n, failing the test if it
 // cannot.
-func relayName(t *testing.T, n *names, addr, target string) {
+func RelayName(t *testing.T, n *names, addr, target string) {
 	t.Helper()
 	if err := n.Relay(addr, target); err != nil {
 		t.Fatal(err)
