@@ -124,7 +124,8 @@ func (a *armadaAPI) GetQueues(_ *api.StreamingQueueGetRequest, stream api.Submit
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&api.StreamingQueueMessage{Event: &api.StreamingQueueMessage_Queue{Queue: &api.Queue{Name: "conformance", PriorityFactor: 1}}}); err != nil {
+	queue := &api.StreamingQueueMessage_Queue{Queue: &api.Queue{Name: "conformance", PriorityFactor: 1}}
+	if err := stream.Send(&api.StreamingQueueMessage{Event: queue}); err != nil {
 		return err
 	}
 	return stream.Send(&api.StreamingQueueMessage{Event: &api.StreamingQueueMessage_End{End: &api.EndMarker{}}})

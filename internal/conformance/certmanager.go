@@ -38,7 +38,8 @@ func supplyCertificates(t *testing.T, r *Render, supplied map[SecretRef]string) 
 		// What the stand-in issues; anything else the render asked for
 		// would need another stand-in.
 		if pk["algorithm"] != "ECDSA" || fmt.Sprint(pk["size"]) != "256" || pk["encoding"] != "PKCS8" || secret == "" || len(names) == 0 {
-			t.Fatalf("Certificate %s asks for secret %q, names %v and key %v: the stand-in issues ECDSA P-256 PKCS#8 keys for named Secrets and names", o.GetName(), secret, names, pk)
+			t.Fatalf("Certificate %s asks for secret %q, names %v and key %v: the stand-in issues ECDSA P-256 PKCS#8 keys for named Secrets and names",
+				o.GetName(), secret, names, pk)
 		}
 		key := newKey(t)
 		tmpl := &x509.Certificate{

@@ -179,7 +179,8 @@ func (a SchedulerAuth) authenticate(ctx context.Context) (principal, error) {
 	}
 	scheme, payload, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "basic") {
-		return principal{}, status.Error(codes.Unauthenticated, "Request could not be authenticated: Request could not be authenticated with any of the supported schemes.")
+		return principal{}, status.Error(codes.Unauthenticated,
+			"Request could not be authenticated: Request could not be authenticated with any of the supported schemes.")
 	}
 	b, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {

@@ -3,9 +3,10 @@ package conformance
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // ThisCluster names the Kubernetes API server that stands in for the

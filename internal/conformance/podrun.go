@@ -81,8 +81,6 @@ type armadaConfig = podrun.Config
 
 var (
 	loadArmadaConfig = podrun.LoadConfig
-	readYAML         = podrun.ReadYAML
-	leaves           = podrun.Leaves
 	lookup           = podrun.Lookup
 	envName          = podrun.EnvName
 	portKeys         = podrun.PortKeys

@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/google/go-cmp/cmp"
 )
 
 // topicJobTimeout bounds one run of the topic-init Job's script: it

@@ -63,7 +63,10 @@ type Ports struct {
 }
 
 // NewPorts returns the ports of a test.
-func NewPorts(t *testing.T) *Ports { return &Ports{t: t} }
+func NewPorts(t *testing.T) *Ports {
+	t.Helper()
+	return &Ports{t: t}
+}
 
 // Free returns a free loopback port not handed out before.
 func (p *Ports) Free() int {
@@ -147,7 +150,8 @@ func environ(rn *Run, extra []envVar) []string {
 // and validation failures (internal/common/startup.go,
 // internal/common/config/validation.go), components' own config checks,
 // and any fatal log or panic.
-var configErrors = regexp.MustCompile(`^panic:|Error reading (base )?config|decoding failed|error\(s\) decoding|ConfigError:|Invalid config|Config error|at least one auth method|Failed to create auth services|\bFATAL\b`)
+var configErrors = regexp.MustCompile(`^panic:|Error reading (base )?config|decoding failed|error\(s\) decoding|ConfigError:|Invalid config|Config error|` +
+	`at least one auth method|Failed to create auth services|\bFATAL\b`)
 
 // checkConfig fails the test for every rendered key Armada does not use and
 // every rendered ARMADA_ variable it ignores.
@@ -184,12 +188,15 @@ func ShowTail(t *testing.T, rn *Run, p *process) {
 // NewRuns reconstructs every Armada container of a render's workloads,
 // Jobs' first, with the workload of each, and the Pulsar topic-init Jobs'
 // containers; skipped counts the other non-Armada containers.
-func NewRuns(t *testing.T, e *Env, r *Render, workloads []workload, supplied map[SecretRef]string) (runs []*Run, workloadOf map[*Run]workload, topics []*TopicJob, skipped int) {
+func NewRuns(t *testing.T, e *Env, r *Render, workloads []workload, supplied map[SecretRef]string) (
+	runs []*Run, workloadOf map[*Run]workload, topics []*TopicJob, skipped int,
+) {
 	t.Helper()
 	workloadOf = map[*Run]workload{}
 	// A namespaced Armada runs in its own namespace; an XArmada in
 	// spec.namespace.
-	rs := &podrun.Resolver{Sources: renderSources{render: r, supplied: supplied}, Namespace: r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")}
+	ns := r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")
+	rs := &podrun.Resolver{Sources: renderSources{render: r, supplied: supplied}, Namespace: ns}
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/armadaproject/armada-crossplane/internal/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
 // Services are an example's private backing Services.

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada/pkg/executorapi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // tlsTimeout bounds how long the TLS check waits for the scheduler's gRPC
@@ -96,7 +97,8 @@ func UnknownAuthority(err error) bool {
 // 503 while Pulsar is down.
 func HTTPSGet(t *testing.T, port int, roots *x509.CertPool, host string) error {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}}}
+	tlsConfig := &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(port)+"/health", http.NoBody)
 	if err != nil {
 		t.Fatal(err)

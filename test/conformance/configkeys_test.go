@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-	"github.com/armadaproject/armada-crossplane/internal/podrun"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // TestConfigKeysMatchArmada checks the config keys the function accepts

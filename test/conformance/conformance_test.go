@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/conformance"
 )
 
 // rendersEnv, if set, is a glob of render outputs to check instead of the

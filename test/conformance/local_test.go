@@ -10,7 +10,6 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
-
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 

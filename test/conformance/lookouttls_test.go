@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/conformance"
-
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 

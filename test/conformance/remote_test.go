@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/armadaproject/armada-crossplane/internal/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
-
-	"google.golang.org/grpc/codes"
 )
 
 // remoteCase is one run of a remote executor.

@@ -6,12 +6,11 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/armadaproject/armada-crossplane/internal/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 

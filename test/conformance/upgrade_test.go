@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
