@@ -3,13 +3,13 @@ package conformance
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/armadaproject/armada-crossplane/internal/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/metricnames"
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
@@ -53,7 +53,8 @@ type Env struct {
 // are missing.
 func NewEnv(t *testing.T, version string) *Env {
 	t.Helper()
-	e := &Env{Version: version, BinDir: ArmadaBinDir(t, version), SourceDir: ArmadaSourceDir(t, version), KubeconfigPort: testenv.FreePort(t)}
+	rel := Release(t, version)
+	e := &Env{Version: version, BinDir: rel.BinDir, SourceDir: rel.SourceDir, KubeconfigPort: testenv.FreePort(t)}
 	e.Kubeconfig = writeKubeconfig(t, e.KubeconfigPort)
 	dirs, err := metricnames.SourceDirs(t.Context(), "v"+version)
 	if err != nil {
@@ -65,41 +66,16 @@ func NewEnv(t *testing.T, version string) *Env {
 	return e
 }
 
-// ArmadaBinDir returns the directory holding every Armada binary of a
-// release, failing the test if one is missing.
-func ArmadaBinDir(t *testing.T, version string) string {
+// Release returns an Armada release's binaries and module source tree
+// (jobflow.FindRelease, which the job-flow suite uses too), failing the
+// test with what to build if either is missing.
+func Release(t *testing.T, version string) podrun.Release {
 	t.Helper()
-	root := os.Getenv("ARMADA_BIN_ROOT")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatalf("cannot find the home directory: %v", err)
-		}
-		root = filepath.Join(home, ".cache", "armada-crossplane", "bin")
-	}
-	dir := filepath.Join(root, "armada-v"+version)
-	for _, b := range binaries {
-		fi, err := os.Stat(filepath.Join(dir, b)) //nolint:gosec // G703: the binary cache this machine's make armada-bins fills, not user input.
-		if err != nil || fi.Mode()&0o111 == 0 {
-			t.Fatalf("Armada %s binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh v%s)", version, b, dir, version)
-		}
-	}
-	return dir
-}
-
-// ArmadaSourceDir returns a release's module source tree in the module
-// cache.
-func ArmadaSourceDir(t *testing.T, version string) string {
-	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMODCACHE").Output()
+	rel, _, err := jobflow.FindRelease(t.Context(), version)
 	if err != nil {
-		t.Fatalf("cannot run `go env GOMODCACHE`: %v", err)
+		t.Fatal(err)
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "github.com", "armadaproject", "armada@v"+version)
-	if _, err := os.Stat(filepath.Join(dir, "config", "server", "config.yaml")); err != nil {
-		t.Fatalf("Armada %s source is not in the module cache (%v): run `make armada-bins`, which downloads it", version, err)
-	}
-	return dir
+	return rel
 }
 
 // writeKubeconfig writes a kubeconfig for an API server on a loopback port

@@ -15,9 +15,6 @@ type (
 	names      = podrun.Names
 )
 
-// binaries are the Armada binaries the test needs.
-var binaries = podrun.Binaries
-
 // renderSources are a render's Secrets and ConfigMaps, and the values of
 // the Secrets filled outside the render: the user's Secrets, and what a
 // worker cluster or provider-kubernetes writes into a rendered one.

@@ -32,7 +32,8 @@ func TestConfigKeysMatchArmada(t *testing.T) {
 //
 //nolint:thelper // Each release is its own subtest: failures point into it.
 func checkConfigKeys(t *testing.T, version string) {
-	bin, src := conformance.ArmadaBinDir(t, version), conformance.ArmadaSourceDir(t, version)
+	rel := conformance.Release(t, version)
+	bin, src := rel.BinDir, rel.SourceDir
 	checked, stale := 0, 0
 	for _, component := range slices.Sorted(maps.Keys(armada.ConfigTypes())) {
 		binary := strings.ReplaceAll(component, "-", "")
