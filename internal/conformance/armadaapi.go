@@ -54,7 +54,7 @@ type armadaAPI struct {
 
 // startArmadaAPI serves the stand-in for an example's server, or returns
 // nil if the example runs no server here.
-func startArmadaAPI(t *testing.T, r *Render, runs []*Run, workloadOf map[*Run]workload) *armadaAPI {
+func startArmadaAPI(t *testing.T, r *Render, runs []*Run, workloadOf map[*Run]podrun.Workload) *armadaAPI {
 	t.Helper()
 	var server *Run
 	for _, rn := range runs {
@@ -179,7 +179,7 @@ func checkArmadaAPI(o *outcome, a *armadaAPI, rn *Run) {
 // scheduler, the server's API. Armada's HTTP and gRPC clients honour
 // HTTPS_PROXY; every other name stays unreachable, as it is here without
 // the proxy. It returns no proxy for a component with neither.
-func routedEnv(t *testing.T, svc *Services, rn *Run) ([]envVar, *connectProxy) {
+func routedEnv(t *testing.T, svc *Services, rn *Run) ([]podrun.EnvVar, *connectProxy) {
 	t.Helper()
 	routes := map[string]string{}
 	svc.OIDC.Route(rn, routes)
@@ -188,14 +188,14 @@ func routedEnv(t *testing.T, svc *Services, rn *Run) ([]envVar, *connectProxy) {
 		return nil, nil
 	}
 	proxy := startConnectProxy(t, routes)
-	return append([]envVar{{Name: "HTTPS_PROXY", Value: proxy.URL}}, svc.OIDC.Env(rn)...), proxy
+	return append([]podrun.EnvVar{{Name: "HTTPS_PROXY", Value: proxy.URL}}, svc.OIDC.Env(rn)...), proxy
 }
 
 // ServiceAuthorities returns the in-cluster addresses (name.namespace.svc
 // and its cluster.local form, with the Service port) of every rendered
 // Service in w's cluster and namespace that selects w's pods and forwards
 // to containerPort, by number or by the name of w's container port.
-func (r *Render) ServiceAuthorities(w workload, containerPort int) []string {
+func (r *Render) ServiceAuthorities(w podrun.Workload, containerPort int) []string {
 	var out []string
 	for _, u := range r.Objects {
 		if u.GetKind() != "Service" || u.GetNamespace() != w.Namespace || r.workerCluster(u) != w.Cluster {

@@ -169,7 +169,7 @@ func configErrorLine(log string) string {
 // it starts, so a component is judged as it was when its markers
 // appeared, however long the components checked before it took.
 type Component struct {
-	Proc  *process
+	Proc  *podrun.Process
 	Moved map[string]int
 	// Proxy is the component's CONNECT proxy, if it has one (routedEnv).
 	Proxy *connectProxy

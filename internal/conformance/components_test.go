@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 func TestMarkers(t *testing.T) {
-	rn := &Run{Inv: &invocation{}, Cfg: &armadaConfig{Base: map[string]any{"pulsar": map[string]any{"URL": "pulsar://pulsar.armada.svc:6650"}}}}
-	noHost := &Run{Inv: &invocation{}, Cfg: &armadaConfig{Base: map[string]any{"pulsar": map[string]any{"URL": "not a url"}}}}
+	rn := &Run{Inv: &podrun.Invocation{}, Cfg: &armadaConfig{Base: map[string]any{"pulsar": map[string]any{"URL": "pulsar://pulsar.armada.svc:6650"}}}}
+	noHost := &Run{Inv: &podrun.Invocation{}, Cfg: &armadaConfig{Base: map[string]any{"pulsar": map[string]any{"URL": "not a url"}}}}
 	moved := map[string]int{"metricsPort": 20001}
 	cases := map[string]struct {
 		reason    string

@@ -41,12 +41,12 @@ type Env struct {
 	Metrics *metricnames.Index
 	// Home is the API server standing in for the cluster claims are
 	// applied to (thisCluster), shared by every example.
-	Home *workerClusters
+	Home *WorkerClusters
 	// RefusedCAShown is set once an in-cluster executor of this release
 	// was shown refusing the scheduler without the rendered CA.
 	RefusedCAShown bool
 	// Brokers are the real Pulsar brokers every example shares.
-	Brokers *brokers
+	Brokers *Brokers
 }
 
 // NewEnv finds a release's binaries and source, failing the test if they

@@ -12,9 +12,9 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
-// executorRun is an executor started by runExecutor, still running.
-type executorRun struct {
-	Proc *process
+// ExecutorRun is an executor started by RunExecutor, still running.
+type ExecutorRun struct {
+	Proc *podrun.Process
 	// Outcome is the lease outcome its log shows: leaseOK's line, or the
 	// error of leaseFailed.
 	Outcome string
@@ -29,7 +29,7 @@ type executorRun struct {
 // fails the test if the executor failed on its configuration, if its
 // cluster's API server refused its ServiceAccount, or if it logged no
 // outcome within remoteTimeout.
-func RunExecutor(t *testing.T, e *Env, svc *Services, free func() int, rn *Run, changes []envVar) executorRun {
+func RunExecutor(t *testing.T, e *Env, svc *Services, free func() int, rn *Run, changes []podrun.EnvVar) ExecutorRun {
 	t.Helper()
 	extra, moved := overrides(t, e, svc, free, rn)
 	env := withEnv(environ(rn, extra), changes)
@@ -43,7 +43,7 @@ func RunExecutor(t *testing.T, e *Env, svc *Services, free func() int, rn *Run, 
 		t.Fatal(err)
 	}
 	ShowTail(t, rn, p)
-	x := executorRun{Proc: p, Moved: moved}
+	x := ExecutorRun{Proc: p, Moved: moved}
 	reached := p.Until(remoteTimeout, func(l string) bool {
 		if LeaseOK.MatchString(l) {
 			x.Outcome = LeaseOK.FindString(l)
@@ -71,7 +71,7 @@ func RunExecutor(t *testing.T, e *Env, svc *Services, free func() int, rn *Run, 
 // CheckLeasing checks an executor that leased: the keys its config sets
 // were all used, it serves metrics, and it reports itself healthy, which
 // it does only once its informers synced with its cluster's API server.
-func CheckLeasing(t *testing.T, e *Env, rn *Run, x executorRun) {
+func CheckLeasing(t *testing.T, e *Env, rn *Run, x ExecutorRun) {
 	t.Helper()
 	checkConfig(t, rn, x.Proc.Log())
 	checkRemoteMetrics(t, e, rn, x.Moved)
@@ -84,7 +84,7 @@ func CheckLeasing(t *testing.T, e *Env, rn *Run, x executorRun) {
 
 // withEnv applies changes to an environment: each replaces the variable
 // of its name, or removes it if its value is empty.
-func withEnv(env []string, changes []envVar) []string {
+func withEnv(env []string, changes []podrun.EnvVar) []string {
 	for _, c := range changes {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, c.Name+"=") })
 		if c.Value != "" {

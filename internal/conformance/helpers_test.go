@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // These tests cover the helpers TestArmadaConformance relies on; they need
@@ -82,7 +84,7 @@ func TestPortOverrides(t *testing.T) {
 	if diff := cmp.Diff(wantMoved, moved); diff != "" {
 		t.Errorf("portOverrides(...) moved: -want, +got:\n%s", diff)
 	}
-	wantEnv := []envVar{{Name: "ARMADA_GRPC_PORT", Value: "20001"}, {Name: "ARMADA_HTTP_PORT", Value: "20002"}}
+	wantEnv := []podrun.EnvVar{{Name: "ARMADA_GRPC_PORT", Value: "20001"}, {Name: "ARMADA_HTTP_PORT", Value: "20002"}}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("portOverrides(...) env: -want, +got:\n%s", diff)
 	}
@@ -128,7 +130,7 @@ func TestWiringErrors(t *testing.T) {
 	mk := func(component, key, value string, job bool) *Run {
 		return &Run{
 			Job: job,
-			Inv: &invocation{Workload: "Deployment/" + component, Container: component, Component: component},
+			Inv: &podrun.Invocation{Workload: "Deployment/" + component, Container: component, Component: component},
 			Cfg: &armadaConfig{Base: map[string]any{}, Overrides: []map[string]any{{key: value}}},
 		}
 	}

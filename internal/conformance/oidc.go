@@ -169,7 +169,7 @@ func (p *oidcProvider) Route(rn *Run, routes map[string]string) {
 }
 
 // Env is the private CA, for a run that configures the provider.
-func (p *oidcProvider) Env(rn *Run) []envVar {
+func (p *oidcProvider) Env(rn *Run) []podrun.EnvVar {
 	if !p.uses(rn) {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (p *oidcProvider) Env(rn *Run) []envVar {
 			file = bundle
 		}
 	}
-	return []envVar{{Name: "SSL_CERT_FILE", Value: file}}
+	return []podrun.EnvVar{{Name: "SSL_CERT_FILE", Value: file}}
 }
 
 // bundle writes the rendered CA file's certificates and the provider's CA

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 func TestCheckProbe(t *testing.T) {
@@ -66,7 +68,7 @@ func TestCheckProbe(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := &armadaConfig{Base: map[string]any{"httpPort": 8080}}
-			rn := &Run{Inv: &invocation{Ports: tc.ports, Readiness: tc.probe}, Cfg: cfg}
+			rn := &Run{Inv: &podrun.Invocation{Ports: tc.ports, Readiness: tc.probe}, Cfg: cfg}
 			var o outcome
 			checkProbe(&o, rn, &Component{Moved: tc.moved}, time.Second)
 			if diff := cmp.Diff(tc.want, len(o.Errors) == 0); diff != "" {

@@ -30,22 +30,22 @@ const topicJobTimeout = 5 * time.Minute
 // topicsReady is the last line of the topic-init Job's script.
 const topicsReady = "Pulsar topics ready"
 
-// brokers are the real Apache Pulsar brokers a top-level test's examples
+// Brokers are the real Apache Pulsar brokers a top-level test's examples
 // share (testenv.StartPulsar: the version table's release, standalone):
 // Plain without authentication, and Token, started only if an example's
 // claim gives spec.pulsar.tokenSecretRef, with token authentication, so a
 // Component that does not present the token from that Secret is refused.
 // Each example's topic-init Job creates its tenant, and the example
 // deletes it when it ends, so examples do not see each other's topics.
-type brokers struct {
+type Brokers struct {
 	Plain, Token *testenv.Pulsar
 }
 
 // StartBrokers starts the plain broker, and the token broker if token is
 // set.
-func StartBrokers(t *testing.T, token bool) *brokers {
+func StartBrokers(t *testing.T, token bool) *Brokers {
 	t.Helper()
-	b := &brokers{Plain: testenv.StartPulsar(t)}
+	b := &Brokers{Plain: testenv.StartPulsar(t)}
 	if token {
 		b.Token = testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{TokenAuth: true})
 	}
@@ -58,7 +58,7 @@ const pulsarToken = "armada"
 
 // useBroker picks the example's broker and, with a tokenSecretRef, supplies
 // a token it accepts in that Secret.
-func useBroker(t *testing.T, b *brokers, r *Render, svc *Services, supplied map[SecretRef]string) {
+func useBroker(t *testing.T, b *Brokers, r *Render, svc *Services, supplied map[SecretRef]string) {
 	t.Helper()
 	svc.Pulsar = b.Plain
 	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
@@ -84,12 +84,12 @@ func hostPort(t *testing.T, raw string) string {
 // TopicJob is the render's Pulsar topic-init Job container, run as
 // composed: its own script, environment and mounted Secrets.
 type TopicJob struct {
-	Inv  *invocation
+	Inv  *podrun.Invocation
 	Root string
 }
 
 // isTopicJob reports whether a container is the topic-init Job's.
-func isTopicJob(w workload, c corev1.Container) bool {
+func isTopicJob(w podrun.Workload, c corev1.Container) bool {
 	return w.Kind == "Job" && c.Name == "pulsar-topics"
 }
 
@@ -97,7 +97,7 @@ func isTopicJob(w workload, c corev1.Container) bool {
 // the broker's web service, for every process alike, and deletes the
 // Job's tenant from the broker when the test that started the services
 // ends, so examples sharing a broker do not see each other's topics.
-func servePulsar(t *testing.T, svc *Services, workloads []workload) {
+func servePulsar(t *testing.T, svc *Services, workloads []podrun.Workload) {
 	t.Helper()
 	for _, w := range workloads {
 		for _, c := range w.Pod.Containers {

@@ -21,6 +21,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // remoteTimeout bounds how long a remote executor may take to call the
@@ -38,9 +39,9 @@ var (
 	forbidden   = regexp.MustCompile(`(?i)\bforbidden\b`)
 )
 
-// workerClusters are the real Kubernetes API servers standing in for the
+// WorkerClusters are the real Kubernetes API servers standing in for the
 // worker clusters the render's Objects name, by providerConfigRef name.
-type workerClusters struct {
+type WorkerClusters struct {
 	mu   sync.Mutex
 	cps  map[string]*controlplane.ControlPlane
 	errs map[string]error
@@ -50,9 +51,9 @@ type workerClusters struct {
 // StartWorkerClusters starts one Kubernetes-only control plane (etcd,
 // kube-apiserver, kube-controller-manager) per cluster, concurrently, in
 // the background; Get waits for one.
-func StartWorkerClusters(t *testing.T, clusters []string) *workerClusters {
+func StartWorkerClusters(t *testing.T, clusters []string) *WorkerClusters {
 	t.Helper()
-	w := &workerClusters{cps: map[string]*controlplane.ControlPlane{}, errs: map[string]error{}, done: make(chan struct{})}
+	w := &WorkerClusters{cps: map[string]*controlplane.ControlPlane{}, errs: map[string]error{}, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for _, c := range clusters {
 		wg.Go(func() {
@@ -84,7 +85,7 @@ func StartWorkerClusters(t *testing.T, clusters []string) *workerClusters {
 }
 
 // Get returns the worker cluster of a providerConfigRef name once it is up.
-func (w *workerClusters) Get(cluster string) (*controlplane.ControlPlane, error) {
+func (w *WorkerClusters) Get(cluster string) (*controlplane.ControlPlane, error) {
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -93,7 +94,7 @@ func (w *workerClusters) Get(cluster string) (*controlplane.ControlPlane, error)
 
 // RemoteEnv is what a remote executor's invocation needs beyond the render.
 type RemoteEnv struct {
-	workers *workerClusters
+	workers *WorkerClusters
 	// API is the test's executor API the executors lease from.
 	API *executorAPI
 	// Proxy is the CONNECT proxy that tunnels the armadaUrl to API.
@@ -159,7 +160,7 @@ func StartRemote(t *testing.T, runs []*Run, ca *privateCA) *RemoteEnv {
 // ServiceAccount with a token from the TokenRequest API, standing in for
 // the token Kubernetes mounts into the pod, so the executor's requests are
 // authorized by exactly the rendered ClusterRole and binding.
-func PrepareWorker(t *testing.T, r *Render, re *RemoteEnv, w workload, dir string) string {
+func PrepareWorker(t *testing.T, r *Render, re *RemoteEnv, w podrun.Workload, dir string) string {
 	t.Helper()
 	cp, err := re.workers.Get(w.Cluster)
 	if err != nil {
@@ -174,7 +175,7 @@ func PrepareWorker(t *testing.T, r *Render, re *RemoteEnv, w workload, dir strin
 // authenticates as w's ServiceAccount with a token from the TokenRequest
 // API, standing in for the token Kubernetes mounts into the pod: w's
 // requests are authorized by exactly the applied RBAC.
-func ServiceAccountKubeconfig(t *testing.T, cp *controlplane.ControlPlane, manifests []*unstructured.Unstructured, w workload, dir string) string {
+func ServiceAccountKubeconfig(t *testing.T, cp *controlplane.ControlPlane, manifests []*unstructured.Unstructured, w podrun.Workload, dir string) string {
 	t.Helper()
 	ctx := t.Context()
 	order := map[string]int{"Namespace": 0, "ServiceAccount": 1}

@@ -33,9 +33,6 @@ type Render struct {
 	wrappedBy map[*unstructured.Unstructured]*unstructured.Unstructured
 }
 
-// workload is a composed Deployment, StatefulSet or Job.
-type workload = podrun.Workload
-
 // ParseRender splits a YAML stream into the XR and the composed objects.
 // render.crossplane.io documents (Results, Context) are dropped.
 func ParseRender(b []byte) (*Render, error) {
@@ -80,8 +77,8 @@ func LoadRender(file string) (*Render, error) {
 
 // Workloads returns the composed Deployments, StatefulSets and Jobs, Jobs
 // first, otherwise in render order.
-func (r *Render) Workloads() ([]workload, error) {
-	var jobs, others []workload
+func (r *Render) Workloads() ([]podrun.Workload, error) {
+	var jobs, others []podrun.Workload
 	for _, u := range r.Objects {
 		var spec corev1.PodSpec
 		var labels map[string]string
@@ -105,7 +102,7 @@ func (r *Render) Workloads() ([]workload, error) {
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot decode %s %s", u.GetKind(), u.GetName())
 		}
-		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Labels: labels, Cluster: r.workerCluster(u)}
+		w := podrun.Workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Labels: labels, Cluster: r.workerCluster(u)}
 		if w.Kind == "Job" {
 			jobs = append(jobs, w)
 		} else {

@@ -16,7 +16,7 @@ import (
 
 // Run is one rendered Armada container to Run.
 type Run struct {
-	Inv *invocation
+	Inv *podrun.Invocation
 	Cfg *armadaConfig
 	// Job containers run to completion; others run until checked.
 	Job bool
@@ -117,12 +117,12 @@ func (p *Ports) Free() int {
 // each is added only for keys present. That the port overrides take
 // effect is then proven by the processes: they log and listen on the
 // moved ports.
-func overrides(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) (env []envVar, moved map[string]int) {
+func overrides(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) (env []podrun.EnvVar, moved map[string]int) {
 	t.Helper()
 	resolveNames(t, svc, rn)
 	moved, portEnv := portOverrides(rn.Cfg, func(string) int { return free() })
-	env = append([]envVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
-	env = append(env, envVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
+	env = append([]podrun.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
+	env = append(env, podrun.EnvVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
 	for _, v := range env {
 		if old, ok := rn.Inv.Lookup(v.Name); ok {
 			t.Logf("%s: the test overrides rendered env %s=%q", rn.ID(), v.Name, old)
@@ -134,7 +134,7 @@ func overrides(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) (e
 // environ is a run's complete process environment: the rendered variables
 // followed by the test's overrides, which win. Files the overrides name
 // are shown where the process's root has them (podPath).
-func environ(rn *Run, extra []envVar) []string {
+func environ(rn *Run, extra []podrun.EnvVar) []string {
 	out := make([]string, 0, len(rn.Inv.Env)+len(extra))
 	for _, v := range rn.Inv.Env {
 		out = append(out, v.Name+"="+v.Value)
@@ -176,7 +176,7 @@ func checkConfig(t *testing.T, rn *Run, log string) {
 }
 
 // ShowTail prints the end of p's log when the test fails.
-func ShowTail(t *testing.T, rn *Run, p *process) {
+func ShowTail(t *testing.T, rn *Run, p *podrun.Process) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -188,11 +188,11 @@ func ShowTail(t *testing.T, rn *Run, p *process) {
 // NewRuns reconstructs every Armada container of a render's workloads,
 // Jobs' first, with the workload of each, and the Pulsar topic-init Jobs'
 // containers; skipped counts the other non-Armada containers.
-func NewRuns(t *testing.T, e *Env, r *Render, workloads []workload, supplied map[SecretRef]string) (
-	runs []*Run, workloadOf map[*Run]workload, topics []*TopicJob, skipped int,
+func NewRuns(t *testing.T, e *Env, r *Render, workloads []podrun.Workload, supplied map[SecretRef]string) (
+	runs []*Run, workloadOf map[*Run]podrun.Workload, topics []*TopicJob, skipped int,
 ) {
 	t.Helper()
-	workloadOf = map[*Run]workload{}
+	workloadOf = map[*Run]podrun.Workload{}
 	// A namespaced Armada runs in its own namespace; an XArmada in
 	// spec.namespace.
 	ns := r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ type Services struct {
 	// calls; nil without a server.
 	ArmadaAPI *armadaAPI
 	// Names resolves the rendered host names (see names).
-	Names *names
+	Names *podrun.Names
 	// PulsarAt is the example's Pulsar far end, host:port.
 	PulsarAt string
 	// Pulsar is the real broker the example's Pulsar names reach.
@@ -40,7 +41,7 @@ type Services struct {
 
 // StartStandIns serves the far ends of the links the test serves by name
 // (routedEnv): the OIDC provider and the server's API.
-func StartStandIns(t *testing.T, svc *Services, r *Render, runs []*Run, workloadOf map[*Run]workload) {
+func StartStandIns(t *testing.T, svc *Services, r *Render, runs []*Run, workloadOf map[*Run]podrun.Workload) {
 	t.Helper()
 	svc.OIDC = startOIDC(t, runs)
 	svc.ArmadaAPI = startArmadaAPI(t, r, runs, workloadOf)
@@ -53,7 +54,7 @@ func StartStandIns(t *testing.T, svc *Services, r *Render, runs []*Run, workload
 // keys hold the Postgres and Redis passwords is read from the rendered
 // workloads' env, so the test connects through exactly the references the
 // function rendered.
-func StartServices(t *testing.T, r *Render, workloads []workload, b *brokers) (*Services, map[SecretRef]string) {
+func StartServices(t *testing.T, r *Render, workloads []podrun.Workload, b *Brokers) (*Services, map[SecretRef]string) {
 	t.Helper()
 	supplied := map[SecretRef]string{}
 	svc := &Services{PG: testenv.StartPostgres(t), Names: newNames(t)}
@@ -155,7 +156,7 @@ func bracketKey(path string) (string, bool) {
 
 // envSecretRef finds the Secret key an env var of a rendered workload
 // reads.
-func envSecretRef(workloads []workload, name string) (SecretRef, bool) {
+func envSecretRef(workloads []podrun.Workload, name string) (SecretRef, bool) {
 	for _, w := range workloads {
 		for _, c := range append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...) {
 			for _, e := range c.Env {

@@ -33,7 +33,7 @@ const tlsTimeout = 120 * time.Second
 // Pulsar is up: its executor API then answers with Armada's own code,
 // backed by the scheduler's database. It returns the process and the
 // moved grpc.port.
-func StartScheduler(t *testing.T, e *Env, svc *Services, free func() int, scheduler *Run) (*process, int) {
+func StartScheduler(t *testing.T, e *Env, svc *Services, free func() int, scheduler *Run) (*podrun.Process, int) {
 	t.Helper()
 	extra, moved := overrides(t, e, svc, free, scheduler)
 	routed, _ := routedEnv(t, svc, scheduler)
