@@ -5,6 +5,9 @@
 // loading and validation to its network dependencies, and no rendered config
 // key or environment variable is silently ignored.
 //
-// The tests live in conformance_test.go and its siblings; run them with
-// `go test ./test/conformance/...` after `make armada-bins`.
+// This directory holds only the tests (conformance_test.go and its
+// siblings); the machinery they drive (reading renders, starting services,
+// processes and stand-ins, the check tables) is package
+// internal/conformance, which says what is real and what is simulated. Run
+// them with `go test ./test/conformance/...` after `make armada-bins`.
 package conformance

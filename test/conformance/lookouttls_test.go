@@ -1,16 +1,13 @@
 package conformance
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/armadaproject/armada-crossplane/internal/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
@@ -23,9 +20,9 @@ import (
 // only the system roots is refused, and plain HTTP gets no answer from
 // the API. Binoculars stays plain: in Armada v0.22.x its HTTP port cannot
 // serve TLS (docs/guides/tls.md).
-func checkLookoutTLS(t *testing.T, e *env, svc *services, free func() int, runs []*run, lookoutURL string) {
+func checkLookoutTLS(t *testing.T, e *conformance.Env, svc *conformance.Services, free func() int, runs []*conformance.Run, lookoutURL string) {
 	t.Helper()
-	var lookout, scheduler *run
+	var lookout, scheduler *conformance.Run
 	for _, rn := range runs {
 		if rn.Job || rn.Cluster != "" {
 			continue
@@ -52,84 +49,36 @@ func checkLookoutTLS(t *testing.T, e *env, svc *services, free func() int, runs 
 		if err != nil || u.Scheme != "https" {
 			t.Fatalf("status.endpoints.lookout is %q; with Lookout serving TLS it must be an https URL", lookoutURL)
 		}
-		lc := startComponent(t, e, svc, free, lookout)
+		lc := conformance.StartComponent(t, e, svc, free, lookout)
 		if lc.Err != nil {
 			t.Fatal(lc.Err)
 		}
 		defer lc.Proc.Stop()
-		showTail(t, lookout, lc.Proc)
+		conformance.ShowTail(t, lookout, lc.Proc)
 		port := lc.Moved["apiPort"]
-		if !podrun.Listening(port, startTimeout) {
+		if !podrun.Listening(port, conformance.StartTimeout) {
 			t.Fatalf("lookout's apiPort %d is not listening", port)
 		}
-		roots := rootsOf(t, scheduler)
-		host := lookoutServiceHost(t, lookout, u.Hostname())
+		roots := conformance.RootsOf(t, scheduler)
+		host := conformance.LookoutServiceHost(t, lookout, u.Hostname())
 		// Lookout opens its port before it answers; the first
 		// handshakes may race its start.
 		deadline := time.Now().Add(30 * time.Second)
-		for err = httpsGet(t, port, roots, host); err != nil && time.Now().Before(deadline); err = httpsGet(t, port, roots, host) {
+		for err = conformance.HTTPSGet(t, port, roots, host); err != nil && time.Now().Before(deadline); err = conformance.HTTPSGet(t, port, roots, host) {
 			time.Sleep(500 * time.Millisecond)
 		}
 		if err != nil {
 			t.Errorf("a client trusting only the composed CA refuses Lookout as %s: %v", host, err)
 		}
-		err = httpsGet(t, port, nil, host)
+		err = conformance.HTTPSGet(t, port, nil, host)
 		t.Logf("a client trusting only the system roots: %v", err)
-		if !unknownAuthority(err) {
+		if !conformance.UnknownAuthority(err) {
 			t.Errorf("a client trusting only the system roots must refuse Lookout with an unknown authority, got: %v", err)
 		}
-		code, err := plainGet(t, port)
+		code, err := conformance.PlainGet(t, port)
 		t.Logf("a plain HTTP client: status %d, %v", code, err)
 		if err == nil && code != http.StatusBadRequest {
 			t.Errorf("a plain HTTP client got status %d from Lookout's TLS port; want a refusal (400, as Go answers plaintext on a TLS port, or an error)", code)
 		}
 	})
-}
-
-// plainGet GETs /health on a local port in plain HTTP.
-func plainGet(t *testing.T, port int) (int, error) {
-	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/health", http.NoBody)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	return resp.StatusCode, resp.Body.Close()
-}
-
-// lookoutServiceHost is the name in-cluster clients dial Lookout by: the
-// endpoint's host when it is a Service name, else (an ingress serves
-// Lookout at an external host, and the ingress controller terminates TLS
-// with the user's own certificate) the name under Lookout's Service that
-// the certificate Lookout serves holds, read from the file the pod mounts.
-func lookoutServiceHost(t *testing.T, lookout *run, endpointHost string) string {
-	t.Helper()
-	if strings.HasSuffix(endpointHost, ".svc") {
-		return endpointHost
-	}
-	path, _ := lookout.Effective("tls.certPath")
-	b, err := os.ReadFile(podrun.NewRewriter(lookout.Inv.Mounts).Rewrite(path))
-	if err != nil {
-		t.Fatalf("%s: tls.certPath %q: %v", lookout.ID(), path, err)
-	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Fatalf("%s: tls.certPath %q holds no PEM certificate", lookout.ID(), path)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatalf("%s: tls.certPath %q: %v", lookout.ID(), path, err)
-	}
-	svc := lookout.Inv.Workload[strings.LastIndex(lookout.Inv.Workload, "/")+1:] + "."
-	for _, n := range cert.DNSNames {
-		if strings.HasPrefix(n, svc) && strings.HasSuffix(n, ".svc") {
-			return n
-		}
-	}
-	t.Fatalf("%s serves a certificate for %v, none of them its Service's in-cluster name %s<namespace>.svc", lookout.ID(), cert.DNSNames, svc)
-	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
@@ -68,7 +69,7 @@ func TestArmadaUpgrade(t *testing.T) {
 		tools:    tools,
 		opt:      xprender.RenderOptions{XR: xr, Composition: testutil.Path("package", "xarmada", "composition.yaml"), XRD: testutil.Path("package", "xarmada", "definition.yaml"), FunctionAddress: addr},
 		observed: t.TempDir(),
-		free:     (&ports{t: t}).Free,
+		free:     conformance.NewPorts(t).Free,
 	}
 
 	// The private PostgreSQL and Redis outlive every release's subtest.
@@ -77,7 +78,7 @@ func TestArmadaUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := parseRender(first)
+	r, err := conformance.ParseRender(first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestArmadaUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, token := r.XRSecretRef("pulsar", "tokenSecretRef")
-	u.svc, u.supplied = startServices(t, r, workloads, startBrokers(t, token))
+	u.svc, u.supplied = conformance.StartServices(t, r, workloads, conformance.StartBrokers(t, token))
 
 	var previous string
 	for _, rel := range armada.Releases {
@@ -118,8 +119,8 @@ type upgrade struct {
 	free     func() int
 	// svc and supplied are the private services and the Secret values the
 	// render does not hold.
-	svc      *services
-	supplied map[secretRef]string
+	svc      *conformance.Services
+	supplied map[conformance.SecretRef]string
 }
 
 func (u *upgrade) setVersion(v string) {
@@ -137,7 +138,7 @@ func (u *upgrade) withObserved() xprender.RenderOptions {
 
 // render renders the claim from the observed state and records its
 // composed resources, healthy, as the next render's observed state.
-func (u *upgrade) render(t *testing.T) *render {
+func (u *upgrade) render(t *testing.T) *conformance.Render {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -145,7 +146,7 @@ func (u *upgrade) render(t *testing.T) *render {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := parseRender(out)
+	r, err := conformance.ParseRender(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func (u *upgrade) render(t *testing.T) *render {
 //nolint:thelper // Each step is its own subtest: failures point into it, not at t.Run.
 func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	v := rel.Version
-	e := newEnv(t, v)
+	e := conformance.NewEnv(t, v)
 	u.setVersion(v)
 
 	// 1. Render from what the previous release left.
@@ -174,9 +175,9 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, _, topics, _ := newRuns(t, e, r, workloads, u.supplied)
+	runs, _, topics, _ := conformance.NewRuns(t, e, r, workloads, u.supplied)
 	if previous == "" {
-		prepareDatabases(t, r, u.svc, runs)
+		conformance.PrepareDatabases(t, r, u.svc, runs)
 	}
 
 	// 2. Components with a database are held until the migrations run.
@@ -217,7 +218,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 		t.Fatalf("Armada %s: stopping here; see the failures above", v)
 	}
 	t.Logf("Armada %s: %d migration Jobs ran (twice each) in %s", v, jobs, time.Since(start).Round(10*time.Millisecond))
-	checkTables(t, u.svc, runs)
+	conformance.CheckTables(t, u.svc, runs)
 	u.checkSchema(t, rel, runs)
 
 	// 4. With the Jobs complete, every component moves to the release.
@@ -225,7 +226,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	if workloads, err = r.Workloads(); err != nil {
 		t.Fatal(err)
 	}
-	runs, workloadOf, _, _ := newRuns(t, e, r, workloads, u.supplied)
+	runs, workloadOf, _, _ := conformance.NewRuns(t, e, r, workloads, u.supplied)
 	for _, rn := range runs {
 		if rn.Inv.Tag != v {
 			t.Errorf("Armada %s: after its migrations completed, %s still runs %s", v, rn.ID(), rn.Inv.Tag)
@@ -237,8 +238,8 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 
 	// 5. Every component starts on the migrated databases.
 	start = time.Now()
-	checkWiring(t, runs)
-	startStandIns(t, u.svc, r, runs, workloadOf)
+	conformance.CheckWiring(t, runs)
+	conformance.StartStandIns(t, u.svc, r, runs, workloadOf)
 	started := runComponents(t, e, u.svc, u.free, runs)
 	t.Logf("Armada %s: %d components started and checked in %s", v, started, time.Since(start).Round(time.Second))
 }
@@ -246,7 +247,7 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 // checkSchema checks each migrated database is at the schema version the
 // release's row gives, and that the columns migrations add are there
 // exactly from the version that adds them.
-func (u *upgrade) checkSchema(t *testing.T, rel armada.Release, runs []*run) {
+func (u *upgrade) checkSchema(t *testing.T, rel armada.Release, runs []*conformance.Run) {
 	t.Helper()
 	dbs := map[string]string{}
 	for _, rn := range runs {

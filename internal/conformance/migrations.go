@@ -16,9 +16,9 @@ var wantTables = map[string][]string{
 	"scheduler": {"executors", "jobs", "runs"},
 }
 
-// runMigration runs a Job's container twice: both runs must exit 0, the
+// RunMigration runs a Job's container twice: both runs must exit 0, the
 // second proving the migration is idempotent.
-func runMigration(t *testing.T, e *env, svc *services, free func() int, rn *run) {
+func RunMigration(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) {
 	t.Helper()
 	extra, _ := overrides(t, e, svc, free, rn)
 	for i := 1; i <= 2; i++ {
@@ -31,7 +31,7 @@ func runMigration(t *testing.T, e *env, svc *services, free func() int, rn *run)
 		if err != nil {
 			t.Fatal(err)
 		}
-		showTail(t, rn, p)
+		ShowTail(t, rn, p)
 		code, ok := p.Wait(migrationTimeout)
 		if !ok {
 			t.Fatalf("%s: run %d did not finish within %s", rn.ID(), i, migrationTimeout)
@@ -45,8 +45,8 @@ func runMigration(t *testing.T, e *env, svc *services, free func() int, rn *run)
 	}
 }
 
-// checkTables checks every migrated database holds the expected tables.
-func checkTables(t *testing.T, svc *services, runs []*run) {
+// CheckTables checks every migrated database holds the expected tables.
+func CheckTables(t *testing.T, svc *Services, runs []*Run) {
 	t.Helper()
 	for _, rn := range runs {
 		want, ok := wantTables[rn.Inv.Component]

@@ -46,17 +46,17 @@ type armadaAPI struct {
 	// stand-in then serves the server's rendered certificate and key.
 	TLS bool
 
-	auth schedulerAuth
+	auth SchedulerAuth
 
 	mu    sync.Mutex
-	calls []apiCall
+	calls []APICall
 }
 
 // startArmadaAPI serves the stand-in for an example's server, or returns
 // nil if the example runs no server here.
-func startArmadaAPI(t *testing.T, r *render, runs []*run, workloadOf map[*run]workload) *armadaAPI {
+func startArmadaAPI(t *testing.T, r *Render, runs []*Run, workloadOf map[*Run]podrun.Workload) *armadaAPI {
 	t.Helper()
-	var server *run
+	var server *Run
 	for _, rn := range runs {
 		if rn.Inv.Component == "server" && !rn.Job && rn.Cluster == "" {
 			server = rn
@@ -98,7 +98,7 @@ func startArmadaAPI(t *testing.T, r *render, runs []*run, workloadOf map[*run]wo
 // serverCert loads the certificate and key the server's rendered config
 // serves gRPC with (grpc.tls), from the files of its rendered volumes; ok
 // is false if it serves plaintext.
-func serverCert(t *testing.T, server *run) (tls.Certificate, bool) {
+func serverCert(t *testing.T, server *Run) (tls.Certificate, bool) {
 	t.Helper()
 	if on, _ := server.Effective("grpc.tls.enabled"); on != "true" {
 		return tls.Certificate{}, false
@@ -119,12 +119,13 @@ func serverCert(t *testing.T, server *run) (tls.Certificate, bool) {
 func (a *armadaAPI) GetQueues(_ *api.StreamingQueueGetRequest, stream api.Submit_GetQueuesServer) error {
 	p, err := a.auth.authenticate(stream.Context())
 	a.mu.Lock()
-	a.calls = append(a.calls, apiCall{Method: "GetQueues", User: p.Name, Code: status.Code(err), Err: errString(err)})
+	a.calls = append(a.calls, APICall{Method: "GetQueues", User: p.Name, Code: status.Code(err), Err: errString(err)})
 	a.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&api.StreamingQueueMessage{Event: &api.StreamingQueueMessage_Queue{Queue: &api.Queue{Name: "conformance", PriorityFactor: 1}}}); err != nil {
+	queue := &api.StreamingQueueMessage_Queue{Queue: &api.Queue{Name: "conformance", PriorityFactor: 1}}
+	if err := stream.Send(&api.StreamingQueueMessage{Event: queue}); err != nil {
 		return err
 	}
 	return stream.Send(&api.StreamingQueueMessage{Event: &api.StreamingQueueMessage_End{End: &api.EndMarker{}}})
@@ -138,14 +139,14 @@ func errString(err error) string {
 }
 
 // Calls returns the calls answered so far.
-func (a *armadaAPI) Calls() []apiCall {
+func (a *armadaAPI) Calls() []APICall {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.calls)
 }
 
 // Route tunnels the server's addresses to the stand-in for a scheduler.
-func (a *armadaAPI) Route(rn *run, routes map[string]string) {
+func (a *armadaAPI) Route(rn *Run, routes map[string]string) {
 	if a == nil || rn.Inv.Component != "scheduler" {
 		return
 	}
@@ -156,13 +157,13 @@ func (a *armadaAPI) Route(rn *run, routes map[string]string) {
 
 // checkArmadaAPI fails unless a scheduler loaded its queues from the
 // stand-in as the user its rendered armadaApi names.
-func checkArmadaAPI(o *outcome, a *armadaAPI, rn *run) {
+func checkArmadaAPI(o *outcome, a *armadaAPI, rn *Run) {
 	if a == nil || rn.Inv.Component != "scheduler" {
 		return
 	}
 	user, _ := rn.Effective("armadaApi.basicAuth.username")
 	calls := a.Calls()
-	if !slices.ContainsFunc(calls, func(c apiCall) bool { return c.Code == codes.OK && c.User == user }) {
+	if !slices.ContainsFunc(calls, func(c APICall) bool { return c.Code == codes.OK && c.User == user }) {
 		o.errorf("did not load its queues from the server at %q as %q (the server's API answered %+v)", a.Authorities, user, calls)
 		return
 	}
@@ -178,7 +179,7 @@ func checkArmadaAPI(o *outcome, a *armadaAPI, rn *run) {
 // scheduler, the server's API. Armada's HTTP and gRPC clients honour
 // HTTPS_PROXY; every other name stays unreachable, as it is here without
 // the proxy. It returns no proxy for a component with neither.
-func routedEnv(t *testing.T, svc *services, rn *run) ([]envVar, *connectProxy) {
+func routedEnv(t *testing.T, svc *Services, rn *Run) ([]podrun.EnvVar, *connectProxy) {
 	t.Helper()
 	routes := map[string]string{}
 	svc.OIDC.Route(rn, routes)
@@ -187,14 +188,14 @@ func routedEnv(t *testing.T, svc *services, rn *run) ([]envVar, *connectProxy) {
 		return nil, nil
 	}
 	proxy := startConnectProxy(t, routes)
-	return append([]envVar{{Name: "HTTPS_PROXY", Value: proxy.URL}}, svc.OIDC.Env(rn)...), proxy
+	return append([]podrun.EnvVar{{Name: "HTTPS_PROXY", Value: proxy.URL}}, svc.OIDC.Env(rn)...), proxy
 }
 
 // ServiceAuthorities returns the in-cluster addresses (name.namespace.svc
 // and its cluster.local form, with the Service port) of every rendered
 // Service in w's cluster and namespace that selects w's pods and forwards
 // to containerPort, by number or by the name of w's container port.
-func (r *render) ServiceAuthorities(w workload, containerPort int) []string {
+func (r *Render) ServiceAuthorities(w podrun.Workload, containerPort int) []string {
 	var out []string
 	for _, u := range r.Objects {
 		if u.GetKind() != "Service" || u.GetNamespace() != w.Namespace || r.workerCluster(u) != w.Cluster {

@@ -35,7 +35,7 @@ const (
 // FarEnds reads the example's far ends: for an external service, the
 // address the claim gives; in the cluster, the Service of the composed
 // CloudNativePG Cluster, Redis workload or Pulsar Helm release.
-func (r *render) FarEnds(workloads []workload) (farEnds, error) {
+func (r *Render) FarEnds(workloads []podrun.Workload) (farEnds, error) {
 	var f farEnds
 	if h := r.XRString("", "spec", "postgres", "host"); h != "" {
 		port := postgresPort

@@ -36,7 +36,7 @@ var links = []link{
 
 // wiringErrors describes every setting the long-running components of an
 // example disagree on.
-func wiringErrors(runs []*run) []string {
+func wiringErrors(runs []*Run) []string {
 	var errs []string
 	for _, l := range links {
 		seen := map[string][]string{}
@@ -61,9 +61,9 @@ func wiringErrors(runs []*run) []string {
 	return errs
 }
 
-// checkWiring fails the test if the long-running components of an example
+// CheckWiring fails the test if the long-running components of an example
 // disagree on a setting they share.
-func checkWiring(t *testing.T, runs []*run) {
+func CheckWiring(t *testing.T, runs []*Run) {
 	t.Helper()
 	for _, e := range wiringErrors(runs) {
 		t.Error(e)

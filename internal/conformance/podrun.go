@@ -6,24 +6,12 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
-// The suite runs each rendered container with package podrun, which the
-// job-flow suite shares; these names keep the suite's own vocabulary.
-type (
-	invocation = podrun.Invocation
-	envVar     = podrun.EnvVar
-	process    = podrun.Process
-	names      = podrun.Names
-)
-
-// binaries are the Armada binaries the test needs.
-var binaries = podrun.Binaries
-
 // renderSources are a render's Secrets and ConfigMaps, and the values of
 // the Secrets filled outside the render: the user's Secrets, and what a
 // worker cluster or provider-kubernetes writes into a rendered one.
 type renderSources struct {
-	render   *render
-	supplied map[secretRef]string
+	render   *Render
+	supplied map[SecretRef]string
 }
 
 func (s renderSources) ConfigMap(name string) (map[string][]byte, bool, error) {
@@ -48,7 +36,7 @@ func (s renderSources) Secret(name string) (map[string][]byte, bool, error) {
 
 // startProcess starts a process (podrun.Start) that is killed when the
 // test ends.
-func startProcess(t *testing.T, bin, dir string, args, env []string, logPath string) (*process, error) {
+func startProcess(t *testing.T, bin, dir string, args, env []string, logPath string) (*podrun.Process, error) {
 	t.Helper()
 	p, err := podrun.Start(bin, dir, args, env, logPath)
 	if err != nil {
@@ -60,16 +48,16 @@ func startProcess(t *testing.T, bin, dir string, args, env []string, logPath str
 
 // newNames returns the example's Names, whose relays stop when the test
 // ends.
-func newNames(t *testing.T) *names {
+func newNames(t *testing.T) *podrun.Names {
 	t.Helper()
 	n := podrun.NewNames()
 	t.Cleanup(n.Close)
 	return n
 }
 
-// relayName makes addr reach target through n, failing the test if it
+// RelayName makes addr reach target through n, failing the test if it
 // cannot.
-func relayName(t *testing.T, n *names, addr, target string) {
+func RelayName(t *testing.T, n *podrun.Names, addr, target string) {
 	t.Helper()
 	if err := n.Relay(addr, target); err != nil {
 		t.Fatal(err)
@@ -81,8 +69,6 @@ type armadaConfig = podrun.Config
 
 var (
 	loadArmadaConfig = podrun.LoadConfig
-	readYAML         = podrun.ReadYAML
-	leaves           = podrun.Leaves
 	lookup           = podrun.Lookup
 	envName          = podrun.EnvName
 	portKeys         = podrun.PortKeys

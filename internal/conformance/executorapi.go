@@ -110,24 +110,24 @@ type basicUser struct {
 	Groups   []string
 }
 
-// schedulerAuth is what decides, in Armada's scheduler, who may call the
+// SchedulerAuth is what decides, in Armada's scheduler, who may call the
 // executor API: its basic-auth users and the groups
 // permissionGroupMapping grants execute_jobs.
-type schedulerAuth struct {
+type SchedulerAuth struct {
 	Users       map[string]basicUser
 	ExecuteJobs []string
 }
 
-// everyoneGroup is the group Armada puts every authenticated principal in
+// EveryoneGroup is the group Armada puts every authenticated principal in
 // (internal/common/auth/common.go, EveryoneGroup).
-const everyoneGroup = "everyone"
+const EveryoneGroup = "everyone"
 
 // schedulerAuthOf reads a scheduler's effective auth: the users every
 // loaded config file names, each with its password as the scheduler sees
 // it (the rendered environment over the files) and its groups, and the
 // execute_jobs grants.
-func schedulerAuthOf(rn *run) (schedulerAuth, error) {
-	a := schedulerAuth{Users: map[string]basicUser{}}
+func schedulerAuthOf(rn *Run) (SchedulerAuth, error) {
+	a := SchedulerAuth{Users: map[string]basicUser{}}
 	for _, m := range append([]map[string]any{rn.Cfg.Base}, rn.Cfg.Overrides...) {
 		users, _ := lookup(m, "auth.basicAuth.users")
 		um, _ := users.(map[string]any)
@@ -171,7 +171,7 @@ type principal struct {
 // bad header or an unknown user or wrong password is Unauthenticated with
 // "invalid credentials". Armada's own code is under internal/ and cannot be
 // imported, so this is a minimal re-implementation.
-func (a schedulerAuth) authenticate(ctx context.Context) (principal, error) {
+func (a SchedulerAuth) authenticate(ctx context.Context) (principal, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	header := ""
 	if v := md.Get("authorization"); len(v) > 0 {
@@ -179,7 +179,8 @@ func (a schedulerAuth) authenticate(ctx context.Context) (principal, error) {
 	}
 	scheme, payload, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "basic") {
-		return principal{}, status.Error(codes.Unauthenticated, "Request could not be authenticated: Request could not be authenticated with any of the supported schemes.")
+		return principal{}, status.Error(codes.Unauthenticated,
+			"Request could not be authenticated: Request could not be authenticated with any of the supported schemes.")
 	}
 	b, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
@@ -191,13 +192,13 @@ func (a schedulerAuth) authenticate(ctx context.Context) (principal, error) {
 		// The name is returned only for the test's record.
 		return principal{Name: name}, status.Errorf(codes.Unauthenticated, "invalid credentials for user %q (Basic)", name)
 	}
-	return principal{Name: name, Groups: append(slices.Clone(u.Groups), everyoneGroup)}, nil
+	return principal{Name: name, Groups: append(slices.Clone(u.Groups), EveryoneGroup)}, nil
 }
 
 // authorize does what ExecutorApi.authorize (internal/scheduler/api.go)
 // does: execute_jobs is granted through permissionGroupMapping, and a
 // principal without it is PermissionDenied.
-func (a schedulerAuth) authorize(p principal) error {
+func (a SchedulerAuth) authorize(p principal) error {
 	for _, g := range p.Groups {
 		if slices.Contains(a.ExecuteJobs, g) {
 			return nil
@@ -206,8 +207,8 @@ func (a schedulerAuth) authorize(p principal) error {
 	return status.Errorf(codes.PermissionDenied, "user %s does not have permission to perform execute_jobs action", p.Name)
 }
 
-// apiCall is one call the executor API answered.
-type apiCall struct {
+// APICall is one call the executor API answered.
+type APICall struct {
 	Method     string
 	User       string
 	ExecutorID string
@@ -227,13 +228,13 @@ type executorAPI struct {
 	Addr string
 
 	mu         sync.Mutex
-	auth       schedulerAuth
-	calls      []apiCall
+	auth       SchedulerAuth
+	calls      []APICall
 	handshakes []string
 }
 
 // startExecutorAPI serves the executor API on a loopback port with cert.
-func startExecutorAPI(t *testing.T, cert tls.Certificate, auth schedulerAuth) *executorAPI {
+func startExecutorAPI(t *testing.T, cert tls.Certificate, auth SchedulerAuth) *executorAPI {
 	t.Helper()
 	s := &executorAPI{auth: auth}
 	creds := &recordingCreds{TransportCredentials: credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), api: s}
@@ -250,14 +251,14 @@ func startExecutorAPI(t *testing.T, cert tls.Certificate, auth schedulerAuth) *e
 }
 
 // SetAuth replaces the auth the API checks calls against.
-func (s *executorAPI) SetAuth(a schedulerAuth) {
+func (s *executorAPI) SetAuth(a SchedulerAuth) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.auth = a
 }
 
 // Calls returns the calls answered so far.
-func (s *executorAPI) Calls() []apiCall {
+func (s *executorAPI) Calls() []APICall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
@@ -271,7 +272,7 @@ func (s *executorAPI) Handshakes() []string {
 	return slices.Clone(s.handshakes)
 }
 
-func (s *executorAPI) record(c *apiCall, err error) {
+func (s *executorAPI) record(c *APICall, err error) {
 	c.Code = status.Code(err)
 	if err != nil {
 		c.Err = err.Error()
@@ -281,7 +282,8 @@ func (s *executorAPI) record(c *apiCall, err error) {
 	s.calls = append(s.calls, *c)
 }
 
-func (s *executorAPI) currentAuth() schedulerAuth {
+// CurrentAuth is the auth the API checks calls against now.
+func (s *executorAPI) CurrentAuth() SchedulerAuth {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.auth
@@ -291,9 +293,9 @@ func (s *executorAPI) currentAuth() schedulerAuth {
 // so before the handler), receives the lease request, authorizes, and
 // ends the stream with no leases.
 func (s *executorAPI) LeaseJobRuns(stream executorapi.ExecutorApi_LeaseJobRunsServer) (err error) {
-	c := &apiCall{Method: "LeaseJobRuns"}
+	c := &APICall{Method: "LeaseJobRuns"}
 	defer func() { s.record(c, err) }()
-	auth := s.currentAuth()
+	auth := s.CurrentAuth()
 	p, err := auth.authenticate(stream.Context())
 	c.User = p.Name
 	if err != nil {
@@ -313,9 +315,9 @@ func (s *executorAPI) LeaseJobRuns(stream executorapi.ExecutorApi_LeaseJobRunsSe
 // ReportEvents authenticates and authorizes the caller and drops the
 // events.
 func (s *executorAPI) ReportEvents(ctx context.Context, _ *executorapi.EventList) (_ *types.Empty, err error) {
-	c := &apiCall{Method: "ReportEvents"}
+	c := &APICall{Method: "ReportEvents"}
 	defer func() { s.record(c, err) }()
-	auth := s.currentAuth()
+	auth := s.CurrentAuth()
 	p, err := auth.authenticate(ctx)
 	c.User = p.Name
 	if err != nil {

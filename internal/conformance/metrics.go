@@ -17,7 +17,7 @@ import (
 // metricsKey is the config key a component listens for metrics on, found
 // as rendered: the port key whose effective value is the container's
 // "metrics" port, which its Service and ServiceMonitor scrape.
-func metricsKey(rn *run) (string, bool) {
+func metricsKey(rn *Run) (string, bool) {
 	if rn.Inv.MetricsPort == 0 {
 		return "", false
 	}
@@ -32,7 +32,7 @@ func metricsKey(rn *run) (string, bool) {
 // scrapeMetrics GETs /metrics on the port the rendered metrics port's key
 // was moved to and parses the answer as Prometheus's text format, as a
 // Prometheus scraping the component's ServiceMonitor would.
-func scrapeMetrics(o *outcome, rn *run, c *component, chk check) {
+func scrapeMetrics(o *outcome, rn *Run, c *Component, chk check) {
 	if chk.NoScrape != "" {
 		o.Notes = append(o.Notes, "metrics not scraped: "+chk.NoScrape)
 		return
@@ -97,11 +97,11 @@ func scrape(port int) ([]string, error) {
 	return nil, last
 }
 
-// checkScrapedNames cross-checks the source index that the "no invented
+// CheckScrapedNames cross-checks the source index that the "no invented
 // metrics" test (internal/armada TestMetricNames) relies on: every Armada
 // metric family the running binaries served must be found registered in
 // Armada's source, or the index would miss real names.
-func checkScrapedNames(t *testing.T, e *env, started map[*run]*component) {
+func CheckScrapedNames(t *testing.T, e *Env, started map[*Run]*Component) {
 	t.Helper()
 	seen := map[string]bool{}
 	for rn, c := range started {

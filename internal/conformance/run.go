@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +14,9 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 )
 
-// run is one rendered Armada container to run.
-type run struct {
-	Inv *invocation
+// Run is one rendered Armada container to Run.
+type Run struct {
+	Inv *podrun.Invocation
 	Cfg *armadaConfig
 	// Job containers run to completion; others run until checked.
 	Job bool
@@ -30,7 +31,7 @@ type run struct {
 
 // Command is how the test starts the run's binary: in a root of its own
 // with the run's hosts file and volumes (podCommand).
-func (r *run) Command(e *env) (string, []string, error) {
+func (r *Run) Command(e *Env) (string, []string, error) {
 	root, err := os.MkdirTemp(r.Root, "pod-")
 	if err != nil {
 		return "", nil, err
@@ -39,11 +40,11 @@ func (r *run) Command(e *env) (string, []string, error) {
 }
 
 // ID names the run in subtests and messages.
-func (r *run) ID() string { return r.Inv.Workload + "/" + r.Inv.Container }
+func (r *Run) ID() string { return r.Inv.Workload + "/" + r.Inv.Container }
 
 // Effective returns a config key's value as Armada would see it: from the
 // rendered environment if it sets the key, else from the loaded files.
-func (r *run) Effective(key string) (string, bool) {
+func (r *Run) Effective(key string) (string, bool) {
 	if v, ok := r.Inv.Lookup(envName(key)); ok {
 		return v, true
 	}
@@ -54,15 +55,21 @@ func (r *run) Effective(key string) (string, bool) {
 	return fmt.Sprint(v), true
 }
 
-// ports hands out free loopback ports, never the same one twice.
-type ports struct {
+// Ports hands out free loopback Ports, never the same one twice.
+type Ports struct {
 	t    *testing.T
 	mu   sync.Mutex
 	used map[int]bool
 }
 
+// NewPorts returns the ports of a test.
+func NewPorts(t *testing.T) *Ports {
+	t.Helper()
+	return &Ports{t: t}
+}
+
 // Free returns a free loopback port not handed out before.
-func (p *ports) Free() int {
+func (p *Ports) Free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.used == nil {
@@ -110,12 +117,12 @@ func (p *ports) Free() int {
 // each is added only for keys present. That the port overrides take
 // effect is then proven by the processes: they log and listen on the
 // moved ports.
-func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (env []envVar, moved map[string]int) {
+func overrides(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) (env []podrun.EnvVar, moved map[string]int) {
 	t.Helper()
 	resolveNames(t, svc, rn)
 	moved, portEnv := portOverrides(rn.Cfg, func(string) int { return free() })
-	env = append([]envVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
-	env = append(env, envVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
+	env = append([]podrun.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}, {Name: "HOME", Value: rn.Root}}, portEnv...)
+	env = append(env, podrun.EnvVar{Name: "KUBECONFIG", Value: e.Kubeconfig})
 	for _, v := range env {
 		if old, ok := rn.Inv.Lookup(v.Name); ok {
 			t.Logf("%s: the test overrides rendered env %s=%q", rn.ID(), v.Name, old)
@@ -127,7 +134,7 @@ func overrides(t *testing.T, e *env, svc *services, free func() int, rn *run) (e
 // environ is a run's complete process environment: the rendered variables
 // followed by the test's overrides, which win. Files the overrides name
 // are shown where the process's root has them (podPath).
-func environ(rn *run, extra []envVar) []string {
+func environ(rn *Run, extra []podrun.EnvVar) []string {
 	out := make([]string, 0, len(rn.Inv.Env)+len(extra))
 	for _, v := range rn.Inv.Env {
 		out = append(out, v.Name+"="+v.Value)
@@ -143,11 +150,12 @@ func environ(rn *run, extra []envVar) []string {
 // and validation failures (internal/common/startup.go,
 // internal/common/config/validation.go), components' own config checks,
 // and any fatal log or panic.
-var configErrors = regexp.MustCompile(`^panic:|Error reading (base )?config|decoding failed|error\(s\) decoding|ConfigError:|Invalid config|Config error|at least one auth method|Failed to create auth services|\bFATAL\b`)
+var configErrors = regexp.MustCompile(`^panic:|Error reading (base )?config|decoding failed|error\(s\) decoding|ConfigError:|Invalid config|Config error|` +
+	`at least one auth method|Failed to create auth services|\bFATAL\b`)
 
 // checkConfig fails the test for every rendered key Armada does not use and
 // every rendered ARMADA_ variable it ignores.
-func checkConfig(t *testing.T, rn *run, log string) {
+func checkConfig(t *testing.T, rn *Run, log string) {
 	t.Helper()
 	for _, k := range unusedKeys(log) {
 		switch {
@@ -167,12 +175,69 @@ func checkConfig(t *testing.T, rn *run, log string) {
 	}
 }
 
-// showTail prints the end of p's log when the test fails.
-func showTail(t *testing.T, rn *run, p *process) {
+// ShowTail prints the end of p's log when the test fails.
+func ShowTail(t *testing.T, rn *Run, p *podrun.Process) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s: args %q; last %d lines of %s:\n%s", rn.ID(), rn.Inv.Args, tailLines, p.LogPath(), p.Tail(tailLines))
 		}
 	})
+}
+
+// NewRuns reconstructs every Armada container of a render's workloads,
+// Jobs' first, with the workload of each, and the Pulsar topic-init Jobs'
+// containers; skipped counts the other non-Armada containers.
+func NewRuns(t *testing.T, e *Env, r *Render, workloads []podrun.Workload, supplied map[SecretRef]string) (
+	runs []*Run, workloadOf map[*Run]podrun.Workload, topics []*TopicJob, skipped int,
+) {
+	t.Helper()
+	workloadOf = map[*Run]podrun.Workload{}
+	// A namespaced Armada runs in its own namespace; an XArmada in
+	// spec.namespace.
+	ns := r.XRString(r.XRString("default", "spec", "namespace"), "metadata", "namespace")
+	rs := &podrun.Resolver{Sources: renderSources{render: r, supplied: supplied}, Namespace: ns}
+	for _, w := range workloads {
+		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
+		for i, c := range containers {
+			if isTopicJob(w, c) {
+				root := t.TempDir()
+				inv, err := rs.Script(w, c, root)
+				if err != nil {
+					t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
+					continue
+				}
+				topics = append(topics, &TopicJob{Inv: inv, Root: root})
+				continue
+			}
+			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {
+				why, known := notRunReason(c.Image)
+				if known {
+					t.Logf("%s: container %s runs %s, not an Armada image; not run: %s", w.ID(), c.Name, c.Image, why)
+				} else {
+					t.Errorf("%s: container %s runs %s, which the test neither runs nor accounts for (see notRun)", w.ID(), c.Name, c.Image)
+				}
+				skipped++
+				continue
+			}
+			root := t.TempDir()
+			inv, err := rs.Invocation(w, c, root)
+			if err != nil {
+				t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
+				continue
+			}
+			if inv.Tag != e.Version {
+				t.Logf("%s: image tag %s differs from the Armada %s binaries under test", w.ID(), inv.Tag, e.Version)
+			}
+			cfg, err := loadArmadaConfig(e.SourceDir, inv.Component, inv.ConfigFiles)
+			if err != nil {
+				t.Errorf("%s: %v", w.ID(), err)
+				continue
+			}
+			rn := &Run{Inv: inv, Cfg: cfg, Job: w.Kind == "Job" || i < len(w.Pod.InitContainers), Root: root, Cluster: w.Cluster}
+			runs = append(runs, rn)
+			workloadOf[rn] = w
+		}
+	}
+	return runs, workloadOf, topics, skipped
 }

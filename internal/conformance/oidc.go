@@ -52,7 +52,7 @@ type oidcProvider struct {
 // startOIDC starts the provider every run with an OIDC provider
 // configures, or returns nil if none does. An example configures one
 // provider for all its components.
-func startOIDC(t *testing.T, runs []*run) *oidcProvider {
+func startOIDC(t *testing.T, runs []*Run) *oidcProvider {
 	t.Helper()
 	var issuers []string
 	for _, rn := range runs {
@@ -156,20 +156,20 @@ func (p *oidcProvider) Served() []string {
 }
 
 // uses reports whether a run configures the provider.
-func (p *oidcProvider) uses(rn *run) bool {
+func (p *oidcProvider) uses(rn *Run) bool {
 	u, _ := rn.Effective("auth.openIdAuth.providerUrl")
 	return p != nil && u != ""
 }
 
 // Route is the proxy route to the provider for a run that configures it.
-func (p *oidcProvider) Route(rn *run, routes map[string]string) {
+func (p *oidcProvider) Route(rn *Run, routes map[string]string) {
 	if p.uses(rn) {
 		routes[p.Authority] = p.addr
 	}
 }
 
 // Env is the private CA, for a run that configures the provider.
-func (p *oidcProvider) Env(rn *run) []envVar {
+func (p *oidcProvider) Env(rn *Run) []podrun.EnvVar {
 	if !p.uses(rn) {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (p *oidcProvider) Env(rn *run) []envVar {
 			file = bundle
 		}
 	}
-	return []envVar{{Name: "SSL_CERT_FILE", Value: file}}
+	return []podrun.EnvVar{{Name: "SSL_CERT_FILE", Value: file}}
 }
 
 // bundle writes the rendered CA file's certificates and the provider's CA
@@ -207,9 +207,9 @@ func (p *oidcProvider) bundle(rendered string) (string, error) {
 // checkOIDC fails unless a component that started with the provider asked
 // its proxy for the provider's authority and the provider served the
 // discovery document at the rendered issuer's path within timeout. A
-// component that got past auth setup without either never used the
+// Component that got past auth setup without either never used the
 // rendered provider.
-func checkOIDC(o *outcome, p *oidcProvider, rn *run, proxy *connectProxy, timeout time.Duration) {
+func checkOIDC(o *outcome, p *oidcProvider, rn *Run, proxy *connectProxy, timeout time.Duration) {
 	if !p.uses(rn) {
 		return
 	}

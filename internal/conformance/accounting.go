@@ -32,12 +32,12 @@ func notRunReason(image string) (string, bool) {
 	return "", false
 }
 
-// checkAccounting compares what the test runs of an example with what the
+// CheckAccounting compares what the test runs of an example with what the
 // claim asks for, counted independently of the render: one of each
 // control-plane component, one executor per spec.executors entry (one by
 // default) in this cluster or in its worker cluster, and one migration Job
 // per database of the release (its row in the version table).
-func checkAccounting(t *testing.T, r *render, runs []*run, version string) {
+func CheckAccounting(t *testing.T, r *Render, runs []*Run, version string) {
 	t.Helper()
 	rel, ok := armada.ReleaseOf(version)
 	if !ok {

@@ -17,11 +17,11 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
-// secretRef selects one key of a Secret.
-type secretRef struct{ Name, Key string }
+// SecretRef selects one key of a Secret.
+type SecretRef struct{ Name, Key string }
 
-// render is one parsed `crossplane composition render` output.
-type render struct {
+// Render is one parsed `crossplane composition Render` output.
+type Render struct {
 	// XR is the first document.
 	XR *unstructured.Unstructured
 	// Objects are the composed resources, with provider-kubernetes Objects
@@ -33,17 +33,14 @@ type render struct {
 	wrappedBy map[*unstructured.Unstructured]*unstructured.Unstructured
 }
 
-// workload is a composed Deployment, StatefulSet or Job.
-type workload = podrun.Workload
-
-// parseRender splits a YAML stream into the XR and the composed objects.
+// ParseRender splits a YAML stream into the XR and the composed objects.
 // render.crossplane.io documents (Results, Context) are dropped.
-func parseRender(b []byte) (*render, error) {
+func ParseRender(b []byte) (*Render, error) {
 	docs, err := manifest.Split(b)
 	if err != nil {
 		return nil, err
 	}
-	out := &render{wrappedBy: map[*unstructured.Unstructured]*unstructured.Unstructured{}}
+	out := &Render{wrappedBy: map[*unstructured.Unstructured]*unstructured.Unstructured{}}
 	for _, obj := range docs {
 		u := &unstructured.Unstructured{Object: obj}
 		if out.XR == nil {
@@ -68,20 +65,20 @@ func parseRender(b []byte) (*render, error) {
 	return out, nil
 }
 
-// loadRender parses a render output file.
-func loadRender(file string) (*render, error) {
+// LoadRender parses a render output file.
+func LoadRender(file string) (*Render, error) {
 	b, err := os.ReadFile(file) //nolint:gosec // The test's own input files.
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read render output")
 	}
-	r, err := parseRender(b)
+	r, err := ParseRender(b)
 	return r, errors.Wrapf(err, "cannot parse %s", file)
 }
 
 // Workloads returns the composed Deployments, StatefulSets and Jobs, Jobs
 // first, otherwise in render order.
-func (r *render) Workloads() ([]workload, error) {
-	var jobs, others []workload
+func (r *Render) Workloads() ([]podrun.Workload, error) {
+	var jobs, others []podrun.Workload
 	for _, u := range r.Objects {
 		var spec corev1.PodSpec
 		var labels map[string]string
@@ -105,7 +102,7 @@ func (r *render) Workloads() ([]workload, error) {
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot decode %s %s", u.GetKind(), u.GetName())
 		}
-		w := workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Labels: labels, Cluster: r.workerCluster(u)}
+		w := podrun.Workload{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Pod: spec, Labels: labels, Cluster: r.workerCluster(u)}
 		if w.Kind == "Job" {
 			jobs = append(jobs, w)
 		} else {
@@ -118,7 +115,7 @@ func (r *render) Workloads() ([]workload, error) {
 // workerCluster returns the providerConfigRef name of the Object wrapping
 // u if it is a worker cluster an executor of the XR names
 // (spec.executors[].cluster.providerConfigRef), else "".
-func (r *render) workerCluster(u *unstructured.Unstructured) string {
+func (r *Render) workerCluster(u *unstructured.Unstructured) string {
 	w, ok := r.wrappedBy[u]
 	if !ok {
 		return ""
@@ -138,7 +135,7 @@ func (r *render) workerCluster(u *unstructured.Unstructured) string {
 
 // RemoteManifests returns the manifests the Objects for a worker cluster
 // carry.
-func (r *render) RemoteManifests(cluster string) []*unstructured.Unstructured {
+func (r *Render) RemoteManifests(cluster string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, u := range r.Objects {
 		if cluster != "" && r.workerCluster(u) == cluster {
@@ -150,7 +147,7 @@ func (r *render) RemoteManifests(cluster string) []*unstructured.Unstructured {
 
 // Secret returns a rendered Secret's data, decoded, merged with its
 // stringData as the API server would.
-func (r *render) Secret(name string) (map[string][]byte, bool, error) {
+func (r *Render) Secret(name string) (map[string][]byte, bool, error) {
 	for _, u := range r.Objects {
 		if u.GetKind() != "Secret" || u.GetName() != name {
 			continue
@@ -172,7 +169,7 @@ func (r *render) Secret(name string) (map[string][]byte, bool, error) {
 }
 
 // ConfigMap returns a rendered ConfigMap's data and binaryData.
-func (r *render) ConfigMap(name string) (map[string][]byte, bool, error) {
+func (r *Render) ConfigMap(name string) (map[string][]byte, bool, error) {
 	for _, u := range r.Objects {
 		if u.GetKind() != "ConfigMap" || u.GetName() != name {
 			continue
@@ -192,7 +189,7 @@ func (r *render) ConfigMap(name string) (map[string][]byte, bool, error) {
 }
 
 // XRString returns a string field of the XR, or def if it is unset.
-func (r *render) XRString(def string, fields ...string) string {
+func (r *Render) XRString(def string, fields ...string) string {
 	if s, ok, _ := unstructured.NestedString(r.XR.Object, fields...); ok && s != "" {
 		return s
 	}
@@ -200,10 +197,10 @@ func (r *render) XRString(def string, fields ...string) string {
 }
 
 // XRSecretRef returns a SecretKeyRef field of the XR's spec.
-func (r *render) XRSecretRef(fields ...string) (secretRef, bool) {
+func (r *Render) XRSecretRef(fields ...string) (SecretRef, bool) {
 	m, ok, _ := unstructured.NestedStringMap(r.XR.Object, append([]string{"spec"}, fields...)...)
 	if !ok || m["name"] == "" || m["key"] == "" {
-		return secretRef{}, false
+		return SecretRef{}, false
 	}
-	return secretRef{Name: m["name"], Key: m["key"]}, true
+	return SecretRef{Name: m["name"], Key: m["key"]}, true
 }

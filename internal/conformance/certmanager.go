@@ -21,7 +21,7 @@ import (
 // pods mount those files at the rendered paths, serve them for the names
 // their clients dial, and that the clients trust the issuer's CA. It
 // returns how many Certificates it issued.
-func supplyCertificates(t *testing.T, r *render, supplied map[secretRef]string) int {
+func supplyCertificates(t *testing.T, r *Render, supplied map[SecretRef]string) int {
 	t.Helper()
 	var ca *privateCA
 	n := 0
@@ -38,7 +38,8 @@ func supplyCertificates(t *testing.T, r *render, supplied map[secretRef]string) 
 		// What the stand-in issues; anything else the render asked for
 		// would need another stand-in.
 		if pk["algorithm"] != "ECDSA" || fmt.Sprint(pk["size"]) != "256" || pk["encoding"] != "PKCS8" || secret == "" || len(names) == 0 {
-			t.Fatalf("Certificate %s asks for secret %q, names %v and key %v: the stand-in issues ECDSA P-256 PKCS#8 keys for named Secrets and names", o.GetName(), secret, names, pk)
+			t.Fatalf("Certificate %s asks for secret %q, names %v and key %v: the stand-in issues ECDSA P-256 PKCS#8 keys for named Secrets and names",
+				o.GetName(), secret, names, pk)
 		}
 		key := newKey(t)
 		tmpl := &x509.Certificate{
@@ -58,9 +59,9 @@ func supplyCertificates(t *testing.T, r *render, supplied map[secretRef]string) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		supplied[secretRef{Name: secret, Key: "tls.crt"}] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-		supplied[secretRef{Name: secret, Key: "tls.key"}] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
-		supplied[secretRef{Name: secret, Key: "ca.crt"}] = string(ca.PEM)
+		supplied[SecretRef{Name: secret, Key: "tls.crt"}] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		supplied[SecretRef{Name: secret, Key: "tls.key"}] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+		supplied[SecretRef{Name: secret, Key: "ca.crt"}] = string(ca.PEM)
 		t.Logf("cert-manager stand-in: Certificate %s issued into Secret %s for %v", o.GetName(), secret, names)
 		n++
 	}

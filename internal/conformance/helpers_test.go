@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/armadaproject/armada-crossplane/internal/podrun"
 )
 
 // These tests cover the helpers TestArmadaConformance relies on; they need
@@ -82,7 +84,7 @@ func TestPortOverrides(t *testing.T) {
 	if diff := cmp.Diff(wantMoved, moved); diff != "" {
 		t.Errorf("portOverrides(...) moved: -want, +got:\n%s", diff)
 	}
-	wantEnv := []envVar{{Name: "ARMADA_GRPC_PORT", Value: "20001"}, {Name: "ARMADA_HTTP_PORT", Value: "20002"}}
+	wantEnv := []podrun.EnvVar{{Name: "ARMADA_GRPC_PORT", Value: "20001"}, {Name: "ARMADA_HTTP_PORT", Value: "20002"}}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("portOverrides(...) env: -want, +got:\n%s", diff)
 	}
@@ -125,29 +127,29 @@ func TestConfigErrorLine(t *testing.T) {
 }
 
 func TestWiringErrors(t *testing.T) {
-	mk := func(component, key, value string, job bool) *run {
-		return &run{
+	mk := func(component, key, value string, job bool) *Run {
+		return &Run{
 			Job: job,
-			Inv: &invocation{Workload: "Deployment/" + component, Container: component, Component: component},
+			Inv: &podrun.Invocation{Workload: "Deployment/" + component, Container: component, Component: component},
 			Cfg: &armadaConfig{Base: map[string]any{}, Overrides: []map[string]any{{key: value}}},
 		}
 	}
 	cases := map[string]struct {
-		runs []*run
+		runs []*Run
 		want []string
 	}{
-		"Agree": {runs: []*run{
+		"Agree": {runs: []*Run{
 			mk("server", "eventsApiRedis.db", "2", false),
 			mk("eventingester", "redis.db", "2", false),
 		}},
 		"Disagree": {
-			runs: []*run{
+			runs: []*Run{
 				mk("server", "eventsApiRedis.db", "1", false),
 				mk("eventingester", "redis.db", "2", false),
 			},
 			want: []string{`components disagree on the Redis database: "1" from Deployment/server/server eventsApiRedis.db; "2" from Deployment/eventingester/eventingester redis.db`},
 		},
-		"JobsIgnored": {runs: []*run{
+		"JobsIgnored": {runs: []*Run{
 			mk("server", "eventsApiRedis.db", "1", false),
 			mk("eventingester", "redis.db", "2", true),
 		}},
@@ -162,7 +164,7 @@ func TestWiringErrors(t *testing.T) {
 }
 
 func TestSchedulerAuth(t *testing.T) {
-	a := schedulerAuth{
+	a := SchedulerAuth{
 		Users: map[string]basicUser{
 			"executor": {Password: "pw", Groups: []string{"armada-executors"}},
 			"admin":    {Password: "adminpw", Groups: []string{"armada-admins"}},
@@ -183,7 +185,7 @@ func TestSchedulerAuth(t *testing.T) {
 		"WrongPassword":   {header: basic("executor:nope"), want: codes.Unauthenticated},
 		"UnknownUser":     {header: basic("nobody:pw"), want: codes.Unauthenticated},
 		"NoGrant":         {header: basic("admin:adminpw"), want: codes.PermissionDenied},
-		"EveryoneGranted": {header: basic("admin:adminpw"), grants: []string{everyoneGroup}, want: codes.OK},
+		"EveryoneGranted": {header: basic("admin:adminpw"), grants: []string{EveryoneGroup}, want: codes.OK},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

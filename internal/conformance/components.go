@@ -116,11 +116,11 @@ func (c check) timeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
 	}
-	return startTimeout
+	return StartTimeout
 }
 
 // markers expands marker templates' placeholders for one run.
-func markers(templates []string, rn *run, moved map[string]int, kubeconfigPort int) ([]*regexp.Regexp, error) {
+func markers(templates []string, rn *Run, moved map[string]int, kubeconfigPort int) ([]*regexp.Regexp, error) {
 	var out []*regexp.Regexp
 	for _, m := range templates {
 		for key, port := range moved {
@@ -162,19 +162,14 @@ func inOrder(log string, markers []*regexp.Regexp) bool {
 
 // configErrorLine returns the first log line showing a config error.
 func configErrorLine(log string) string {
-	for l := range strings.SplitSeq(log, "\n") {
-		if configErrors.MatchString(l) {
-			return strings.TrimSpace(l)
-		}
-	}
-	return ""
+	return firstLine(log, configErrors)
 }
 
-// component is a started long-running container, watched from the moment
+// Component is a started long-running container, watched from the moment
 // it starts, so a component is judged as it was when its markers
 // appeared, however long the components checked before it took.
-type component struct {
-	Proc  *process
+type Component struct {
+	Proc  *podrun.Process
 	Moved map[string]int
 	// Proxy is the component's CONNECT proxy, if it has one (routedEnv).
 	Proxy *connectProxy
@@ -198,10 +193,10 @@ func (o *outcome) errorf(format string, args ...any) {
 	o.Errors = append(o.Errors, fmt.Sprintf(format, args...))
 }
 
-// startComponent starts a long-running container and watches it. Every
+// StartComponent starts a long-running container and watches it. Every
 // component starts together, so the scheduler's 30 s wait for the server
 // overlaps the others.
-func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *run) *component {
+func StartComponent(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) *Component {
 	t.Helper()
 	extra, moved := overrides(t, e, svc, free, rn)
 	routed, proxy := routedEnv(t, svc, rn)
@@ -212,7 +207,7 @@ func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *ru
 		t.Fatal(err)
 	}
 	p, err := startProcess(t, bin, e.SourceDir, args, environ(rn, extra), logPath)
-	c := &component{Proc: p, Moved: moved, Proxy: proxy, Err: err, Done: make(chan struct{})}
+	c := &Component{Proc: p, Moved: moved, Proxy: proxy, Err: err, Done: make(chan struct{})}
 	if err != nil {
 		close(c.Done)
 		return c
@@ -226,7 +221,7 @@ func startComponent(t *testing.T, e *env, svc *services, free func() int, rn *ru
 
 // watch waits for a component's markers and checks its health and ports
 // at that moment.
-func watch(e *env, svc *services, rn *run, c *component) outcome {
+func watch(e *Env, svc *Services, rn *Run, c *Component) outcome {
 	var o outcome
 	chk, ok := checks[rn.Inv.Component]
 	if !ok {
@@ -281,15 +276,15 @@ func watch(e *env, svc *services, rn *run, c *component) outcome {
 	return o
 }
 
-// checkComponent reports what watching a started component found, checks
+// CheckComponent reports what watching a started component found, checks
 // its config use and Redis credentials, then stops it.
-func checkComponent(t *testing.T, svc *services, rn *run, c *component) {
+func CheckComponent(t *testing.T, svc *Services, rn *Run, c *Component) {
 	t.Helper()
 	if c.Err != nil {
 		t.Fatal(c.Err)
 	}
 	defer c.Proc.Stop()
-	showTail(t, rn, c.Proc)
+	ShowTail(t, rn, c.Proc)
 	<-c.Done
 	for _, n := range c.Outcome.Notes {
 		t.Logf("%s (%s): %s", rn.ID(), rn.Inv.Component, n)
@@ -310,7 +305,7 @@ var redisKeys = []string{"eventsApiRedis", "redis"}
 // authenticates with the password and database the component would use
 // (rendered environment over rendered config over Armada's base config)
 // against the password-protected private Redis.
-func checkRedis(t *testing.T, svc *services, rn *run) {
+func checkRedis(t *testing.T, svc *Services, rn *Run) {
 	t.Helper()
 	for _, k := range redisKeys {
 		if !rn.Cfg.Has(k + ".addrs") {
