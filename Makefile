@@ -72,7 +72,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
@@ -219,6 +219,10 @@ cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 .PHONY: versitygw
 versitygw: ## Build versitygw (cached): the S3-compatible server test/backups archives to with Barman Cloud.
 	tools/versitygw/build.sh
+
+.PHONY: ghostunnel
+ghostunnel: ## Build ghostunnel (cached): the binoculars pod's TLS-terminating sidecar, which the conformance and job-flow tests run as rendered.
+	tools/ghostunnel/build.sh
 
 .PHONY: provider-sql
 provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
