@@ -24,10 +24,11 @@ import (
 // probes (HTTPS /health through the proxy) point at the sidecars.
 
 const (
-	// tlsProxyImage and tlsProxyVersion are ghostunnel's image and the
-	// version tools/ghostunnel/go.mod pins (TestTLSProxyVersionPinned).
+	// tlsProxyImage and TLSProxyVersion are ghostunnel's image and the
+	// version tools/ghostunnel/go.mod pins (internal/controlplane's
+	// TestPinsMatchToolModules), the binary the tests run as the sidecar.
 	tlsProxyImage   = "ghostunnel/ghostunnel"
-	tlsProxyVersion = "v1.8.4"
+	TLSProxyVersion = "v1.8.4"
 	// tlsProxyPlainOffset moves a proxied component's served ports to its
 	// plain ones: 50051 to 50052, 8080 to 8081.
 	tlsProxyPlainOffset = 1
@@ -70,7 +71,7 @@ func (in *Install) tlsProxyImageRef() string {
 	if in.Spec.ImageRegistry != "" {
 		repo = strings.TrimSuffix(in.Spec.ImageRegistry, "/") + "/" + repo
 	}
-	return repo + ":" + tlsProxyVersion
+	return repo + ":" + TLSProxyVersion
 }
 
 // withTLSProxy turns a proxied component's long-running pod template
