@@ -112,8 +112,8 @@ func TestTLSCertificates(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
 	hosts := map[string][]string{
-		"server":    {in.serviceHost("server"), in.object("server")},
-		"scheduler": {in.serviceHost("scheduler"), in.object("scheduler") + "-0." + in.object("scheduler-headless") + "." + in.Namespace + ".svc"},
+		"server":     {in.serviceHost("server"), in.object("server")},
+		"scheduler":  {in.serviceHost("scheduler"), in.object("scheduler") + "-0." + in.object("scheduler-headless") + "." + in.Namespace + ".svc"},
 		"lookout":    {in.serviceHost("lookout"), in.object("lookout")},
 		"binoculars": {in.serviceHost("binoculars"), in.object("binoculars"), in.object("binoculars") + "." + in.Namespace},
 	}

@@ -2,10 +2,8 @@ package armada
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -52,26 +50,7 @@ func (in *Install) listenPort(c *component, port int32) int32 {
 // tlsProxyResources are a sidecar's: ghostunnel copies bytes between two
 // sockets.
 func tlsProxyResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("20m"),
-			corev1.ResourceMemory: resource.MustParse("32Mi"),
-		},
-		Limits: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("200m"),
-			corev1.ResourceMemory: resource.MustParse("128Mi"),
-		},
-	}
-}
-
-// tlsProxyImageRef is ghostunnel's image reference, under
-// spec.imageRegistry when set.
-func (in *Install) tlsProxyImageRef() string {
-	repo := tlsProxyImage
-	if in.Spec.ImageRegistry != "" {
-		repo = strings.TrimSuffix(in.Spec.ImageRegistry, "/") + "/" + repo
-	}
-	return repo + ":" + TLSProxyVersion
+	return requirements("20m", "32Mi", "200m", "128Mi")
 }
 
 // withTLSProxy turns a proxied component's long-running pod template
@@ -84,25 +63,9 @@ func (in *Install) withTLSProxy(tpl *corev1.PodTemplateSpec, c *component) {
 		return
 	}
 	main := &tpl.Spec.Containers[0]
-	var tlsMounts, kept []corev1.VolumeMount
-	for _, m := range main.VolumeMounts {
-		if m.Name == tlsVolume {
-			tlsMounts = append(tlsMounts, m)
-			continue
-		}
-		kept = append(kept, m)
-	}
-	main.VolumeMounts = kept
-	var served []corev1.ContainerPort
-	metrics := main.Ports[:0:0]
-	for _, p := range main.Ports {
-		if p.Name == portNameMetrics {
-			metrics = append(metrics, p)
-			continue
-		}
-		served = append(served, p)
-	}
-	main.Ports = metrics
+	tlsMounts, kept := partition(main.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == tlsVolume })
+	metrics, served := partition(main.Ports, func(p corev1.ContainerPort) bool { return p.Name == portNameMetrics })
+	main.VolumeMounts, main.Ports = kept, metrics
 	for _, pr := range []*corev1.Probe{main.ReadinessProbe, main.LivenessProbe} {
 		if pr != nil && pr.HTTPGet != nil {
 			pr.HTTPGet.Port = intstr.FromInt32(portHTTP)
@@ -112,7 +75,7 @@ func (in *Install) withTLSProxy(tpl *corev1.PodTemplateSpec, c *component) {
 	for _, p := range served {
 		tpl.Spec.Containers = append(tpl.Spec.Containers, corev1.Container{
 			Name:  "tls-" + p.Name,
-			Image: in.tlsProxyImageRef(),
+			Image: in.thirdPartyImage(tlsProxyImage + ":" + TLSProxyVersion),
 			Args: []string{
 				"server",
 				fmt.Sprintf("--listen=0.0.0.0:%d", p.ContainerPort),
@@ -130,4 +93,17 @@ func (in *Install) withTLSProxy(tpl *corev1.PodTemplateSpec, c *component) {
 			SecurityContext: containerSecurityContext(),
 		})
 	}
+}
+
+// partition splits xs into those for which in holds and the rest, in
+// order.
+func partition[T any](xs []T, in func(T) bool) (yes, no []T) {
+	for _, x := range xs {
+		if in(x) {
+			yes = append(yes, x)
+		} else {
+			no = append(no, x)
+		}
+	}
+	return yes, no
 }

@@ -105,6 +105,19 @@ func TestTLSProxy(t *testing.T) {
 		return []string{port, "server", "--listen=0.0.0.0:" + strconv.Itoa(listen), "--target=127.0.0.1:" + strconv.Itoa(target),
 			"--cert=/etc/armada/tls/tls.crt", "--key=/etc/armada/tls/tls.key", "--disable-authentication", "--timed-reload=1m"}
 	}
+	on := func(registry string) proxyView {
+		image := registry + "ghostunnel/ghostunnel:v1.8.4"
+		return proxyView{
+			Containers:     []string{"binoculars", "tls-grpc: " + image, "tls-http: " + image},
+			MainPorts:      []string{"metrics"},
+			Listen:         []any{float64(50052), float64(8081)},
+			Sidecars:       map[string][]string{"tls-grpc": sidecar("grpc", 50051, 50052), "tls-http": sidecar("http", 8080, 8081)},
+			Probe:          "HTTPS 8080",
+			ServiceTargets: []string{"grpc>grpc", "http>http", "metrics>metrics"},
+			Ingress:        []int32{8080, 50051},
+			BinocularsURL:  "https://armada-binoculars.armada.svc:8080",
+		}
+	}
 	cases := map[string]struct {
 		reason string
 		spec   v1alpha1.ArmadaSpec
@@ -113,31 +126,12 @@ func TestTLSProxy(t *testing.T) {
 		"On": {
 			reason: "TLS on: binoculars listens on its plain ports, which only its sidecars reach.",
 			spec:   spec(withTLS),
-			want: proxyView{
-				Containers:     []string{"binoculars", "tls-grpc: ghostunnel/ghostunnel:v1.8.4", "tls-http: ghostunnel/ghostunnel:v1.8.4"},
-				MainPorts:      []string{"metrics"},
-				Listen:         []any{float64(50052), float64(8081)},
-				Sidecars:       map[string][]string{"tls-grpc": sidecar("grpc", 50051, 50052), "tls-http": sidecar("http", 8080, 8081)},
-				Probe:          "HTTPS 8080",
-				ServiceTargets: []string{"grpc>grpc", "http>http", "metrics>metrics"},
-				Ingress:        []int32{8080, 50051},
-				BinocularsURL:  "https://armada-binoculars.armada.svc:8080",
-			},
+			want:   on(""),
 		},
 		"Registry": {
 			reason: "spec.imageRegistry applies to the sidecar's image too.",
 			spec:   spec(withTLS, func(s *v1alpha1.ArmadaSpec) { s.ImageRegistry = "registry.example.com:5000/" }),
-			want: proxyView{
-				Containers: []string{"binoculars",
-					"tls-grpc: registry.example.com:5000/ghostunnel/ghostunnel:v1.8.4", "tls-http: registry.example.com:5000/ghostunnel/ghostunnel:v1.8.4"},
-				MainPorts:      []string{"metrics"},
-				Listen:         []any{float64(50052), float64(8081)},
-				Sidecars:       map[string][]string{"tls-grpc": sidecar("grpc", 50051, 50052), "tls-http": sidecar("http", 8080, 8081)},
-				Probe:          "HTTPS 8080",
-				ServiceTargets: []string{"grpc>grpc", "http>http", "metrics>metrics"},
-				Ingress:        []int32{8080, 50051},
-				BinocularsURL:  "https://armada-binoculars.armada.svc:8080",
-			},
+			want:   on("registry.example.com:5000/"),
 		},
 		"Off": {
 			reason: "TLS off: one container serving its own ports in plain HTTP and gRPC.",
