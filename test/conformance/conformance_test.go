@@ -250,6 +250,7 @@ func runExample(t *testing.T, e *env, file string) {
 	started := runComponents(t, e, svc, free, runs)
 	checkTLS(t, e, svc, free, runs)
 	checkLookoutTLS(t, e, svc, free, runs, r.XRString("", "status", "endpoints", "lookout"))
+	checkBinocularsTLS(t, e, svc, free, runs)
 	locals := checkLocalExecutors(t, e, svc, free, r, runs, workloadOf)
 	// Remote executors run one after the other against their worker
 	// clusters and the executor API; the first also shows what each part
@@ -297,6 +298,10 @@ func newRuns(t *testing.T, e *env, r *render, workloads []workload, supplied map
 					continue
 				}
 				topics = append(topics, &topicJob{Inv: inv, Root: root})
+				continue
+			}
+			if tool, ok := podrun.ToolForImage(c.Image); ok {
+				addSidecar(t, rs, w, c, tool, runs)
 				continue
 			}
 			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {

@@ -26,6 +26,8 @@ type run struct {
 	// HostsFile is the /etc/hosts the process sees (see names), once
 	// overrides has written it.
 	HostsFile string
+	// Sidecars are the pod's tool containers (binoculars' TLS proxies).
+	Sidecars []*sidecar
 }
 
 // Command is how the test starts the run's binary: in a root of its own
