@@ -141,8 +141,9 @@ run: crossplane-core cluster-bins ## The main job: local control plane, apply th
 # evaluated only where used.
 ARMADA_DEFAULT_VERSION = $(shell go run ./internal/cmd/armadaversions -default)
 .PHONY: run-bins
-run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, and Armada's binaries and armadactl at the default release.
+run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, Armada's binaries and armadactl at the default release, and ghostunnel (binoculars' TLS sidecar).
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
+	tools/ghostunnel/build.sh
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
