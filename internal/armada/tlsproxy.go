@@ -30,6 +30,9 @@ const (
 	// tlsProxyPlainOffset moves a proxied component's served ports to its
 	// plain ones: 50051 to 50052, 8080 to 8081.
 	tlsProxyPlainOffset = 1
+	// tlsProxyMode is ghostunnel's mode: a TLS server in front of a
+	// plain one.
+	tlsProxyMode = "server"
 	// tlsProxyReload is how often ghostunnel rereads its certificate.
 	tlsProxyReload = "1m"
 )
@@ -77,7 +80,7 @@ func (in *Install) withTLSProxy(tpl *corev1.PodTemplateSpec, c *component) {
 			Name:  "tls-" + p.Name,
 			Image: in.thirdPartyImage(tlsProxyImage + ":" + TLSProxyVersion),
 			Args: []string{
-				"server",
+				tlsProxyMode,
 				fmt.Sprintf("--listen=0.0.0.0:%d", p.ContainerPort),
 				fmt.Sprintf("--target=127.0.0.1:%d", p.ContainerPort+tlsProxyPlainOffset),
 				"--cert=" + tlsDir + "/" + tlsCertFile,

@@ -102,8 +102,10 @@ func viewProxy(t *testing.T, out *Output) proxyView {
 // ones; and the Lookout UI calls binoculars over HTTPS. Off, nothing of it.
 func TestTLSProxy(t *testing.T) {
 	sidecar := func(port string, listen, target int) []string {
-		return []string{port, "server", "--listen=0.0.0.0:" + strconv.Itoa(listen), "--target=127.0.0.1:" + strconv.Itoa(target),
-			"--cert=/etc/armada/tls/tls.crt", "--key=/etc/armada/tls/tls.key", "--disable-authentication", "--timed-reload=1m"}
+		return []string{
+			port, "server", "--listen=0.0.0.0:" + strconv.Itoa(listen), "--target=127.0.0.1:" + strconv.Itoa(target),
+			"--cert=/etc/armada/tls/tls.crt", "--key=/etc/armada/tls/tls.key", "--disable-authentication", "--timed-reload=1m",
+		}
 	}
 	on := func(registry string) proxyView {
 		image := registry + "ghostunnel/ghostunnel:v1.8.4"

@@ -645,9 +645,7 @@ func (r *Runner) toolCommand(p *pod, c corev1.Container, root string) (*podCmd, 
 		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
 	}
 	r.mu.Lock()
-	for port, local := range listened {
-		p.local[port] = local
-	}
+	maps.Copy(p.local, listened)
 	r.mu.Unlock()
 	return &podCmd{inv: inv, bin: bin, dir: "/", args: args}, nil
 }

@@ -73,7 +73,7 @@ func StartS3(tb TB) *S3 {
 	if err != nil {
 		tb.Fatal(errors.Wrap(err, "cannot create the versitygw log"))
 	}
-	cmd := exec.CommandContext(tb.Context(), bin, "--access", s.AccessKey, "--secret", s.SecretKey, //nolint:gosec // The pinned test binary.
+	cmd := exec.CommandContext(tb.Context(), bin, "--access", s.AccessKey, "--secret", s.SecretKey,
 		"--port", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "posix", "--sidecar", meta, s.root)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = ProcessGroupAttr()

@@ -1,13 +1,13 @@
 package conformance
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -172,7 +172,7 @@ func checkBinocularsTLS(t *testing.T, e *env, svc *services, free func() int, ru
 			t.Errorf("binoculars' gRPC port: a client trusting only the system roots must refuse it, got: %v", err)
 		}
 		// A TLS alert (0x15) is a refusal; anything else an answer.
-		if b, _ := plainGRPC(grpcPort); len(b) > 0 && b[0] != 0x15 {
+		if b, _ := plainGRPC(t.Context(), grpcPort); len(b) > 0 && b[0] != 0x15 {
 			t.Errorf("binoculars' gRPC port answered %q to a plaintext HTTP/2 preface; want no answer", b)
 		}
 	})
@@ -207,10 +207,7 @@ func startSidecars(t *testing.T, rn *run, c *component) map[int32]int {
 		if err != nil {
 			t.Fatalf("%s sidecar %s: %v", rn.ID(), sc.Inv.Container, err)
 		}
-		root, err := os.MkdirTemp(sc.Root, "pod-")
-		if err != nil {
-			t.Fatal(err)
-		}
+		root := t.TempDir()
 		cmd, cargs, err := podrun.PodCommand(root, rn.HostsFile, "/", sc.Inv.Mounts, bin, args)
 		if err != nil {
 			t.Fatal(err)
@@ -268,12 +265,12 @@ func tlsHandshake(port int, roots *x509.CertPool, host string) error {
 // plainGRPC sends a plaintext HTTP/2 client preface, as a gRPC client
 // without TLS does, and returns what came back before the connection
 // closed or a second passed.
-func plainGRPC(port int) ([]byte, error) {
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
+func plainGRPC(ctx context.Context, port int) ([]byte, error) {
+	conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
 		return nil, err
 	}
