@@ -72,7 +72,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
@@ -142,8 +142,9 @@ run: crossplane-core cluster-bins ## The main job: local control plane, apply th
 # evaluated only where used.
 ARMADA_DEFAULT_VERSION = $(shell go run ./internal/cmd/armadaversions -default)
 .PHONY: run-bins
-run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, and Armada's binaries and armadactl at the default release.
+run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, Armada's binaries and armadactl at the default release, and ghostunnel (binoculars' TLS sidecar).
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
+	tools/ghostunnel/build.sh
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
@@ -220,6 +221,10 @@ cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 .PHONY: versitygw
 versitygw: ## Build versitygw (cached): the S3-compatible server test/backups archives to with Barman Cloud.
 	tools/versitygw/build.sh
+
+.PHONY: ghostunnel
+ghostunnel: ## Build ghostunnel (cached): the binoculars pod's TLS-terminating sidecar, which the conformance and job-flow tests run as rendered.
+	tools/ghostunnel/build.sh
 
 .PHONY: provider-sql
 provider-sql: ## Build provider-sql (cached), which only the e2e tests run.

@@ -118,17 +118,20 @@ type component struct {
 	// TLS is the config key path of its TLS block ({enabled, certPath,
 	// keyPath}), if it serves TLS under spec.tls: the gRPC server's for
 	// the server and scheduler (Armada's server serves its HTTP port with
-	// the same certificate), the API server's for lookout. Binoculars has
-	// a gRPC block too, but in Armada v0.22.x its HTTP port, which users
-	// and the Lookout UI call, is always plain HTTP and its REST gateway
-	// dials its own gRPC port in plaintext (cmd/binoculars/main.go:
-	// common.ServeHttp, CreateGatewayHandler(..., ssl=false)): turning
-	// the block on would break that API and still not encrypt it, so it
-	// is not given one (docs/guides/tls.md).
+	// the same certificate), the API server's for lookout.
 	TLS []string
 	// TLSHTTP components serve their HTTP port (and its /health) with
-	// TLS when they have a TLS block on.
+	// TLS when they have a TLS block on, or a TLS proxy.
 	TLSHTTP bool
+	// TLSProxy components serve their gRPC and HTTP ports through a
+	// TLS-terminating sidecar (tlsproxy.go) under spec.tls, with their
+	// own certificate. Binoculars has a gRPC TLS block, but in Armada
+	// v0.22.x its HTTP port, which users and the Lookout UI call, is
+	// always plain HTTP and its REST gateway dials its own gRPC port in
+	// plaintext (cmd/binoculars/main.go: common.ServeHttp,
+	// CreateGatewayHandler(..., ssl=false)): turning the block on would
+	// break that API and still not encrypt it.
+	TLSProxy bool
 	// IngesterMetrics is the prefix of an ingester's metrics
 	// (internal/common/ingest/metrics); ingesters also get Pulsar's delay
 	// monitor when monitoring measures their lag.
@@ -205,6 +208,7 @@ var components = []component{
 		Name: "binoculars", Image: "armada-binoculars", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers, KubeAPI: true,
+		TLSProxy: true, TLSHTTP: true,
 		JobRules:   binocularsJobRules,
 		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Binoculars },
 		Config:     binocularsConfig,

@@ -185,7 +185,7 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 		}
 		cfg[l.Key] = in.connection(in.grpcAddress(l.Target), l.User)
 	}
-	if in.servesTLS(c) {
+	if in.servesTLS(c) && len(c.TLS) > 0 {
 		setPath(cfg, c.TLS, tlsBlock())
 	}
 	composed := cfg
@@ -289,7 +289,7 @@ func ingesterConfig(_ *Install, _ *instance) map[string]any { return map[string]
 func lookoutConfig(in *Install, _ *instance) map[string]any {
 	ui := map[string]any{
 		"armadaApiBaseUrl":         in.Endpoints().REST,
-		"binocularsBaseUrlPattern": httpURL(in.serviceHost("binoculars"), portHTTP),
+		"binocularsBaseUrlPattern": in.serviceURL("binoculars"),
 		"oidcEnabled":              in.Spec.Auth.OIDC != nil,
 	}
 	if o := in.Spec.Auth.OIDC; o != nil {
@@ -302,10 +302,10 @@ func lookoutConfig(in *Install, _ *instance) map[string]any {
 	}
 }
 
-func binocularsConfig(in *Install, _ *instance) map[string]any {
+func binocularsConfig(in *Install, inst *instance) map[string]any {
 	return map[string]any{
-		"grpcPort":           portGRPC,
-		"httpPort":           portHTTP,
+		"grpcPort":           in.listenPort(inst.component, portGRPC),
+		"httpPort":           in.listenPort(inst.component, portHTTP),
 		"corsAllowedOrigins": in.corsOrigins(),
 	}
 }

@@ -179,14 +179,19 @@ func priorityClassPrefix(namespace, name string, composed []string) string {
 // defaultResources are what Armada's charts and operator use for every
 // long-running component.
 func defaultResources() corev1.ResourceRequirements {
+	return requirements("200m", "512Mi", "300m", "1Gi")
+}
+
+// requirements are requests and limits of CPU and memory.
+func requirements(cpuRequest, memoryRequest, cpuLimit, memoryLimit string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("200m"),
-			corev1.ResourceMemory: resource.MustParse("512Mi"),
+			corev1.ResourceCPU:    resource.MustParse(cpuRequest),
+			corev1.ResourceMemory: resource.MustParse(memoryRequest),
 		},
 		Limits: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("300m"),
-			corev1.ResourceMemory: resource.MustParse("1Gi"),
+			corev1.ResourceCPU:    resource.MustParse(cpuLimit),
+			corev1.ResourceMemory: resource.MustParse(memoryLimit),
 		},
 	}
 }
@@ -200,45 +205,18 @@ func hasResource(l corev1.ResourceList, name corev1.ResourceName) bool {
 // redisResources are the in-cluster Redis's defaults: Redis is one
 // single-threaded process whose memory holds the job-set event streams.
 func redisResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("100m"),
-			corev1.ResourceMemory: resource.MustParse("256Mi"),
-		},
-		Limits: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("1"),
-			corev1.ResourceMemory: resource.MustParse("1Gi"),
-		},
-	}
+	return requirements("100m", "256Mi", "1", "1Gi")
 }
 
 // sentinelResources are a Sentinel's defaults: a small process that
 // watches the Redis pods.
 func sentinelResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("50m"),
-			corev1.ResourceMemory: resource.MustParse("64Mi"),
-		},
-		Limits: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("200m"),
-			corev1.ResourceMemory: resource.MustParse("128Mi"),
-		},
-	}
+	return requirements("50m", "64Mi", "200m", "128Mi")
 }
 
 // migrationResources are what Armada's migration charts use.
 func migrationResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("100m"),
-			corev1.ResourceMemory: resource.MustParse("128Mi"),
-		},
-		Limits: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("200m"),
-			corev1.ResourceMemory: resource.MustParse("256Mi"),
-		},
-	}
+	return requirements("100m", "128Mi", "200m", "256Mi")
 }
 
 // applyDefaults fills every field the user left empty. It never overwrites

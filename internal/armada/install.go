@@ -96,10 +96,10 @@ func (in *Install) Endpoints() v1alpha1.Endpoints {
 	}
 }
 
-// serviceURL is the in-cluster URL of the HTTP port of the server or
-// Lookout, which serve it with TLS when spec.tls is on (their TLSHTTP
-// rows in components.go; the table is not read here, as the table's
-// configs read Endpoints).
+// serviceURL is the in-cluster URL of the HTTP port of the server,
+// Lookout or binoculars, which serve it with TLS when spec.tls is on
+// (their TLSHTTP rows in components.go; the table is not read here, as
+// the table's configs read Endpoints).
 func (in *Install) serviceURL(component string) string {
 	u := httpURL(in.serviceHost(component), portHTTP)
 	if in.tlsOn() {

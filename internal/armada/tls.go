@@ -74,8 +74,9 @@ func (in *Install) tlsOn() bool {
 // tlsSecret names the Secret holding the CA and the certificates.
 func (in *Install) tlsSecret() string { return in.object("tls") }
 
-// servesTLS says whether an instance serves TLS.
-func (in *Install) servesTLS(c *component) bool { return in.tlsOn() && len(c.TLS) > 0 }
+// servesTLS says whether an instance serves TLS: itself, or through the
+// TLS proxy (tlsproxy.go).
+func (in *Install) servesTLS(c *component) bool { return in.tlsOn() && (len(c.TLS) > 0 || c.TLSProxy) }
 
 // trustsTLS says whether an instance is an in-cluster client of a TLS
 // server: it has in-cluster links (a remote executor's link is external).

@@ -112,12 +112,13 @@ func TestTLSCertificates(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
 	hosts := map[string][]string{
-		"server":    {in.serviceHost("server"), in.object("server")},
-		"scheduler": {in.serviceHost("scheduler"), in.object("scheduler") + "-0." + in.object("scheduler-headless") + "." + in.Namespace + ".svc"},
-		"lookout":   {in.serviceHost("lookout"), in.object("lookout")},
+		"server":     {in.serviceHost("server"), in.object("server")},
+		"scheduler":  {in.serviceHost("scheduler"), in.object("scheduler") + "-0." + in.object("scheduler-headless") + "." + in.Namespace + ".svc"},
+		"lookout":    {in.serviceHost("lookout"), in.object("lookout")},
+		"binoculars": {in.serviceHost("binoculars"), in.object("binoculars"), in.object("binoculars") + "." + in.Namespace},
 	}
 	// Each certificate is for its own component's names only.
-	foreign := map[string]string{"server": "lookout", "scheduler": "server", "lookout": "server"}
+	foreign := map[string]string{"server": "lookout", "scheduler": "server", "lookout": "server", "binoculars": "lookout"}
 	for name, names := range hosts {
 		pair, err := tls.X509KeyPair(data[name+".crt"], data[name+".key"])
 		if err != nil {
@@ -135,8 +136,8 @@ func TestTLSCertificates(t *testing.T) {
 			t.Errorf("%s: a client accepts it for %s's name", name, other)
 		}
 	}
-	if got := len(data); got != 8 {
-		t.Errorf("TLS Secret has %d keys, want 8 (CA, server, scheduler and lookout certificate and key): %v", got, keysOf(data))
+	if got := len(data); got != 10 {
+		t.Errorf("TLS Secret has %d keys, want 10 (CA, server, scheduler, lookout and binoculars certificate and key): %v", got, keysOf(data))
 	}
 }
 
@@ -327,9 +328,13 @@ func TestTLSWiring(t *testing.T) {
 			},
 		},
 		"BinocularsOn": {
-			reason:   "Binoculars is left plain: in Armada v0.22.x its HTTP port cannot serve TLS and its REST gateway dials its gRPC port in plaintext.",
-			spec:     spec(withTLS),
+			reason:   "Binoculars serves both ports through its TLS sidecars with its own certificate (probes over HTTPS); its own grpc.tls stays unset, as in Armada v0.22.x its REST gateway dials its gRPC port in plaintext.",
+			spec:     spec(ing, withTLS),
 			instance: "binoculars", tlsPath: []string{"grpc", "tls"},
+			want: want{
+				Probe: corev1.URISchemeHTTPS,
+				Items: map[string]string{"ca.crt": "ca.crt", "binoculars.crt": "tls.crt", "binoculars.key": "tls.key"},
+			},
 		},
 		"LookoutOff": {
 			reason:   "Explicitly off: Lookout serves plain HTTP, nothing mounted.",
@@ -397,14 +402,14 @@ func TestTLSKeysOnlyInTheTLSSecret(t *testing.T) {
 		t.Error("status holds a private key")
 	}
 	_, other := renderTLS(t, spec(withTLS), "other", nil, time.Time{})
-	for _, name := range []string{"server", "scheduler", "executor-local", "lookout"} {
+	for _, name := range []string{"server", "scheduler", "executor-local", "lookout", "binoculars"} {
 		a := podTemplateOf(t, out, name).Annotations[annotationConfigHash]
 		b := podTemplateOf(t, other, name).Annotations[annotationConfigHash]
 		if a == b {
 			t.Errorf("%s: another CA leaves the pod template's %s at %s: its pods would not roll", name, annotationConfigHash, a)
 		}
 	}
-	for _, name := range []string{"lookout-ingester", "binoculars"} {
+	for _, name := range []string{"lookout-ingester", "event-ingester"} {
 		if a, b := podTemplateOf(t, out, name).Annotations[annotationConfigHash], podTemplateOf(t, other, name).Annotations[annotationConfigHash]; a != b {
 			t.Errorf("%s, which uses no TLS file, rolls on another CA: %s != %s", name, a, b)
 		}

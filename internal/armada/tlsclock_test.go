@@ -127,8 +127,8 @@ func TestTLSRenewal(t *testing.T) {
 		"Renewed": {
 			reason:   "At two thirds of their life the serving certificates are renewed, the CA kept: only the pods mounting a serving certificate roll.",
 			observed: observed, now: renewal,
-			renewed: []string{"lookout.crt", "lookout.key", "scheduler.crt", "scheduler.key", "server.crt", "server.key"},
-			rolled:  []string{"lookout", "scheduler", "server"},
+			renewed: []string{"binoculars.crt", "binoculars.key", "lookout.crt", "lookout.key", "scheduler.crt", "scheduler.key", "server.crt", "server.key"},
+			rolled:  []string{"binoculars", "lookout", "scheduler", "server"},
 		},
 		"OtherCA": {
 			reason:   "A serving certificate not signed by the current CA is re-issued, alone.",
@@ -139,8 +139,8 @@ func TestTLSRenewal(t *testing.T) {
 			reason: "At half its life a new CA joins the trust bundle (its key waiting in ca-next.key; the rest of the rollover: TestCARollover); " +
 				"the expired serving certificates are renewed under the old CA, which still signs: every pod using TLS rolls.",
 			observed: observed, now: tlsCreated.Add(tlsCAStep),
-			renewed: []string{"ca-next.key", "ca.crt", "lookout.crt", "lookout.key", "scheduler.crt", "scheduler.key", "server.crt", "server.key"},
-			rolled:  []string{"executor-local", "lookout", "scheduler", "server"},
+			renewed: []string{"binoculars.crt", "binoculars.key", "ca-next.key", "ca.crt", "lookout.crt", "lookout.key", "scheduler.crt", "scheduler.key", "server.crt", "server.key"},
+			rolled:  []string{"binoculars", "executor-local", "lookout", "scheduler", "server"},
 		},
 	}
 	base := map[string]string{}
@@ -220,7 +220,7 @@ func TestTLSNameConstraints(t *testing.T) {
 	if !ok {
 		t.Fatal("no CA in the TLS Secret")
 	}
-	want := []string{"armada-lookout", "armada-lookout.armada", "armada-scheduler", "armada-scheduler.armada", "armada-server", "armada-server.armada", "armada.svc"}
+	want := []string{"armada-binoculars", "armada-binoculars.armada", "armada-lookout", "armada-lookout.armada", "armada-scheduler", "armada-scheduler.armada", "armada-server", "armada-server.armada", "armada.svc"}
 	if diff := cmp.Diff(want, ca.PermittedDNSDomains); diff != "" || !ca.PermittedDNSDomainsCritical {
 		t.Errorf("CA name constraints (critical %t) (-want +got):\n%s", ca.PermittedDNSDomainsCritical, diff)
 	}

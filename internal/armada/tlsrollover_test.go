@@ -70,8 +70,8 @@ func TestCARollover(t *testing.T) {
 		}
 		return out
 	}
-	servers := []string{"lookout-workload", "scheduler-workload", "server-workload"}
-	mountsCA := []string{"executor-local-workload", "lookout-workload", "scheduler-workload", "server-workload"}
+	servers := []string{"binoculars-workload", "lookout-workload", "scheduler-workload", "server-workload"}
+	mountsCA := []string{"binoculars-workload", "executor-local-workload", "lookout-workload", "scheduler-workload", "server-workload"}
 
 	steady := step(base, healthy(step(base, nil)))
 	old := tlsData(steady)

@@ -288,6 +288,7 @@ func (in *Install) podTemplate(o podOptions) corev1.PodTemplateSpec {
 	if tpl.Spec.Affinity == nil {
 		tpl.Spec.Affinity = in.defaultAffinity(o.Name)
 	}
+	in.withTLSProxy(&tpl, o.Component)
 	return tpl
 }
 

@@ -27,6 +27,8 @@ type Run struct {
 	// HostsFile is the /etc/hosts the process sees (see names), once
 	// overrides has written it.
 	HostsFile string
+	// Sidecars are the pod's tool containers (binoculars' TLS proxies).
+	Sidecars []*Sidecar
 }
 
 // Command is how the test starts the run's binary: in a root of its own
@@ -208,6 +210,10 @@ func NewRuns(t *testing.T, e *Env, r *Render, workloads []podrun.Workload, suppl
 					continue
 				}
 				topics = append(topics, &TopicJob{Inv: inv, Root: root})
+				continue
+			}
+			if tool, ok := podrun.ToolForImage(c.Image); ok {
+				addSidecar(t, rs, w, c, tool, runs)
 				continue
 			}
 			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {

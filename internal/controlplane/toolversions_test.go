@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/modfile"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/providers"
 	"github.com/armadaproject/armada-crossplane/internal/testenv"
 	"github.com/armadaproject/armada-crossplane/internal/xprender"
@@ -105,6 +106,7 @@ func TestPinsMatchToolModules(t *testing.T) {
 		"providers.Pinned/sql":        {got: pinned("provider-sql"), dir: "tools/provider-sql", module: "github.com/crossplane-contrib/provider-sql"},
 		"ProviderSQLVersion":          {got: ProviderSQLVersion, dir: "tools/provider-sql", module: "github.com/crossplane-contrib/provider-sql"},
 		"testenv.VersityGWVersion":    {got: testenv.VersityGWVersion, dir: "tools/versitygw", module: "github.com/versity/versitygw"},
+		"armada.TLSProxyVersion":      {got: armada.TLSProxyVersion, dir: "tools/ghostunnel", module: "github.com/ghostunnel/ghostunnel"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

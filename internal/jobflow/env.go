@@ -27,6 +27,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/provider"
@@ -130,6 +131,7 @@ func StartStoppableRunner(t TB, b *Backends, o RunnerOptions) (*podrun.Runner, f
 		},
 		APIServer:   o.APIServer,
 		PulsarAdmin: b.Pulsar.AdminToolPath(),
+		Tools:       map[string]string{podrun.Ghostunnel: testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion)},
 		Dir:         filepath.Join(t.TempDir(), dir),
 		Names:       b.Names,
 		FreePort:    func() (int, error) { return testenv.FreePort(t), nil },

@@ -61,6 +61,9 @@ type RunnerOptions struct {
 	// script runs (as bin/pulsar-admin in its working directory, as in
 	// Pulsar's image).
 	PulsarAdmin string
+	// Tools are the executables of the third-party images ToolForImage
+	// knows, by tool name (Ghostunnel).
+	Tools map[string]string
 	// Dir holds each pod's root, volumes and log.
 	Dir string
 	// Names resolves the composed Service names; the caller relays the
@@ -474,6 +477,8 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 		cmd, err = r.armadaCommand(p, c, root)
 	case isPulsarImage(c.Image):
 		cmd, err = r.pulsarCommand(p, c, root)
+	case isToolImage(c.Image):
+		cmd, err = r.toolCommand(p, c, root)
 	default:
 		err = errors.Errorf("%s container %s runs %s, which is neither Armada's nor Pulsar's image: the runner cannot run it", p.w.ID(), c.Name, c.Image)
 	}
@@ -573,29 +578,76 @@ func (r *Runner) pulsarCommand(p *pod, c corev1.Container, root string) (*podCmd
 func (r *Runner) movePorts(id string, cfg *Config) (map[string]int, []EnvVar, error) {
 	var ferr error
 	moved, env := PortOverrides(cfg, func(key string) int {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if p, ok := r.ports[id+"/"+key]; ok {
-			return p
-		}
-		p, err := r.o.FreePort()
+		p, err := r.stablePort(id + "/" + key)
 		if err != nil {
 			ferr = err
 		}
-		r.ports[id+"/"+key] = p
 		return p
 	})
-	return moved, env, errors.Wrap(ferr, "cannot find a free port")
+	return moved, env, ferr
+}
+
+// stablePort is the loopback port of key: a free one the first time, the
+// same one after.
+func (r *Runner) stablePort(key string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.ports[key]; ok {
+		return p, nil
+	}
+	p, err := r.o.FreePort()
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot find a free port")
+	}
+	r.ports[key] = p
+	return p, nil
 }
 
 // isPulsarImage reports whether an image is Apache Pulsar's
 // (apachepulsar/pulsar, from any registry).
 func isPulsarImage(image string) bool {
-	ref, _, _ := strings.Cut(image, "@")
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		ref = ref[:i]
-	}
+	ref := imageRepo(image)
 	return ref == "apachepulsar/pulsar" || strings.HasSuffix(ref, "/apachepulsar/pulsar")
+}
+
+// isToolImage reports whether an image is a tool's (ToolForImage).
+func isToolImage(image string) bool {
+	_, ok := ToolForImage(image)
+	return ok
+}
+
+// toolCommand runs a tool's container (ghostunnel, a TLS sidecar) as its
+// binary with the container's args, its ports moved as the pod's Armada
+// container's are: it listens on loopback ports of its own and forwards
+// to where the Armada container's ports moved, which starts first.
+func (r *Runner) toolCommand(p *pod, c corev1.Container, root string) (*podCmd, error) {
+	tool, _ := ToolForImage(c.Image)
+	bin, ok := r.o.Tools[tool]
+	if !ok {
+		return nil, errors.Errorf("%s container %s runs %s, whose binary the runner was not given: build it with `make %s`", p.w.ID(), c.Name, c.Image, tool)
+	}
+	rs := &Resolver{Sources: clusterSources{c: r.o.Client, ns: r.o.Namespace}, Namespace: r.o.Namespace}
+	inv, err := rs.Container(p.w, c, root)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+	}
+	listen := func(port int32) (int, error) {
+		return r.stablePort(p.w.ID() + "/" + c.Name + "/" + strconv.Itoa(int(port)))
+	}
+	target := func(port int32) (int, bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n, ok := p.local[port]
+		return n, ok
+	}
+	args, listened, err := MoveGhostunnelPorts(inv.Command(c), listen, target)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+	}
+	r.mu.Lock()
+	maps.Copy(p.local, listened)
+	r.mu.Unlock()
+	return &podCmd{inv: inv, bin: bin, dir: "/", args: args}, nil
 }
 
 // clusterSources are a namespace's Secrets and ConfigMaps.

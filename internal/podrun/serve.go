@@ -149,10 +149,14 @@ func Probe(ctx context.Context, pr *corev1.Probe, port int) error {
 func (r *Runner) localPort(p *pod, c corev1.Container, port intstr.IntOrString) (int, error) {
 	n := port.IntVal
 	if port.Type == intstr.String {
+		// A named port is unique in the pod: a Service's may be a
+		// sidecar's (binoculars' TLS proxies).
 		n = 0
-		for _, cp := range c.Ports {
-			if cp.Name == port.StrVal {
-				n = cp.ContainerPort
+		for _, ctr := range append([]corev1.Container{c}, p.w.Pod.Containers...) {
+			for _, cp := range ctr.Ports {
+				if cp.Name == port.StrVal && n == 0 {
+					n = cp.ContainerPort
+				}
 			}
 		}
 		if n == 0 {

@@ -29,22 +29,32 @@ type S3 struct {
 	root, log string
 }
 
+// ToolBin is the binary `make NAME` builds into the tool cache at
+// version (tools/NAME/build.sh), or $NAME_BIN (upper case) when set. It
+// fails the test if the binary is missing.
+func ToolBin(tb TB, name, version string) string {
+	tb.Helper()
+	env := strings.ToUpper(name) + "_BIN"
+	bin := os.Getenv(env)
+	if bin == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			tb.Fatalf("cannot find the home directory for the tool cache; set %s: %v", env, err)
+		}
+		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", name+"-"+version)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The tool cache path or the developer's $NAME_BIN.
+		tb.Fatalf("%s is missing: build it with `make %s`", bin, name)
+	}
+	return bin
+}
+
 // StartS3 starts versitygw with random credentials, and stops it when the
 // test ends. It fails the test if the binary `make versitygw` builds is
 // missing.
 func StartS3(tb TB) *S3 {
 	tb.Helper()
-	bin := os.Getenv("VERSITYGW_BIN")
-	if bin == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			tb.Fatalf("cannot find the home directory for the tool cache; set VERSITYGW_BIN: %v", err)
-		}
-		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", "versitygw-"+VersityGWVersion)
-	}
-	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The tool cache path or the developer's VERSITYGW_BIN.
-		tb.Fatalf("%s is missing: build it with `make versitygw`", bin)
-	}
+	bin := ToolBin(tb, "versitygw", VersityGWVersion)
 	dir := tb.TempDir()
 	s := &S3{AccessKey: "ak" + RandomPassword(tb)[:16], SecretKey: RandomPassword(tb), root: filepath.Join(dir, "root"), log: filepath.Join(dir, "versitygw.log")}
 	if err := os.Mkdir(s.root, 0o700); err != nil {
@@ -63,7 +73,7 @@ func StartS3(tb TB) *S3 {
 	if err != nil {
 		tb.Fatal(errors.Wrap(err, "cannot create the versitygw log"))
 	}
-	cmd := exec.CommandContext(tb.Context(), bin, "--access", s.AccessKey, "--secret", s.SecretKey, //nolint:gosec // The pinned test binary.
+	cmd := exec.CommandContext(tb.Context(), bin, "--access", s.AccessKey, "--secret", s.SecretKey,
 		"--port", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "posix", "--sidecar", meta, s.root)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = ProcessGroupAttr()

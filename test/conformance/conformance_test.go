@@ -103,6 +103,7 @@ func runExample(t *testing.T, e *conformance.Env, file string) {
 	started := runComponents(t, e, svc, free, runs)
 	checkTLS(t, e, svc, free, runs)
 	checkLookoutTLS(t, e, svc, free, runs, r.XRString("", "status", "endpoints", "lookout"))
+	checkBinocularsTLS(t, e, svc, free, runs)
 	locals := checkLocalExecutors(t, e, svc, free, r, runs, workloadOf)
 	// Remote executors run one after the other against their worker
 	// clusters and the executor API; the first also shows what each part
