@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -401,6 +403,58 @@ func WaitExecutorIn(t TB, pg *testenv.Postgres, db, clusterID string, progress f
 		return strings.TrimSpace(n) == "1", "the scheduler has not heard from executor " + clusterID + " yet"
 	}, progress)
 	return time.Now()
+}
+
+// submitCheckReload is the line Armada's SubmitChecker logs on each reload
+// of its executors (internal/scheduler/submitcheck.go, updateExecutors),
+// after it read them from the database and just before it stores the
+// state submits are checked against.
+var submitCheckReload = regexp.MustCompile(`(?m)^(\S+) INFO \S+ Retrieved (\d+) executors`)
+
+// WaitSubmitCheckLogged is WaitSubmitCheck that reads the scheduler's logs
+// (its log files, as logs returns them) instead of waiting a whole period:
+// it returns a margin after the first reload logged since seen that
+// retrieved at least want executors (all of them: none is ever deleted),
+// at most a period and the margin after seen. A reload that read the
+// database before the last executor was there retrieved fewer.
+func WaitSubmitCheckLogged(t TB, logs func() []string, want int, seen time.Time, progress func(string)) {
+	t.Helper()
+	const margin = 5 * time.Second
+	until := seen.Add(SubmitCheckPeriod + margin)
+	WaitFor(t, time.Until(until)+time.Second, fmt.Sprintf("the submit check reloaded with %d executors", want), func() (bool, string) {
+		if reloadedSince(logs(), want, seen) || !time.Now().Before(until) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("Armada's submit check reloads executors every %s (executorUpdateFrequency); none with %d logged since %s",
+			SubmitCheckPeriod, want, seen.UTC().Format(time.TimeOnly))
+	}, progress)
+	if progress != nil {
+		progress(fmt.Sprintf("the submit check reloaded its executors %s after the last was seen", time.Since(seen).Round(time.Second)))
+	}
+	select {
+	case <-t.Context().Done():
+		t.Fatal("stopped while waiting for the submit check")
+	case <-time.After(min(margin, time.Until(until))):
+	}
+}
+
+// reloadedSince reports whether any of the log files holds a submit check
+// reload, logged at or after since, that retrieved at least want executors.
+func reloadedSince(files []string, want int, since time.Time) bool {
+	for _, f := range files {
+		data, err := os.ReadFile(f) //nolint:gosec // The runner's own log files.
+		if err != nil {
+			continue
+		}
+		for _, m := range submitCheckReload.FindAllStringSubmatch(string(data), -1) {
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			n, nerr := strconv.Atoi(m[2])
+			if err == nil && nerr == nil && n >= want && !at.Before(since) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WaitSubmitCheck waits until the scheduler's submit check has reloaded

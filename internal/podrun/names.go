@@ -168,8 +168,33 @@ func relay(conn net.Conn, target string) {
 		return
 	}
 	defer func() { _ = up.Close() }()
-	go func() { _, _ = io.Copy(up, conn) }()
-	_, _ = io.Copy(conn, up)
+	sent := make(chan struct{})
+	go func() {
+		pipe(up, conn)
+		close(sent)
+	}()
+	pipe(conn, up)
+	<-sent
+}
+
+// pipe copies src to dst and then passes src's end on to dst, as a
+// Service's NAT passes a FIN or a reset on: a clean end half-closes dst,
+// an error closes both. Without it a killed pod's connections stayed open
+// at the server: Pulsar kept a dead ingester as a subscription's active
+// Failover consumer until its keep-alive timeout (about a minute), and the
+// partition marker a restarted scheduler sent meanwhile was never ingested
+// (the scheduler waits for it before its first cycle).
+func pipe(dst, src net.Conn) {
+	if _, err := io.Copy(dst, src); err != nil {
+		_ = dst.Close()
+		_ = src.Close()
+		return
+	}
+	if tc, ok := dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+		return
+	}
+	_ = dst.Close()
 }
 
 // Lookup returns the loopback address a host name resolves to, as a pod's

@@ -174,7 +174,8 @@ func compose(t testing.TB, o composeOptions) *flow {
 		s, r, m := f.claim.Condition("QueuesReady")
 		return s == "True", fmt.Sprintf("QueuesReady=%s %s: %s", s, r, m)
 	}, nil)
-	jobflow.WaitSubmitCheck(t, seen, func(m string) { t.Log(m) })
+	schedulerLogs := func() []string { return f.runner.Logs()["StatefulSet-armada-scheduler-scheduler.log"] }
+	jobflow.WaitSubmitCheckLogged(t, schedulerLogs, len(es), seen, func(m string) { t.Log(m) })
 
 	// Where users reach Armada, as the claim's status says.
 	f.a, f.lookout = f.claim.Armadactl(f.armadactl[o.version], f.be.Names), f.claim.Lookout(f.be.Names)
