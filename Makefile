@@ -20,10 +20,10 @@ CONTROLLER_GEN   := $(BIN_DIR)/controller-gen-$(call modver,gen,sigs.k8s.io/cont
 # per release of the function's version table (internal/armada/versions.go),
 # which ARMADA_VERSIONS reads; it is evaluated only where used.
 ARMADA_BIN_ROOT  := $(BIN_DIR)
-ARMADA_VERSIONS   = $(shell go run ./internal/cmd/armadaversions)
+ARMADA_VERSIONS   = $(shell go run ./internal/build/cmd/armadaversions)
 # Apache Pulsar's broker and pulsar-admin releases, from the same table
 # (internal/armada/versions.go); evaluated only where used.
-PULSAR_VERSIONS   = $(shell go run ./internal/cmd/armadaversions -pulsar)
+PULSAR_VERSIONS   = $(shell go run ./internal/build/cmd/armadaversions -pulsar)
 export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
@@ -31,9 +31,9 @@ GEN_DIR := $(CURDIR)/_output/gen
 GEN_BIN := $(CURDIR)/_output/bin
 
 # prometheus-operator's CRDs are generated from its pinned API types
-# (tools/promcrds, internal/providers) and committed.
+# (tools/promcrds, internal/harness/thirdparty) and committed.
 PROM_OPERATOR_VERSION := $(call modver,promcrds,github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring)
-PROM_CRDS := internal/providers/crds/prometheus-operator-$(PROM_OPERATOR_VERSION)
+PROM_CRDS := internal/harness/thirdparty/crds/prometheus-operator-$(PROM_OPERATOR_VERSION)
 
 .PHONY: help
 help: ## Show this help.
@@ -46,7 +46,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition,
 	@rm -rf $(GEN_DIR) && mkdir -p $(GEN_DIR)
 	@# The generators in one go install: their packages compile once, links
 	@# overlap, and a binary already up to date is not linked again.
-	GOBIN=$(GEN_BIN) tools/progress.sh progress generators go install ./internal/xrdgen ./internal/cmd/armadakeys ./internal/cmd/rbacgen
+	GOBIN=$(GEN_BIN) tools/progress.sh progress generators go install ./internal/build/cmd/xrdgen ./internal/build/cmd/armadakeys ./internal/build/cmd/rbacgen
 	tools/progress.sh progress controller-gen $(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=$(GEN_DIR)
 	$(GEN_BIN)/xrdgen -crds $(GEN_DIR) -out package/xarmada
 	@rm -rf package/provider/crds && mkdir -p package/provider/crds
@@ -56,12 +56,12 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition,
 	@# The same controller-gen, in the module that pins prometheus-operator's types.
 	cd tools/promcrds && $(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0 \
 		paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config=$(GEN_DIR)/prometheus-operator
-	@rm -rf internal/providers/crds && mkdir -p $(PROM_CRDS)
+	@rm -rf internal/harness/thirdparty/crds && mkdir -p $(PROM_CRDS)
 	cp $(GEN_DIR)/prometheus-operator/monitoring.coreos.com_servicemonitors.yaml \
 		$(GEN_DIR)/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml $(PROM_CRDS)/
 	tools/progress.sh progress armadakeys $(GEN_BIN)/armadakeys -out internal/armada/configkeys
 	$(GEN_BIN)/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
-	go run ./internal/cmd/apidoc -out docs/reference/api.md
+	go run ./internal/build/cmd/apidoc -out docs/reference/api.md
 
 $(CONTROLLER_GEN):
 	tools/build-tool.sh tools/gen $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -93,10 +93,10 @@ e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite aga
 	go test -count=1 -timeout 20m -v ./test/e2e/...
 
 # UNIT_PKGS are the packages whose tests start no server and need no tool
-# binary: not internal/provider (a kube-apiserver), internal/testenv (etcd,
-# kube-apiserver, PostgreSQL and Redis) nor internal/docscheck (the
+# binary: not internal/provider (a kube-apiserver), internal/harness/testenv (etcd,
+# kube-apiserver, PostgreSQL and Redis) nor internal/build/docscheck (the
 # Crossplane CLI and Graphviz; make docs-check runs it).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/testenv$$' -e '/internal/docscheck$$')
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
@@ -114,7 +114,7 @@ bench: ## Benchmark RunFunction against its codec floor (ratios printed, in elap
 	done; \
 	go test -run '^$$' -bench 'BenchmarkFloorRatio' -benchtime 1x -count $(BENCH_COUNT) ./internal/function/ || exit 1; \
 	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; \
-	go test -run '^$$' -bench 'BenchmarkMemoFootprint' -benchtime 3x -benchmem -count 1 ./internal/function/; } | go run ./internal/cmd/benchratio
+	go test -run '^$$' -bench 'BenchmarkMemoFootprint' -benchtime 3x -benchmem -count 1 ./internal/function/; } | go run ./internal/build/cmd/benchratio
 
 # BENCH_JOBS picks BenchmarkJobFlow's rounds: 100, 1000 or both.
 BENCH_JOBS ?= 100|1000
@@ -124,7 +124,7 @@ bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a
 
 .PHONY: render
 render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
-	go run ./internal/cmd/render examples/minimal.yaml
+	go run ./internal/build/cmd/render examples/minimal.yaml
 
 # RUN_ARGS: -example FILE, -kubeconfig PATH (use that cluster instead of a
 # local control plane), -simulate-healthy (report Jobs complete and
@@ -136,11 +136,11 @@ render: tools ## Render the default example claim through the real function and 
 RUN_ARGS ?=
 .PHONY: run
 run: crossplane-core cluster-bins ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
-	go run ./internal/cmd/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
+	go run ./internal/build/cmd/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
 
 # ARMADA_DEFAULT_VERSION is the release a claim without spec.version runs;
 # evaluated only where used.
-ARMADA_DEFAULT_VERSION = $(shell go run ./internal/cmd/armadaversions -default)
+ARMADA_DEFAULT_VERSION = $(shell go run ./internal/build/cmd/armadaversions -default)
 .PHONY: run-bins
 run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, Armada's binaries and armadactl at the default release, and ghostunnel (binoculars' TLS sidecar).
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
@@ -148,8 +148,8 @@ run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, A
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
-# internal/cmd/xpkg (e.g. -push, -version v1.2.3, -arch amd64). The version
-# is derived from `git describe` (see internal/xpkg.SemVer). provider-armada
+# internal/build/cmd/xpkg (e.g. -push, -version v1.2.3, -arch amd64). The version
+# is derived from `git describe` (see internal/build/xpkg.SemVer). provider-armada
 # is built as soon as ./cmd/provider and package/provider/crossplane.yaml
 # exist. SOURCE_DATE_EPOCH, if set, becomes the images' creation time.
 XPKG_REGISTRY ?= ghcr.io/armadaproject
@@ -157,17 +157,17 @@ XPKG_OUT      ?= _output/xpkg
 XPKG_ARGS     ?=
 .PHONY: xpkg
 xpkg: $(CROSSPLANE_CLI) ## Build the Function, Configuration (and Provider) packages for amd64 and arm64 into _output/xpkg.
-	go run ./internal/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
+	go run ./internal/build/cmd/xpkg -cli $(CROSSPLANE_CLI) -registry $(XPKG_REGISTRY) -out $(XPKG_OUT) $(XPKG_ARGS)
 
 .PHONY: install-env
 install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For docs/guides/install.md: a local OCI registry and control plane with nothing installed.
-	go run ./internal/cmd/installenv
+	go run ./internal/build/cmd/installenv
 
 .PHONY: reviewable
 reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
 
 .PHONY: check-diff
-GENERATED := apis package internal/providers/crds internal/armada/configkeys cluster/rbac cluster/tenancy docs/reference
+GENERATED := apis package internal/harness/thirdparty/crds internal/armada/configkeys cluster/rbac cluster/tenancy docs/reference
 check-diff: generate ## Fail if generated files are not committed and current.
 	@git diff --exit-code -- $(GENERATED) || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "generated files are not committed"; exit 1; }
@@ -181,9 +181,9 @@ docs-diagrams: system-deps ## Render docs/diagrams/*.dot to SVG with Graphviz.
 
 .PHONY: docs-check
 docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run.
-	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/docscheck/
+	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/build/docscheck/
 	go test -count=1 -run 'TestFlowTableDoc' ./internal/armada/
-	go test -count=1 ./internal/cmd/apidoc/
+	go test -count=1 ./internal/build/cmd/apidoc/
 
 ##@ Tools
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )

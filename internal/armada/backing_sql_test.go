@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // TestSQLProviderConfigOutlivesDatabases: after an allowed switch away

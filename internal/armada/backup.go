@@ -18,7 +18,7 @@ import (
 // due for removal in 1.31): an ObjectStore of the plugin's API, the
 // Cluster's plugin entry that archives WAL to it, a ScheduledBackup and,
 // before every upgrade, an on-demand Backup the migrations wait for.
-// Releases are pinned in internal/providers (cloudnative-pg,
+// Releases are pinned in internal/harness/thirdparty (cloudnative-pg,
 // plugin-barman-cloud), whose CRDs the composed objects validate against.
 const (
 	apiBarmanCloud   = "barmancloud.cnpg.io/v1"

@@ -142,7 +142,7 @@ type component struct {
 	Config func(*Install, *instance) map[string]any
 	// ConfigType is the Go type Armada decodes its config into (package
 	// path under github.com/armadaproject/armada, then the type's name):
-	// internal/cmd/armadakeys reads the config keys it has from it.
+	// internal/build/cmd/armadakeys reads the config keys it has from it.
 	ConfigType string
 }
 

@@ -14,12 +14,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // ConfigKeys is the tree of config keys one Armada component reads: what
 // Armada decodes its config into (viper, then mapstructure), read from
-// Armada's own Go types for one release by internal/cmd/armadakeys.
+// Armada's own Go types for one release by internal/build/cmd/armadakeys.
 // Keys match case-insensitively, as in Armada; Fields is keyed by the
 // lower-case key.
 type ConfigKeys struct {

@@ -9,9 +9,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	yamlfile "github.com/armadaproject/armada-crossplane/internal/manifest"
+	yamlfile "github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/structenc"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestConfigsEncodeAsSigsYAML checks that every config generated for every

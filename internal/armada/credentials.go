@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // passwordAlphabet avoids characters that need quoting in URLs, shells or

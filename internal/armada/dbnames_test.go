@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // TestDatabaseNamesWithUnderscores: a database name may hold "_" (the

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/simulate"
+	"github.com/armadaproject/armada-crossplane/internal/harness/simulate"
 )
 
 // observeAll observes every object a render composed, as it was composed,

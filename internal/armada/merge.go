@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // mergeConfig merges override over base and returns the result; neither

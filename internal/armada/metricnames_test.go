@@ -7,7 +7,7 @@ import (
 
 	promparser "github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/armadaproject/armada-crossplane/internal/metricnames"
+	"github.com/armadaproject/armada-crossplane/internal/harness/metricnames"
 )
 
 // TestMetricNames is the "no invented metrics" check: every metric name an

@@ -11,7 +11,7 @@ import (
 )
 
 // prometheus-operator's API, pinned to what the offline validation checks
-// the monitors and rules against (internal/providers).
+// the monitors and rules against (internal/harness/thirdparty).
 const (
 	apiMonitoring = "monitoring.coreos.com/v1"
 

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // converged renders a spec until everything it composes is there: each

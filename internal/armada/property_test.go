@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/simulate"
+	"github.com/armadaproject/armada-crossplane/internal/harness/simulate"
 )
 
 // randomSpec is a valid spec with random backing-service modes.

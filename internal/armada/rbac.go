@@ -25,7 +25,7 @@ import (
 // to hold them too, or "escalate"; binding one needs "bind". So the
 // ClusterRoles are fixed objects the platform applies once with
 // Crossplane's own RBAC (cluster/rbac/armada-crossplane-roles.yaml,
-// generated from the component table by internal/cmd/rbacgen), and the
+// generated from the component table by internal/build/cmd/rbacgen), and the
 // function composes only bindings to them. Crossplane then needs "bind" on
 // exactly these names and no "escalate", and creates no ClusterRole.
 //

@@ -17,7 +17,7 @@ import (
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/simulate"
+	"github.com/armadaproject/armada-crossplane/internal/harness/simulate"
 )
 
 // existing is an object found in the cluster with these labels and

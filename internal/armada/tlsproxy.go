@@ -23,7 +23,7 @@ import (
 
 const (
 	// tlsProxyImage and TLSProxyVersion are ghostunnel's image and the
-	// version tools/ghostunnel/go.mod pins (internal/controlplane's
+	// version tools/ghostunnel/go.mod pins (internal/harness/controlplane's
 	// TestPinsMatchToolModules), the binary the tests run as the sidecar.
 	tlsProxyImage   = "ghostunnel/ghostunnel"
 	TLSProxyVersion = "v1.8.4"

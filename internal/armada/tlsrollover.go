@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // CA rollover. A client reads its CA file (SSL_CERT_FILE) once, at start,

@@ -51,7 +51,7 @@ var Releases = []Release{
 // every use: the in-cluster chart's image tag (defaultPulsarImageTag), the
 // topic-init Job's image (apachepulsar/pulsar:<PulsarVersion>), and the
 // standalone broker the tests run (tools/pulsar, `make pulsar`,
-// testenv.StartPulsar), which `go run ./internal/cmd/armadaversions
+// testenv.StartPulsar), which `go run ./internal/build/cmd/armadaversions
 // -pulsar` hands to the build. It is the Pulsar 4.0 LTS line, as the chart's
 // appVersion (4.0.9), at the newest 4.0.x whose broker Maven Central
 // serves with every dependency: 4.0.8's and 4.0.9's closures lack

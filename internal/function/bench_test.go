@@ -15,7 +15,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // productionExample is the example the function's speed is measured on.

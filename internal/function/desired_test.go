@@ -17,8 +17,8 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/structenc"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // TestSetDesiredMatchesUnstructured checks that setDesired's one-pass

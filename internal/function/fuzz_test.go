@@ -15,7 +15,7 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // patchedField matches a rejection that names a field under one of the

@@ -3,7 +3,7 @@ package function
 import (
 	"os"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // MinPasswordKeyBytes is the shortest password key the function accepts:

@@ -14,7 +14,7 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	"github.com/armadaproject/armada-crossplane/internal/simulate"
+	"github.com/armadaproject/armada-crossplane/internal/harness/simulate"
 )
 
 // scale is what scaledRequest changes in the production example.

@@ -19,7 +19,7 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	"github.com/armadaproject/armada-crossplane/internal/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/harness/freeport"
 )
 
 // servedRounds is how many times BenchmarkServedMemory calls each Armada,

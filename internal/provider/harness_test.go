@@ -24,10 +24,10 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/provider"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
 )
 
 // waitTimeout bounds each wait for the provider to act.

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
-	"github.com/armadaproject/armada-crossplane/internal/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // testValidation checks that the real API server enforces the CRDs'

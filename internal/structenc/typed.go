@@ -15,7 +15,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // typedToStruct converts a typed value that encodes as a JSON object to

@@ -31,7 +31,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
 // The claim's S3 credentials Secret, as a user would create it.

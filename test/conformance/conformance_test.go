@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
 )
 
 // rendersEnv, if set, is a glob of render outputs to check instead of the

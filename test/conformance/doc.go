@@ -8,6 +8,6 @@
 // This directory holds only the tests (conformance_test.go and its
 // siblings); the machinery they drive (reading renders, starting services,
 // processes and stand-ins, the check tables) is package
-// internal/conformance, which says what is real and what is simulated. Run
+// internal/harness/conformance, which says what is real and what is simulated. Run
 // them with `go test ./test/conformance/...` after `make armada-bins`.
 package conformance

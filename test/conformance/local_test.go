@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-	"github.com/armadaproject/armada-crossplane/internal/podrun"
-	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
 // Lease outcomes a refused executor logs: the scheduler authenticates a

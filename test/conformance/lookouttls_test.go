@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-	"github.com/armadaproject/armada-crossplane/internal/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 )
 
 // checkLookoutTLS proves, when the render turns TLS on, that Armada's own

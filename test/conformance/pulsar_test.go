@@ -3,7 +3,7 @@ package conformance
 import (
 	"testing"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
 )
 
 // runTopicJobs runs every topic-init Job's script against the example's

@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-	"github.com/armadaproject/armada-crossplane/internal/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 )
 
 // remoteCase is one run of a remote executor.

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/conformance"
-	"github.com/armadaproject/armada-crossplane/internal/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 // addedColumns are the columns a scheduler migration adds, by the schema
@@ -50,7 +50,7 @@ var addedColumns = map[int][]string{
 //
 // What stands in for the cluster: the observed state fed back to each
 // render marks every composed Job complete and every workload available
-// (internal/simulate), which the test does only after the Jobs it ran
+// (internal/harness/simulate), which the test does only after the Jobs it ran
 // exited 0 and the components it started passed their checks.
 func TestArmadaUpgrade(t *testing.T) {
 	if len(armada.Releases) < 2 {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
 // deletionTimeout bounds the wait for a deleted claim's or dropped mode's

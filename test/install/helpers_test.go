@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/armadaproject/armada-crossplane/internal/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // installTimeout bounds each wait for Crossplane's package manager.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 const (

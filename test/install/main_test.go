@@ -15,9 +15,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/armadaproject/armada-crossplane/internal/image"
-	"github.com/armadaproject/armada-crossplane/internal/xpkg"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/build/image"
+	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 // version is the version the tests build the packages at: a fixed one, so

@@ -3,7 +3,6 @@ package install
 import (
 	"archive/tar"
 	"bytes"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -17,11 +16,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
-	"github.com/armadaproject/armada-crossplane/internal/image"
-	"github.com/armadaproject/armada-crossplane/internal/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/providers"
-	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/build/image"
+	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
 )
 
 // readImage reads the package image in an .xpkg file.
@@ -159,9 +160,9 @@ func TestPackageContents(t *testing.T) {
 }
 
 // TestProviderKubernetesPinned checks the version the Configuration pins
-// (internal/providers) is the one the local control plane runs.
+// (internal/harness/thirdparty) is the one the local control plane runs.
 func TestProviderKubernetesPinned(t *testing.T) {
-	p, _ := providers.Get("provider-kubernetes")
+	p, _ := thirdparty.Get("provider-kubernetes")
 	if diff := cmp.Diff(controlplane.ProviderKubernetesVersion, p.Version); diff != "" {
 		t.Errorf("configuration-armada pins a provider-kubernetes the control plane does not run: -controlplane, +xpkg:\n%s", diff)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/armadaproject/armada-crossplane/internal/xpkg"
+	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
 )
 
 // files is a tree of files to write, by slash-separated path.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
-	"github.com/armadaproject/armada-crossplane/internal/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 )
 
 // benchBatch is how many jobs one armadactl submit carries.

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/internal/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 )
 
 // inClusterConfig is Armada's log line when it builds its Kubernetes

@@ -5,7 +5,7 @@
 // Redis and Pulsar; a worker cluster beside it runs the claim's remote
 // executor; a queue comes from provider-armada's Queue; armadactl
 // submits jobs; the event stream, Lookout's API and the scheduler's
-// database are checked. The harness is internal/jobflow, which `make run`
+// database are checked. The harness is internal/harness/jobflow, which `make run`
 // shares. What is simulated: KWOK's pods run no containers (a job "runs"
 // for the time its annotation asks, then succeeds or fails with its exit
 // code), and NetworkPolicies are not enforced (no CNI).
@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/jobflow"
-	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
 const (

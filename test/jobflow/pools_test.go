@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
-	"github.com/armadaproject/armada-crossplane/internal/jobflow"
-	"github.com/armadaproject/armada-crossplane/internal/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
 // The claim's pools and executors in this cluster. Two executors in one

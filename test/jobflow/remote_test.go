@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/internal/controlplane"
-	"github.com/armadaproject/armada-crossplane/internal/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 )
 
 // The worker cluster: a second kube-apiserver with kube-scheduler and KWOK

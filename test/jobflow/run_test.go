@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// TestMakeRun runs what `make run` runs (internal/cmd/run, its flags as
+// TestMakeRun runs what `make run` runs (internal/build/cmd/run, its flags as
 // the Makefile passes them, the binaries already built): the local
 // control plane, the default claim and its composed tree, then the
 // composed Armada for real with one demo job. It fails unless the demo
@@ -30,10 +30,10 @@ func TestMakeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "run")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/cmd/run") //nolint:gosec // Builds the command under test.
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/build/cmd/run") //nolint:gosec // Builds the command under test.
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./internal/cmd/run: %v\n%s", err, out)
+		t.Fatalf("go build ./internal/build/cmd/run: %v\n%s", err, out)
 	}
 	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // The command under test.
 	cmd.Dir = root

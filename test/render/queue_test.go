@@ -11,10 +11,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/armadaproject/armada-crossplane/internal/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/providers"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
+	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 const (
@@ -49,7 +49,7 @@ func TestRenderTeamQueue(t *testing.T) {
 	if !bytes.Equal(again, out) {
 		t.Error("rendering the same team queue twice differs")
 	}
-	crds, err := providers.CRDDirs(ctx)
+	crds, err := thirdparty.CRDDirs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRenderNamespacedTeamQueue(t *testing.T) {
 	}
 	queue["spec"].(map[string]any)["clusterScope"] = target["spec"].(map[string]any)["clusterScope"]
 	checkScope(t, out, queue)
-	crds, err := providers.CRDDirs(ctx)
+	crds, err := thirdparty.CRDDirs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

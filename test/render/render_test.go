@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
-	"github.com/armadaproject/armada-crossplane/internal/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/providers"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
+	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -75,7 +75,7 @@ func examples(t *testing.T) []string {
 // generated XRD offline.
 func TestRender(t *testing.T) {
 	tools, addr := setup(t)
-	crds, err := providers.CRDDirs(t.Context())
+	crds, err := thirdparty.CRDDirs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRender(t *testing.T) {
 	}
 	// The in-cluster example with Redis Sentinel, in a directory of its
 	// own: the conformance suite, which runs testdata/*.yaml, serves one
-	// plain Redis (internal/testenv's TestRedisSentinelFailover runs the
+	// plain Redis (internal/harness/testenv's TestRedisSentinelFailover runs the
 	// composed Sentinel Redis).
 	t.Run("redis-sentinel", func(t *testing.T) {
 		xr := exampleXR(t, "all-in-cluster.yaml")

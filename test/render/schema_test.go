@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/providers"
-	"github.com/armadaproject/armada-crossplane/internal/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
+	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
+	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 // valid is a minimal valid claim; cases replace parts of it.
@@ -269,7 +269,7 @@ func TestExamplesValidate(t *testing.T) {
 	xrd := filepath.Join(root, "package", "xarmada", "definition.yaml")
 	// Examples also carry the providers' configs they need (e.g. the
 	// worker clusters' ClusterProviderConfigs).
-	crds, err := providers.CRDDirs(ctx)
+	crds, err := thirdparty.CRDDirs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestPackageManifestsValidate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir, err := providers.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", xprender.CoreVersion)
+	dir, err := thirdparty.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", xprender.CoreVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

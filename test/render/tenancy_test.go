@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/armadaproject/armada-crossplane/internal/xprender"
+	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 // TestRenderTenancy renders examples through the real Crossplane CLI

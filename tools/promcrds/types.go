@@ -1,5 +1,5 @@
 // Package promcrds pins prometheus-operator's API types, from which
-// internal/providers generates the ServiceMonitor and PrometheusRule CRDs
+// internal/harness/thirdparty generates the ServiceMonitor and PrometheusRule CRDs
 // with controller-gen, as prometheus-operator generates its own.
 package promcrds
 

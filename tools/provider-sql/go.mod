@@ -2,7 +2,7 @@
 // beside provider-kubernetes, so composed Databases and Roles are created
 // in a real PostgreSQL. Every module it shares with tools/crossplane is
 // required at tools/crossplane's version (but crossplane-runtime and
-// lib/pq: see internal/controlplane TestToolModulesShareVersions), so the build cache
+// lib/pq: see internal/harness/controlplane TestToolModulesShareVersions), so the build cache
 // compiles the Kubernetes libraries once for both.
 module github.com/armadaproject/armada-crossplane/tools/provider-sql
 

@@ -14,7 +14,7 @@
 #
 # Usage: tools/pulsar/build.sh BROKER_VERSION ADMIN_VERSION
 # `make pulsar` passes both from the version table (internal/armada/versions.go,
-# `go run ./internal/cmd/armadaversions -pulsar`).
+# `go run ./internal/build/cmd/armadaversions -pulsar`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 

@@ -49,7 +49,7 @@ type ClusterScope struct {
 
 // TeamQueue is the namespaced ArmadaQueue kind: it gives a team its own
 // queue on an Armada, in the team's namespace, the Crossplane v2-native
-// counterpart of an ArmadaQueueClaim. internal/xrdgen names the kind;
+// counterpart of an ArmadaQueueClaim. internal/build/cmd/xrdgen names the kind;
 // the Go name ArmadaQueue is apis/v1alpha1's spec.queues entry, and
 // controller-gen looks kinds up by Go name across the group's packages.
 //

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
+)
+
+const (
+	// demoQueue is the queue make run adds to a claim that has none, for
+	// its demo job; provider-armada creates it from the composed Queue.
+	demoQueue = "demo"
+	// demoJobSet is the demo job's job set.
+	demoJobSet = "demo"
+	// demoUser submits the demo job: the example's admin.
+	demoUser = "admin"
+)
+
+// demoNodes are the KWOK Nodes jobs run on.
+var demoNodes = []controlplane.Node{
+	{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"},
+	{Name: "kwok-node-2", CPU: "16", Memory: "64Gi"},
+}
+
+// withDemoQueue adds queue demoQueue, owned by Armada's admin group, to a
+// claim that has no queues, so the demo job has one to go to.
+func withDemoQueue(docs []map[string]any) {
+	for _, d := range docs {
+		if d["kind"] != "ArmadaClaim" {
+			continue
+		}
+		if qs, _, _ := unstructured.NestedSlice(d, "spec", "queues"); len(qs) > 0 {
+			return
+		}
+		_ = unstructured.SetNestedSlice(d, []any{map[string]any{
+			"name": demoQueue, "priorityFactor": "1", "groupOwners": []any{"armada-admins"},
+		}}, "spec", "queues")
+		fmt.Printf("The claim has no queues: adding queue %q (owned by group armada-admins) for the demo job.\n", demoQueue)
+	}
+}
+
+// demoOptions are what runDemo needs.
+type demoOptions struct {
+	cp    *controlplane.ControlPlane
+	claim *unstructured.Unstructured
+	// binsCmd builds the binaries the demo runs (make run-bins), if set.
+	binsCmd string
+	// exitAfter returns once the demo job has succeeded.
+	exitAfter bool
+	applied   time.Time
+}
+
+// runDemo brings the composed Armada up for real and runs one job
+// through it: Armada's binaries run as composed (package podrun) against
+// private PostgreSQL, Redis and Pulsar reached at the claim's addresses,
+// KWOK Nodes take the job's pod, armadactl submits and watches it, and
+// Lookout is asked for it. Everything it starts stops when it returns.
+func runDemo(ctx context.Context, o demoOptions) error {
+	if o.binsCmd != "" {
+		fmt.Printf("\nBuilding what the job flow runs (%s; cached after the first run)...\n", o.binsCmd)
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", o.binsCmd) //nolint:gosec // The Makefile's own build command.
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return errors.Wrapf(err, "cannot build the job flow's binaries (%s)", o.binsCmd)
+		}
+	}
+	s, err := jobflow.NewSession(ctx, func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) })
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	err = s.Run(func() { demo(s, o) }) //nolint:contextcheck // demo takes ctx from s.Context().
+	if ctx.Err() != nil {
+		fmt.Println("\nInterrupted: stopping every process and removing the temporary directories...")
+		return nil
+	}
+	return err
+}
+
+// demo is runDemo's work, failing s on error.
+func demo(s *jobflow.Session, o demoOptions) {
+	ctx, c := s.Context(), o.cp.Client()
+	version, _, _ := unstructured.NestedString(o.claim.Object, "spec", "version")
+	if version == "" {
+		version = armada.DefaultVersion
+	}
+	rel, ctl, err := jobflow.FindRelease(ctx, version)
+	if err != nil {
+		s.Fatal(err)
+	}
+	be := backends(s, c, o.claim)
+
+	fmt.Printf("\nStarting %d KWOK Nodes for jobs; kube-scheduler binds the executor's pods to them...\n", len(demoNodes))
+	if err := o.cp.AddNodes(ctx, demoNodes...); err != nil {
+		s.Fatal(err)
+	}
+
+	fmt.Printf("Running every composed workload as Armada %s's own binaries (package podrun plays kubelet)...\n", version)
+	runner := jobflow.StartRunner(s, be, jobflow.RunnerOptions{
+		Client: c, Namespace: o.claim.GetNamespace(), APIServer: o.cp.RESTConfig(),
+		Releases: map[string]podrun.Release{version: rel},
+	})
+	cl := jobflow.Claim{T: s, Client: c, Namespace: o.claim.GetNamespace(), Name: o.claim.GetName()}
+	d := jobflow.WaitFor(s, 10*time.Minute, "claim Ready (every component running and ready by its own probe)", func() (bool, string) {
+		st, r, m := cl.Condition("Ready")
+		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, jobflow.RunnerState(runner))
+	}, newProgress())
+	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the runner started).\n", cl.Namespace, cl.Name, d.Round(time.Second))
+	seen := jobflow.WaitExecutor(s, be.Postgres, cl.ExecutorClusterID(), newProgress())
+
+	if err := jobflow.RunProvider(ctx, o.cp.RESTConfig(), be.Names, func(err error) { fmt.Println("  ", err) }); err != nil {
+		s.Fatal(err)
+	}
+	queue := firstQueue(o.claim)
+	jobflow.WaitFor(s, 3*time.Minute, "queue "+queue+" created by provider-armada", func() (bool, string) {
+		st, r, m := cl.Condition("QueuesReady")
+		return st == statusTrue, fmt.Sprintf("QueuesReady=%s %s: %s", st, r, firstLine(m))
+	}, func(msg string) { fmt.Println("  waiting:", msg) })
+	fmt.Printf("provider-armada created queue %s.\n", queue)
+	jobflow.WaitSubmitCheck(s, seen, newProgress())
+
+	a := cl.Armadactl(ctl, be.Names)
+	password := cl.Credential(demoUser)
+	fmt.Printf("\nSubmitting one job to queue %s, job set %s, as %s (armadactl %s)...\n", queue, demoJobSet, demoUser, version)
+	submitted := time.Now()
+	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, jobflow.JobSpec(o.claim.GetNamespace(), nil)); err != nil {
+		s.Fatalf("%s: %v\n%s", a.Command("submit", "demo.yaml"), err, out)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	evs, out, err := a.Watch(wctx, demoUser, password, queue, demoJobSet, func(e jobflow.Event) {
+		fmt.Printf("  %6.1fs  %-10s %s\n", time.Since(submitted).Seconds(), e.Type, e.JobID())
+	})
+	if err != nil {
+		s.Fatalf("%s: %v\n%s", a.Command("watch", queue, demoJobSet, "--raw", "--exit-if-inactive"), err, out)
+	}
+	if got := jobflow.Types(evs); len(got) == 0 || got[len(got)-1] != "Succeeded" {
+		s.Fatalf("the demo job did not succeed: its events were %v:\n%s", got, jobflow.RawEvents(evs))
+	}
+	lookout := cl.Lookout(be.Names)
+	jobs := jobflow.WaitLookout(s, lookout, password, demoJobSet, "SUCCEEDED")
+	fmt.Printf("The demo job succeeded: submit → Succeeded in %s; apply → demo job Succeeded in %s. Lookout shows job %s SUCCEEDED.\n",
+		time.Since(submitted).Round(100*time.Millisecond), time.Since(o.applied).Round(time.Second), jobs[0].JobID)
+	carryOn(s, o, a, be.Names.Lookup, lookout.URL, queue, password)
+	if o.exitAfter {
+		return
+	}
+	fmt.Println("Running until interrupted (Ctrl-C stops every process and removes the temporary directories).")
+	<-ctx.Done()
+}
+
+// runnerSep parts a wait's message from the runner's state, which only
+// a failure prints.
+const runnerSep = "\n  runner: "
+
+// newProgress prints each new message of a wait, less the runner's state.
+func newProgress() func(string) {
+	last := ""
+	return func(msg string) {
+		msg, _, _ = strings.Cut(msg, runnerSep)
+		if msg != last {
+			fmt.Println("  waiting:", msg)
+			last = msg
+		}
+	}
+}
+
+// carryOn prints how to go on by hand: an armadactl script, the job file,
+// Lookout's address and the kubeconfig.
+func carryOn(s *jobflow.Session, o demoOptions, a *jobflow.Armadactl, lookup func(string) (string, bool), lookoutURL, queue, password string) {
+	script := filepath.Join(s.TempDir(), "armadactl")
+	if err := a.Script(s.Context(), script, demoUser, password); err != nil {
+		s.Fatal(err)
+	}
+	// From this machine the name resolves to the far end's loopback
+	// address; with TLS, curl must still send the name (its certificate
+	// is for the Service names) and trust the composed CA.
+	reach := lookoutURL
+	if u, err := url.Parse(lookoutURL); err == nil {
+		if ip, ok := lookup(u.Hostname()); ok {
+			reach = fmt.Sprintf("--resolve %s:%s:%s %s", u.Hostname(), u.Port(), ip, lookoutURL)
+			if u.Scheme == "https" {
+				reach = "--cacert " + a.CA + " " + reach
+			}
+		}
+	}
+	fmt.Printf(`
+Carry on by hand while this runs:
+  export KUBECONFIG=%s
+  %s submit %s        # armadactl as %s, dialling %s with the composed CA
+  %s watch %s %s --raw
+  Lookout: %s (password in Secret %s/%s-credentials); its API from this machine:
+    curl -u %s:<password> -H 'Content-Type: application/json' -d '{"take":10}' %s/api/v1/jobs
+`, o.cp.Kubeconfig(), script, filepath.Join(a.Dir, demoJobSet+".yaml"), demoUser, a.Server,
+		script, queue, demoJobSet, lookoutURL, o.claim.GetNamespace(), o.claim.GetName(), demoUser, reach)
+}
+
+// backends starts PostgreSQL, Redis and Pulsar at the addresses the claim
+// names, with the PostgreSQL user and the passwords its Secrets hold.
+func backends(s *jobflow.Session, c client.Client, claim *unstructured.Unstructured) *jobflow.Backends {
+	str := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(claim.Object, append([]string{"spec"}, path...)...)
+		return v
+	}
+	addrs, _, _ := unstructured.NestedStringSlice(claim.Object, "spec", "redis", "addrs")
+	if len(addrs) == 0 {
+		s.Fatal("the claim's spec.redis.addrs is empty")
+	}
+	o := jobflow.BackendOptions{
+		PostgresAddr:     net.JoinHostPort(str("postgres", "host"), portOr(str("postgres", "port"), "5432")),
+		RedisAddr:        addrs[0],
+		PulsarAddr:       hostPort(s, str("pulsar", "url"), "6650"),
+		PulsarAdminAddr:  hostPort(s, str("pulsar", "adminURL"), "8080"),
+		PostgresUser:     str("postgres", "user"),
+		PostgresPassword: secretValue(s, c, claim, "postgres"),
+	}
+	if _, found, _ := unstructured.NestedMap(claim.Object, "spec", "redis", "passwordSecretRef"); found {
+		o.RedisPassword = secretValue(s, c, claim, "redis")
+	}
+	fmt.Printf("\nStarting PostgreSQL, Redis and Pulsar %s, reached at the claim's %s, %s and %s...\n",
+		armada.PulsarVersion, o.PostgresAddr, o.RedisAddr, o.PulsarAddr)
+	be := jobflow.StartBackends(s, o)
+	fmt.Printf("  PostgreSQL at 127.0.0.1:%d, Redis at %s, Pulsar at %s (admin %s)\n",
+		be.Postgres.Port, be.Redis.Addr(), be.Pulsar.ServiceURL(), be.Pulsar.AdminURL())
+	return be
+}
+
+// secretValue reads the Secret spec.<of>.passwordSecretRef names.
+func secretValue(s *jobflow.Session, c client.Client, claim *unstructured.Unstructured, of string) string {
+	ref, _, _ := unstructured.NestedStringMap(claim.Object, "spec", of, "passwordSecretRef")
+	sec := &corev1.Secret{}
+	if err := c.Get(s.Context(), client.ObjectKey{Namespace: claim.GetNamespace(), Name: ref["name"]}, sec); err != nil {
+		s.Fatalf("cannot read spec.%s.passwordSecretRef's Secret %q: %v", of, ref["name"], err)
+	}
+	return string(sec.Data[ref["key"]])
+}
+
+// hostPort is a URL's host:port, with port def if it names none.
+func hostPort(s *jobflow.Session, raw, def string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		s.Fatalf("cannot parse the claim's address %q: %v", raw, err)
+	}
+	return net.JoinHostPort(u.Hostname(), portOr(u.Port(), def))
+}
+
+func portOr(p, def string) string {
+	if p == "" {
+		return def
+	}
+	return p
+}
+
+// firstQueue is the claim's first queue's name.
+func firstQueue(claim *unstructured.Unstructured) string {
+	qs, _, _ := unstructured.NestedSlice(claim.Object, "spec", "queues")
+	if len(qs) == 0 {
+		return demoQueue
+	}
+	m, _ := qs[0].(map[string]any)
+	name, _ := m["name"].(string)
+	return name
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
