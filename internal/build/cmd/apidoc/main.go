@@ -8,14 +8,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 )
 
 // Sources are the schema files documented, in the page's order: the claim
@@ -33,10 +35,7 @@ func main() {
 	root := flag.String("root", ".", "repository root the sources are read from")
 	out := flag.String("out", "docs/reference/api.md", "file to write")
 	flag.Parse()
-	if err := run(*root, *out); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	cli.Main("apidoc", func(context.Context) error { return run(*root, *out) })
 }
 
 func run(root, out string) error {

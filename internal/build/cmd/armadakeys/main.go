@@ -31,6 +31,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 )
 
 const armadaModule = "github.com/armadaproject/armada"
@@ -43,13 +44,15 @@ func main() {
 	if *version != "" {
 		versions = []string{*version}
 	}
-	for _, v := range versions {
-		fmt.Fprintf(os.Stderr, "armadakeys: reading Armada %s's config types\n", v)
-		if err := run(v, *out); err != nil {
-			fmt.Fprintf(os.Stderr, "armadakeys: Armada %s: %v\n", v, err)
-			os.Exit(1)
+	cli.Main("armadakeys", func(context.Context) error {
+		for _, v := range versions {
+			fmt.Fprintf(os.Stderr, "armadakeys: reading Armada %s's config types\n", v)
+			if err := run(v, *out); err != nil {
+				return errors.Wrapf(err, "Armada %s", v)
+			}
 		}
-	}
+		return nil
+	})
 }
 
 func run(version, out string) error {

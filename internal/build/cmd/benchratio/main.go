@@ -8,19 +8,19 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 )
 
 func main() {
-	if err := run(os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	cli.Main("benchratio", func(context.Context) error { return run(os.Stdin, os.Stdout) })
 }
 
 // result holds one benchmark's measurements over its runs, by unit.

@@ -15,10 +15,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -27,19 +25,14 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "installenv:", err)
-		os.Exit(1)
-	}
+	cli.Main("installenv", run)
 }
 
 func run(ctx context.Context) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/logging"
 
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 	fn "github.com/armadaproject/armada-crossplane/internal/function"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
@@ -35,10 +36,7 @@ func main() {
 	if flag.NArg() > 0 {
 		path = flag.Arg(0)
 	}
-	if err := run(path, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "render:", err)
-		os.Exit(1)
-	}
+	cli.Main("render", func(context.Context) error { return run(path, *out) })
 }
 
 func run(path, outFile string) error {

@@ -17,10 +17,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +29,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/harness/simulate"
@@ -56,16 +55,11 @@ func main() {
 	binsCmd := fs.String("bins-cmd", "", "shell command building the demo's binaries (Pulsar, Armada's), run after the composed tree is shown; "+
 		"make run passes `make run-bins`")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, runOptions{
+	o := runOptions{
 		example: *example, kubeconfig: *kubeconfig, healthy: *healthy,
 		demo: *demo && *kubeconfig == "" && !*healthy, exitAfterDemo: *exitAfter, binsCmd: *binsCmd,
-	})
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "run:", err)
-		os.Exit(1)
 	}
+	cli.Main("run", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // runOptions are run's flags.

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
 )
 
@@ -36,7 +36,6 @@ func main() {
 	flag.Parse()
 	o.Architectures = strings.Split(*arch, ",")
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "xpkg: "+format+"\n", args...) }
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	to := ""
 	if *push {
 		to = o.Registry
@@ -44,12 +43,7 @@ func main() {
 			to = *pushTo
 		}
 	}
-	err := run(ctx, o, to)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "xpkg:", err)
-		os.Exit(1)
-	}
+	cli.Main("xpkg", func(ctx context.Context) error { return run(ctx, o, to) })
 }
 
 // run builds the packages and, if pushTo is not empty, pushes each to

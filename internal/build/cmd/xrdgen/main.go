@@ -7,8 +7,8 @@
 package main
 
 import (
+	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 )
 
 const (
@@ -101,12 +102,14 @@ func main() {
 	crds := flag.String("crds", "", "directory of the CRDs controller-gen generated from apis/")
 	out := flag.String("out", "package/xarmada", "directory to write the XRDs and Compositions into")
 	flag.Parse()
-	for _, x := range xrds {
-		if err := run(x, filepath.Join(*crds, x.CRD), *out); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	cli.Main("xrdgen", func(context.Context) error {
+		for _, x := range xrds {
+			if err := run(x, filepath.Join(*crds, x.CRD), *out); err != nil {
+				return err
+			}
 		}
-	}
+		return nil
+	})
 }
 
 func run(x xrd, crdPath, out string) error {
