@@ -96,7 +96,7 @@ e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite aga
 # binary: not internal/provider (a kube-apiserver), internal/harness/testenv (etcd,
 # kube-apiserver, PostgreSQL and Redis) nor internal/build/docscheck (the
 # Crossplane CLI and Graphviz; make docs-check runs it).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$')
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
