@@ -24,7 +24,7 @@ func ServeForTest(t testing.TB, passwordKey string) (Tools, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, stop, err := Serve(f)
+	addr, stop, err := Serve(t.Context(), f)
 	if err != nil {
 		t.Fatal(err)
 	}

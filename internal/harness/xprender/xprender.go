@@ -69,8 +69,8 @@ func envOr(key, def string) string {
 
 // Serve serves a function over insecure gRPC on a free loopback port. It
 // returns the address and a stop function.
-func Serve(fn fnv1.FunctionRunnerServiceServer) (string, func(), error) {
-	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+func Serve(ctx context.Context, fn fnv1.FunctionRunnerServiceServer) (string, func(), error) {
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, errors.Wrap(err, "cannot listen on loopback")
 	}

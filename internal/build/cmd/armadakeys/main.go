@@ -44,10 +44,10 @@ func main() {
 	if *version != "" {
 		versions = []string{*version}
 	}
-	cli.Main("armadakeys", func(context.Context) error {
+	cli.Main("armadakeys", func(ctx context.Context) error {
 		for _, v := range versions {
 			fmt.Fprintf(os.Stderr, "armadakeys: reading Armada %s's config types\n", v)
-			if err := run(v, *out); err != nil {
+			if err := run(ctx, v, *out); err != nil {
 				return errors.Wrapf(err, "Armada %s", v)
 			}
 		}
@@ -55,8 +55,8 @@ func main() {
 	})
 }
 
-func run(version, out string) error {
-	dir, err := moduleDir(version)
+func run(ctx context.Context, version, out string) error {
+	dir, err := moduleDir(ctx, version)
 	if err != nil {
 		return err
 	}
@@ -81,9 +81,9 @@ func run(version, out string) error {
 // own), nothing is resolved beyond what Armada's go.mod names, and the
 // packages compiled for their export data are the ones `make armada-bins`
 // compiles, which the Go build cache then shares.
-func moduleDir(version string) (string, error) {
+func moduleDir(ctx context.Context, version string) (string, error) {
 	module := armadaModule + "@v" + version
-	dl, err := exec.CommandContext(context.Background(), "go", "mod", "download", "-json", module).Output() //nolint:gosec // Our flag or SupportedVersions.
+	dl, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module).Output() //nolint:gosec // Our flag or SupportedVersions.
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot download Armada v%s", version)
 	}

@@ -36,10 +36,10 @@ func main() {
 	if flag.NArg() > 0 {
 		path = flag.Arg(0)
 	}
-	cli.Main("render", func(context.Context) error { return run(path, *out) })
+	cli.Main("render", func(ctx context.Context) error { return run(ctx, path, *out) })
 }
 
-func run(path, outFile string) error {
+func run(ctx context.Context, path, outFile string) error {
 	tools, err := xprender.FindTools()
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func run(path, outFile string) error {
 	if err != nil {
 		return err
 	}
-	addr, stop, err := xprender.Serve(f)
+	addr, stop, err := xprender.Serve(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func run(path, outFile string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	start := time.Now()
 	opt := xprender.RenderOptions{
