@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
@@ -202,28 +204,14 @@ func NewRuns(t *testing.T, e *Env, r *Render, workloads []podrun.Workload, suppl
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
-			if isTopicJob(w, c) {
-				root := t.TempDir()
-				inv, err := rs.Script(w, c, root)
-				if err != nil {
-					t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
-					continue
-				}
-				topics = append(topics, &TopicJob{Inv: inv, Root: root})
-				continue
-			}
-			if tool, ok := podrun.ToolForImage(c.Image); ok {
-				addSidecar(t, rs, w, c, tool, runs)
-				continue
-			}
 			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {
-				why, known := notRunReason(c.Image)
-				if known {
-					t.Logf("%s: container %s runs %s, not an Armada image; not run: %s", w.ID(), c.Name, c.Image, why)
-				} else {
-					t.Errorf("%s: container %s runs %s, which the test neither runs nor accounts for (see notRun)", w.ID(), c.Name, c.Image)
+				job, skip := otherContainer(t, rs, w, c, runs)
+				if job != nil {
+					topics = append(topics, job)
 				}
-				skipped++
+				if skip {
+					skipped++
+				}
 				continue
 			}
 			root := t.TempDir()
@@ -246,4 +234,32 @@ func NewRuns(t *testing.T, e *Env, r *Render, workloads []podrun.Workload, suppl
 		}
 	}
 	return runs, workloadOf, topics, skipped
+}
+
+// otherContainer handles a container of w that is not one of Armada's: a
+// Pulsar topic-init Job's script (returned), a tool sidecar (recorded on
+// its Armada container's run), or a container the test does not run
+// (skip), which must be one it accounts for.
+func otherContainer(t *testing.T, rs *podrun.Resolver, w podrun.Workload, c corev1.Container, runs []*Run) (job *TopicJob, skip bool) {
+	t.Helper()
+	if isTopicJob(w, c) {
+		root := t.TempDir()
+		inv, err := rs.Script(w, c, root)
+		if err != nil {
+			t.Errorf("%s: container %s cannot be reproduced from the render: %v", w.ID(), c.Name, err)
+			return nil, false
+		}
+		return &TopicJob{Inv: inv, Root: root}, false
+	}
+	if tool, ok := podrun.ToolForImage(c.Image); ok {
+		addSidecar(t, rs, w, c, tool, runs)
+		return nil, false
+	}
+	why, known := notRunReason(c.Image)
+	if known {
+		t.Logf("%s: container %s runs %s, not an Armada image; not run: %s", w.ID(), c.Name, c.Image, why)
+	} else {
+		t.Errorf("%s: container %s runs %s, which the test neither runs nor accounts for (see notRun)", w.ID(), c.Name, c.Image)
+	}
+	return nil, true
 }

@@ -136,7 +136,8 @@ func PollProbe(p *corev1.Probe, port int, timeout time.Duration) error {
 // TLS without credentials and returns the status.
 func BinocularsLogs(t *testing.T, port int, roots *x509.CertPool, host string) (int, error) {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}}}
+	tlsConfig := &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://127.0.0.1:"+strconv.Itoa(port)+"/v1/binoculars/log", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)

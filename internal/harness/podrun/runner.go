@@ -501,7 +501,6 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 	return pr, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
 }
 
-
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
