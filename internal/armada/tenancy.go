@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -138,6 +139,28 @@ func (in *Install) composedSecrets() map[string]string {
 	return out
 }
 
+// composedSecret reports what a Secret the install composes holds: one of
+// composed, or a remote executor's identity Secret at any generation (an
+// older one is still composed while it retires; a later one will be).
+func (in *Install) composedSecret(composed map[string]string, name string) (string, bool) {
+	if what, ok := composed[name]; ok {
+		return what, true
+	}
+	for _, inst := range instances(in) {
+		if remoteCluster(inst.Executor) == nil {
+			continue
+		}
+		base := in.identityAt(inst.Executor, 0).Secret
+		if rest, ok := strings.CutPrefix(name, base+"-r"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return "the " + inst.Name + " password (another generation)", true
+		}
+		if name == base {
+			return "the " + inst.Name + " password (another generation)", true
+		}
+	}
+	return "", false
+}
+
 // secretInputs are the spec's fields that name a Secret the install reads,
 // as the user wrote them, by field path.
 func secretInputs(s *v1alpha1.ArmadaSpec) map[*field.Path]string {
@@ -192,7 +215,7 @@ func (in *Install) checkSecretInputs(user *v1alpha1.ArmadaSpec) field.ErrorList 
 	var errs field.ErrorList
 	for _, p := range paths {
 		name := inputs[p]
-		if what, ok := composed[name]; ok {
+		if what, ok := in.composedSecret(composed, name); ok {
 			errs = append(errs, field.Invalid(p, name, fmt.Sprintf(
 				"names the Secret the function composes with %s; name a Secret of your own in namespace %s", what, in.Namespace)))
 		}

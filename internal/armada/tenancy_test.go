@@ -185,6 +185,21 @@ func TestSecretInputs(t *testing.T) {
 			spec:   spec(func(s *v1alpha1.ArmadaSpec) { s.Postgres.PasswordSecretRef.Name = "armada-credentials" }),
 			want:   field.ErrorList{field.Invalid(p.Child("postgres", "passwordSecretRef", "name"), "armada-credentials", "")},
 		},
+		"RemoteIdentityGenerations": {
+			reason: "A remote executor's identity Secret is refused at every generation: the one retiring and those to come, not only the current one.",
+			spec: func() v1alpha1.ArmadaSpec {
+				s := remoteSpec()
+				s.Rotation = &v1alpha1.Rotation{Passwords: map[string]int32{"internal-executor-a": 1}}
+				s.Postgres.PasswordSecretRef.Name = "armada-executor-a-identity"
+				s.Redis.PasswordSecretRef = &v1alpha1.SecretKeyRef{Name: "armada-executor-g-identity-r7", Key: "token"}
+				s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "armada-executor-a-identity-rx"}}
+				return s
+			}(),
+			want: field.ErrorList{
+				field.Invalid(p.Child("postgres", "passwordSecretRef", "name"), "armada-executor-a-identity", ""),
+				field.Invalid(p.Child("redis", "passwordSecretRef", "name"), "armada-executor-g-identity-r7", ""),
+			},
+		},
 		"EveryField": {
 			reason: "Every Secret input is checked, each refusal naming its field.",
 			spec: spec(func(s *v1alpha1.ArmadaSpec) {
