@@ -399,7 +399,10 @@ func (p *connectProxy) tunnel(conn net.Conn, routes map[string]string) {
 		_, _ = io.WriteString(conn, "HTTP/1.1 405 Method Not Allowed\r\n\r\n")
 		return
 	}
-	target, ok := routes[req.Host]
+	target, ok := ownPort(req.Host)
+	if !ok {
+		target, ok = routes[req.Host]
+	}
 	if !ok {
 		target, ok = routes[anyAuthority]
 	}
@@ -418,6 +421,19 @@ func (p *connectProxy) tunnel(conn net.Conn, routes map[string]string) {
 	}
 	go func() { _, _ = io.Copy(up, br) }()
 	_, _ = io.Copy(conn, up)
+}
+
+// ownPort is where a process dialing its own port with no host (":port",
+// as Armada's REST gateway dials its gRPC port) connects: loopback. In the
+// pod no proxy is set and ":port" is the pod's own; under the test's
+// HTTPS_PROXY a gRPC client sends even that to the proxy (Go's proxy rules
+// exempt only "localhost" and loopback addresses, not an empty host).
+func ownPort(authority string) (string, bool) {
+	host, port, err := net.SplitHostPort(authority)
+	if err != nil || host != "" || port == "" {
+		return "", false
+	}
+	return net.JoinHostPort("127.0.0.1", port), true
 }
 
 // Requested returns what every proxied request asked for, e.g.
