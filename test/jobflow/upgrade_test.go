@@ -12,6 +12,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
@@ -152,7 +153,8 @@ func checkOneRunEach(t *testing.T, pg *testenv.Postgres, jobSet string) {
 }
 
 // checkImages checks every composed Armada workload in the claim's
-// namespace of cluster c runs the release's images.
+// namespace of cluster c runs the release's images (and its sidecars a
+// pinned tool's).
 func checkImages(t *testing.T, c client.Client, version string) {
 	t.Helper()
 	for _, kind := range []string{"DeploymentList", "StatefulSetList"} {
@@ -166,6 +168,13 @@ func checkImages(t *testing.T, c client.Client, version string) {
 			cs, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
 			for _, ctr := range cs {
 				img := fmt.Sprint(ctr.(map[string]any)["image"])
+				if _, _, isArmada := podrun.ComponentForImage(img); !isArmada {
+					// A sidecar (binoculars' TLS proxies) runs its pinned tool.
+					if _, tool := podrun.ToolForImage(img); !tool {
+						t.Errorf("%s %s runs %s, neither an Armada image nor a pinned tool's", w.GetKind(), w.GetName(), img)
+					}
+					continue
+				}
 				if !strings.HasSuffix(img, ":"+version) {
 					t.Errorf("%s %s runs %s after the upgrade, want Armada %s", w.GetKind(), w.GetName(), img, version)
 				}
