@@ -193,10 +193,25 @@ func (r *renderer) remoteExecutor(inst *instance, to *clusterRef) *remoteIdentit
 		// the worker when dropped, whatever spec.deletionPolicy: that
 		// revokes its token.
 		r.addWith(to, g.Key+"-serviceaccount", sa, remoteOptions{Deletable: g.Retiring}, false)
+		if !r.tokenAfterServiceAccount(g.Key) {
+			continue
+		}
 		conn := &remoteConnection{Secret: g.Secret, FieldPath: "data.token", Key: identityKey}
 		r.addWith(to, g.Key, token, remoteOptions{Connection: conn, Deletable: g.Retiring}, false)
 	}
 	return id
+}
+
+// tokenAfterServiceAccount says whether an identity's token Secret (its
+// composition resource name key) is composed: once it was, or once the
+// Object of its ServiceAccount is Ready (the ServiceAccount exists in the
+// worker). The worker's token controller deletes a token Secret whose
+// ServiceAccount does not exist yet, and provider-kubernetes, not finding
+// the Secret within 30 s of creating it, waits with a growing backoff
+// (about a minute) before creating it again: composed together, the
+// Secret that won the race held the identity back that long.
+func (r *renderer) tokenAfterServiceAccount(key string) bool {
+	return r.exists(key) || r.opt.Observed.Ready[key+"-serviceaccount"]
 }
 
 // remoteExtras are the pod settings only a remote executor (id set) has:
