@@ -204,14 +204,16 @@ func (r *renderer) remoteExecutor(inst *instance, to *clusterRef) *remoteIdentit
 
 // tokenAfterServiceAccount says whether an identity's token Secret (its
 // composition resource name key) is composed: once it was, or once the
-// Object of its ServiceAccount is Ready (the ServiceAccount exists in the
-// worker). The worker's token controller deletes a token Secret whose
+// Object of its ServiceAccount has created it in the worker (recorded in
+// its annotations before its status: a status write that conflicts waits
+// for provider-kubernetes' backoff, up to a minute) or is Ready. The worker's token controller deletes a token Secret whose
 // ServiceAccount does not exist yet, and provider-kubernetes, not finding
 // the Secret within 30 s of creating it, waits with a growing backoff
 // (about a minute) before creating it again: composed together, the
 // Secret that won the race held the identity back that long.
 func (r *renderer) tokenAfterServiceAccount(key string) bool {
-	return r.exists(key) || r.opt.Observed.Ready[key+"-serviceaccount"]
+	sa := key + "-serviceaccount"
+	return r.exists(key) || r.opt.Observed.Created[sa] || r.opt.Observed.Ready[sa]
 }
 
 // remoteExtras are the pod settings only a remote executor (id set) has:

@@ -258,6 +258,7 @@ func TestIdentityTokenAfterServiceAccount(t *testing.T) {
 		"nothing observed":            {Observed{}, false},
 		"ServiceAccount not yet made": {Observed{Keys: map[string]bool{"executor-a-identity-serviceaccount": true}}, false},
 		"ServiceAccount ready":        {Observed{Ready: map[string]bool{"executor-a-identity-serviceaccount": true}}, true},
+		"ServiceAccount created":      {Observed{Created: map[string]bool{"executor-a-identity-serviceaccount": true}}, true},
 		// Once composed it is never dropped, whatever its ServiceAccount's
 		// Object reports (an unreachable worker).
 		"token observed": {Observed{Keys: map[string]bool{"executor-a-identity": true}}, true},
