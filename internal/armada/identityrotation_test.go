@@ -88,8 +88,16 @@ func TestIdentityRotation(t *testing.T) {
 		t.Fatalf("before the rotation (-want +got):\n%s", diff)
 	}
 
-	// 1. The new identity beside the old; the old one now deletable.
-	s1 := step(rotatedSpec, healthy(steady))
+	// 1. The new identity beside the old; the old one now deletable. Its
+	// ServiceAccount comes first, its token Secret once that exists.
+	s0 := step(rotatedSpec, healthy(steady))
+	if find(s0, "executor-a-identity-r1-serviceaccount") == nil {
+		t.Errorf("step 1: the new identity's ServiceAccount is not composed")
+	}
+	if diff := cmp.Diff([]string{"executor-a-identity"}, identities(s0)); diff != "" {
+		t.Errorf("step 1: the new token Secret before its ServiceAccount exists (-want +got):\n%s", diff)
+	}
+	s1 := step(rotatedSpec, healthy(s0))
 	if diff := cmp.Diff([]string{"executor-a-identity", "executor-a-identity-r1"}, identities(s1)); diff != "" {
 		t.Errorf("step 1: identities (-want +got):\n%s", diff)
 	}

@@ -53,6 +53,11 @@ type Observed struct {
 	// condition is False, by composition resource name: for a
 	// provider-kubernetes Object, why it cannot reach its cluster.
 	Unsynced map[string]string
+	// Created are the observed managed resources crossplane-runtime
+	// recorded as having created their external resource (its
+	// external-create-succeeded annotation), by composition resource name:
+	// a provider-kubernetes Object's object exists in its cluster.
+	Created map[string]bool
 	// StatusVersions are the versions the XR's status last reported
 	// (status.version.desired and running), empty when not reported: a
 	// version change is seen even when no workload is observed.
@@ -158,7 +163,7 @@ type Workload struct {
 func Observe(resources map[string]*unstructured.Unstructured) Observed {
 	o := Observed{
 		Passwords: map[string]string{}, TLS: map[string][]byte{}, Jobs: map[string]JobState{}, Workloads: map[string]Workload{},
-		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{}, DeletesData: map[string]bool{},
+		Keys: map[string]bool{}, Ready: map[string]bool{}, Unsynced: map[string]string{}, Created: map[string]bool{}, DeletesData: map[string]bool{},
 		Backups: map[string]BackupObserved{}, RecoveryWindows: map[string]RecoveryWindow{}, ConfigHashes: map[string]string{},
 	}
 	for key, u := range resources {
@@ -169,6 +174,9 @@ func Observe(resources map[string]*unstructured.Unstructured) Observed {
 		o.Ready[key] = ready(u)
 		if status, msg := condition(u, "Synced"); status == "False" {
 			o.Unsynced[key] = msg
+		}
+		if u.GetAnnotations()[annotationCreateSucceeded] != "" {
+			o.Created[key] = true
 		}
 		if IsStateful(key) {
 			o.DeletesData[key] = deletesData(u)

@@ -193,10 +193,27 @@ func (r *renderer) remoteExecutor(inst *instance, to *clusterRef) *remoteIdentit
 		// the worker when dropped, whatever spec.deletionPolicy: that
 		// revokes its token.
 		r.addWith(to, g.Key+"-serviceaccount", sa, remoteOptions{Deletable: g.Retiring}, false)
+		if !r.tokenAfterServiceAccount(g.Key) {
+			continue
+		}
 		conn := &remoteConnection{Secret: g.Secret, FieldPath: "data.token", Key: identityKey}
 		r.addWith(to, g.Key, token, remoteOptions{Connection: conn, Deletable: g.Retiring}, false)
 	}
 	return id
+}
+
+// tokenAfterServiceAccount says whether an identity's token Secret (its
+// composition resource name key) is composed: once it was, or once the
+// Object of its ServiceAccount has created it in the worker (recorded in
+// its annotations before its status: a status write that conflicts waits
+// for provider-kubernetes' backoff, up to a minute) or is Ready. The worker's token controller deletes a token Secret whose
+// ServiceAccount does not exist yet, and provider-kubernetes, not finding
+// the Secret within 30 s of creating it, waits with a growing backoff
+// (about a minute) before creating it again: composed together, the
+// Secret that won the race held the identity back that long.
+func (r *renderer) tokenAfterServiceAccount(key string) bool {
+	sa := key + "-serviceaccount"
+	return r.exists(key) || r.opt.Observed.Created[sa] || r.opt.Observed.Ready[sa]
 }
 
 // remoteExtras are the pod settings only a remote executor (id set) has:

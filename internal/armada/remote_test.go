@@ -44,7 +44,11 @@ func manifest(t *testing.T, o *Object) (*unstructured.Unstructured, map[string]a
 
 func TestRemoteExecutors(t *testing.T) {
 	s := remoteSpec()
-	out := render(t, s, Observed{Jobs: migrated(t, s)})
+	// The identities' ServiceAccounts exist in the workers: their token
+	// Secrets are composed (TestIdentityTokenAfterServiceAccount).
+	out := render(t, s, Observed{Jobs: migrated(t, s), Ready: map[string]bool{
+		"executor-a-identity-serviceaccount": true, "executor-g-identity-serviceaccount": true,
+	}})
 
 	// Every object of a remote executor, and each worker cluster's shared
 	// objects, go to its cluster wrapped in an Object; the local executor's
@@ -237,5 +241,37 @@ func TestRenderLeavesInputAlone(t *testing.T) {
 	if !reflect.DeepEqual(before, *in) {
 		t.Errorf("Render changed its input: established %v, want %v; spec diff (-before +after):\n%s",
 			in.established, before.established, cmp.Diff(before.Spec, in.Spec))
+	}
+}
+
+// TestIdentityTokenAfterServiceAccount: a remote identity's token Secret
+// is composed only once its ServiceAccount exists in the worker (its
+// Object is Ready), and stays composed once observed. The worker's token
+// controller deletes a token Secret whose ServiceAccount is missing, and
+// provider-kubernetes then waits about a minute before creating it again.
+func TestIdentityTokenAfterServiceAccount(t *testing.T) {
+	s := remoteSpec()
+	for name, tc := range map[string]struct {
+		observed Observed
+		want     bool
+	}{
+		"nothing observed":            {Observed{}, false},
+		"ServiceAccount not yet made": {Observed{Keys: map[string]bool{"executor-a-identity-serviceaccount": true}}, false},
+		"ServiceAccount ready":        {Observed{Ready: map[string]bool{"executor-a-identity-serviceaccount": true}}, true},
+		"ServiceAccount created":      {Observed{Created: map[string]bool{"executor-a-identity-serviceaccount": true}}, true},
+		// Once composed it is never dropped, whatever its ServiceAccount's
+		// Object reports (an unreachable worker).
+		"token observed": {Observed{Keys: map[string]bool{"executor-a-identity": true}}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.observed.Jobs = migrated(t, s)
+			out := render(t, s, tc.observed)
+			if find(out, "executor-a-identity-serviceaccount") == nil {
+				t.Fatal("the identity's ServiceAccount is not composed")
+			}
+			if got := find(out, "executor-a-identity") != nil; got != tc.want {
+				t.Errorf("token Secret composed: %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
