@@ -151,10 +151,8 @@ func (in *Install) composedSecret(composed map[string]string, name string) (stri
 			continue
 		}
 		base := in.identityAt(inst.Executor, 0).Secret
-		if rest, ok := strings.CutPrefix(name, base+"-r"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
-			return "the " + inst.Name + " password (another generation)", true
-		}
-		if name == base {
+		rest, generation := strings.CutPrefix(name, base+"-r")
+		if name == base || generation && rest != "" && strings.Trim(rest, "0123456789") == "" {
 			return "the " + inst.Name + " password (another generation)", true
 		}
 	}
