@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,6 +96,26 @@ func TestExecutorIdentityRotation(t *testing.T) {
 	}
 	if ok, user := tokenReview(t, a, string(newToken)); !ok || user != "system:serviceaccount:"+multiNS+":"+newName {
 		t.Errorf("worker-a authenticates the new token: %t as %q, want the new identity's ServiceAccount", ok, user)
+	}
+
+	// The new identity is a credential for Armada, not a key to the
+	// worker: as its ServiceAccount, a SubjectAccessReview in worker-a
+	// allows nothing outside the executor's namespace.
+	newUser := "system:serviceaccount:" + multiNS + ":" + newName
+	for _, ra := range []authzv1.ResourceAttributes{
+		{Verb: "get", Resource: "secrets", Namespace: "kube-system"},
+		{Verb: "create", Resource: "pods", Namespace: "default"},
+		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
+	} {
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: newUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + multiNS, "system:authenticated"}, ResourceAttributes: &ra,
+		}}
+		if err := a.kube().Create(context.Background(), sar); err != nil {
+			t.Fatalf("SubjectAccessReview in worker-a: %v", err)
+		}
+		if sar.Status.Allowed {
+			t.Errorf("worker-a allows %s to %s %s in %q", newUser, ra.Verb, ra.Resource, ra.Namespace)
+		}
 	}
 
 	// The scheduler reads the new password, and only the new one.
