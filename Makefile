@@ -74,9 +74,20 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 # alone (.ci/run does, to time the builds apart from the tests).
 TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel
 
+# LONG_TEST_PKGS are the longest suites, longest first. go test starts
+# packages in the order it is given them (two at a time, -p defaults to the
+# cores): the longest start first and the short packages fill in beside
+# them, instead of the long ones starting last, side by side, after the
+# short ones (the order of ./...). Measured: docs/dev/first-run.md.
+LONG_TEST_PKGS = ./test/e2e ./test/conformance ./test/jobflow
+
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
-	go test -count=1 -timeout 50m ./...
+	go test -count=1 -timeout 50m $(LONG_TEST_PKGS) ./...
+
+.PHONY: test-lanes
+test-lanes: system-deps $(TEST_BINS) ## Run every test as lanes side by side, reporting each lane's wall and CPU time (a measuring tool: tools/test-lanes.sh; LANES=e2e-a runs one lane, TESTFLAGS=-v adds flags).
+	tools/test-lanes.sh
 
 .PHONY: bins
 bins: $(TEST_BINS) ## Build every tool binary the tests run (cached).
@@ -130,19 +141,51 @@ render: tools ## Render the default example claim through the real function and 
 # local control plane), -simulate-healthy (report Jobs complete and
 # workloads available, as a kubelet would, to show the whole rollout,
 # instead of the demo job), -demo=false (stop after the composed tree),
-# -exit-after-demo. The demo's binaries (run-bins) are built by the command
-# once it has shown the composed tree, so that point comes as early as it
-# did before.
+# -exit-after-demo. The demo's binaries (run-bins: the job flow's
+# kube-scheduler and KWOK, Pulsar, Armada's) are built by the command once
+# it has shown the composed tree, which needs none of them, so that the
+# tree comes sooner.
 RUN_ARGS ?=
 .PHONY: run
-run: crossplane-core cluster-bins ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
-	go run ./internal/build/cmd/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
+run: run-first ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
+	$(GEN_BIN)/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
+
+# run-first builds what make run needs up to the composed tree (Crossplane
+# core, control-plane-bins and the run command itself) in two lines side by
+# side, which keep two cores busier through downloads and links than one
+# after the other: Crossplane core, then the run command (the project
+# shares Crossplane's libraries, so it compiles little of its own), then
+# provider-kubernetes; and Kubernetes, the longest build, alone (none of
+# them shares compiled packages with another: different Kubernetes
+# library versions).
+# etcd comes first, alone: it compiles the standard library packages both
+# lines need, which two go builds started together would each compile.
+# Their modules download in the background meanwhile (log:
+# _output/run-download.log). Cold times: docs/dev/first-run.md.
+.PHONY: run-first run-first-downloads run-first-etcd run-first-crossplane run-first-kubernetes
+run-first:
+	@$(MAKE) --no-print-directory -j3 run-first-downloads run-first-crossplane run-first-kubernetes
+run-first-downloads:
+	@mkdir -p _output
+	@tools/download.sh tools/crossplane tools/kubernetes tools/provider-kubernetes . >_output/run-download.log 2>&1 || \
+		echo "background module downloads failed (the builds fetch what they need themselves): see _output/run-download.log"
+run-first-etcd:
+	tools/etcd/build.sh
+run-first-crossplane: run-first-etcd
+	tools/build-crossplane.sh "$(BIN_DIR)" core
+	@mkdir -p $(GEN_BIN)
+	tools/progress.sh gobuild "make run's command" -o $(GEN_BIN)/run ./internal/build/cmd/run
+	tools/provider-kubernetes/build.sh
+run-first-kubernetes: run-first-etcd
+	tools/kubernetes/build.sh kube-apiserver kube-controller-manager
 
 # ARMADA_DEFAULT_VERSION is the release a claim without spec.version runs;
 # evaluated only where used.
 ARMADA_DEFAULT_VERSION = $(shell go run ./internal/build/cmd/armadaversions -default)
 .PHONY: run-bins
-run-bins: system-deps ## Build what make run's demo job runs (cached): Pulsar, Armada's binaries and armadactl at the default release, and ghostunnel (binoculars' TLS sidecar).
+run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries and armadactl at the default release, and ghostunnel (binoculars' TLS sidecar).
+	tools/kubernetes/build.sh kube-scheduler
+	tools/kwok/build.sh
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 	tools/ghostunnel/build.sh
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
@@ -212,10 +255,16 @@ $(CROSSPLANE_CLI):
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
-cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and provider-kubernetes (cached): what make run runs.
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and provider-kubernetes (cached): what the tests' control planes run.
 	tools/etcd/build.sh
 	tools/kubernetes/build.sh
 	tools/kwok/build.sh
+	tools/provider-kubernetes/build.sh
+
+.PHONY: control-plane-bins
+control-plane-bins: ## Build etcd, kube-apiserver, kube-controller-manager and provider-kubernetes (cached): what make run runs up to the composed tree.
+	tools/etcd/build.sh
+	tools/kubernetes/build.sh kube-apiserver kube-controller-manager
 	tools/provider-kubernetes/build.sh
 
 .PHONY: versitygw

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Measures a cold .ci/run: clones REF (default HEAD) of this repository into
-# a fresh directory and runs .ci/run there with a fresh HOME, so the Go
+# Measures a cold .ci/run (or, with COLD_TARGET=run, a cold `make run`
+# through its demo job: `make run RUN_ARGS=-exit-after-demo`, each output
+# line prefixed with the seconds since the start): clones REF (default
+# HEAD) of this repository into a fresh directory and runs it there with a
+# fresh HOME, so the Go
 # module and build caches (~/go, ~/.cache/go-build), the tool cache
 # (~/.cache/armada-crossplane, Pulsar's Maven repository in it) and Go's
 # env file all start empty, as on a new machine. Debian's packages are the
@@ -13,7 +16,7 @@
 # load.tsv, timings.tsv. The clone and caches take several GB; delete DIR
 # after.
 #
-# Usage: tools/cold-run.sh [REF] [DIR]
+# Usage: [COLD_TARGET=run] tools/cold-run.sh [REF] [DIR]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 ref=${1:-HEAD}
@@ -34,9 +37,16 @@ start=$(date +%s)
 rc=0
 # A fresh HOME empties every cache; GOFLAGS and GOTOOLCHAIN are kept
 # because on a new machine they come from its environment, not from HOME.
-env -i PATH="${PATH}" HOME="${dir}/home" TERM="${TERM:-dumb}" LANG="${LANG:-C.UTF-8}" \
-  GOFLAGS="${GOFLAGS:-}" GOTOOLCHAIN="${GOTOOLCHAIN:-local}" \
-  "${dir}/src/.ci/run" >"${dir}/log.txt" 2>&1 || rc=$?
+fresh=(env -i PATH="${PATH}" HOME="${dir}/home" TERM="${TERM:-dumb}" LANG="${LANG:-C.UTF-8}"
+  GOFLAGS="${GOFLAGS:-}" GOTOOLCHAIN="${GOTOOLCHAIN:-local}")
+if [[ "${COLD_TARGET:-ci}" == run ]]; then
+  (cd "${dir}/src" && "${fresh[@]}" make run RUN_ARGS=-exit-after-demo 2>&1) |
+    while IFS= read -r line; do printf '[%4ds] %s\n' "$(( $(date +%s) - start ))" "${line}"; done >"${dir}/log.txt" ||
+    rc=$?
+  grep -E 'ready in|done in|is Synced|is Ready|demo job succeeded' "${dir}/log.txt" || true
+else
+  "${fresh[@]}" "${dir}/src/.ci/run" >"${dir}/log.txt" 2>&1 || rc=$?
+fi
 end=$(date +%s)
 cp "${dir}/src/_output/timings.tsv" "${dir}/timings.tsv" 2>/dev/null || true
 

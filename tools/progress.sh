@@ -47,7 +47,9 @@ _progress_ticker() {
     if [[ -n "${log}" ]]; then
       pkgs=$(grep -cv -e '^go: ' -e '^#' "${log}" || true)
       dls=$(grep -c '^go: downloading' "${log}" || true)
-      last=$(grep -v -e '^go: ' -e '^#' "${log}" | tail -n 1)
+      # || true: before the first package compiles (downloads only) grep
+      # matches nothing, and pipefail would end the ticker.
+      last=$(grep -v -e '^go: ' -e '^#' "${log}" | tail -n 1 || true)
       echo "${label}: ${pkgs} packages compiled, ${dls} modules downloaded${last:+, last ${last}} [$(( now - start ))s]"
     else
       echo "${label}: running [$(( now - start ))s]"

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -69,21 +67,12 @@ func TestFailedMigration(t *testing.T) {
 		if c := conditionOf(t, out, ConditionMigrations); c.Reason != ReasonFailed {
 			t.Errorf("Migrations condition = %+v, want reason Failed", c)
 		}
-		o := find(out, "scheduler-workload")
-		if o == nil {
+		tpl, ok := podTemplates(out)["scheduler-workload"]
+		if !ok {
 			t.Fatalf("the running scheduler is not composed: a failed migration must not remove it")
 		}
 		want := "gresearch/armada-scheduler:" + older
-		var image string
-		switch w := o.Object.(type) {
-		case *appsv1.StatefulSet:
-			image = w.Spec.Template.Spec.Containers[0].Image
-		case *appsv1.Deployment:
-			image = w.Spec.Template.Spec.Containers[0].Image
-		default:
-			t.Fatalf("scheduler workload is a %T", o.Object)
-		}
-		if got := image; got != want {
+		if got := tpl.Spec.Containers[0].Image; got != want {
 			t.Errorf("scheduler image after a failed migration = %s, want the running %s", got, want)
 		}
 		if j := find(out, "migrate-scheduler-"+strings.ReplaceAll(DefaultVersion, ".", "-")+"-"); j == nil {

@@ -166,7 +166,7 @@ func passwordEnv(user string) string {
 	return "ARMADA_AUTH_BASICAUTH_USERS_" + strings.ToUpper(user) + "_PASSWORD"
 }
 
-// versionLabel is the label value of a version: dots are fine in labels.
+// versionSuffix is a version as part of an object name: dots become dashes.
 func versionSuffix(version string) string { return strings.ReplaceAll(version, ".", "-") }
 
 // topic is a Pulsar topic's full name.

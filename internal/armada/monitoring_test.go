@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,15 +125,11 @@ func TestServiceMonitorsSelectExactlyTheirComponent(t *testing.T) {
 // podTemplateOf is an instance's rendered pod template.
 func podTemplateOf(t *testing.T, out *Output, name string) corev1.PodTemplateSpec {
 	t.Helper()
-	switch w := find(out, name+keyWorkloadSuffix).Object.(type) {
-	case *appsv1.Deployment:
-		return w.Spec.Template
-	case *appsv1.StatefulSet:
-		return w.Spec.Template
-	default:
+	tpl, ok := podTemplates(out)[name+keyWorkloadSuffix]
+	if !ok {
 		t.Fatalf("%s: no workload", name)
-		return corev1.PodTemplateSpec{}
 	}
+	return tpl
 }
 
 // TestMonitoringSwitches proves monitoring is off by default, composes

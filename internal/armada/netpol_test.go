@@ -200,7 +200,7 @@ func (w *netWorld) instanceOf(name string) *instance {
 	return nil
 }
 
-// portsOf are every port the network's checks try, over TCP and UDP.
+// ports are every port the network's checks try, over TCP and UDP.
 func (w *netWorld) ports() []int32 {
 	s := w.in.Spec
 	ps := []int32{portDNS, 443, 6443, portGRPC, portHTTP, portMetrics, 5432, redisPort, 6650, 6651, 80, 2181, s.Postgres.Port}

@@ -1,6 +1,7 @@
 package armada
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -24,8 +25,8 @@ import (
 // not a ConfigMap, because a user's free-form config may hold credentials
 // (for example an OIDC client secret); generated passwords never appear in
 // it. It returns the Secret and a hash of its content.
-func (in *Install) configSecret(name, component string, cfg map[string]any) (*corev1.Secret, string, error) {
-	e, err := encodeConfig(cfg)
+func (in *Install) configSecret(scratch *[]byte, name, component string, cfg map[string]any) (*corev1.Secret, string, error) {
+	e, err := encodeConfig(scratch, cfg)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "cannot encode %s config", component)
 	}
@@ -45,12 +46,19 @@ type configEncoding struct {
 
 // encodeConfig writes a config as YAML. structenc writes what
 // sigs.k8s.io/yaml would, in one pass; keys are sorted, so the output is
-// deterministic.
-func encodeConfig(cfg map[string]any) (configEncoding, error) {
-	b, err := structenc.MarshalYAML(cfg)
+// deterministic. It writes through scratch, a buffer one render reuses
+// for all its configs, and keeps a copy of just the config's size.
+func encodeConfig(scratch *[]byte, cfg map[string]any) (configEncoding, error) {
+	if *scratch == nil {
+		// The production example's largest config is under 3 kB.
+		*scratch = make([]byte, 0, 4096)
+	}
+	b, err := structenc.AppendYAML((*scratch)[:0], cfg)
+	*scratch = b
 	if err != nil {
 		return configEncoding{}, err
 	}
+	b = bytes.Clone(b)
 	return configEncoding{yaml: b, hash: configHash(b)}, nil
 }
 
@@ -118,7 +126,12 @@ func jobHash(inputs string, spec *corev1.PodSpec) (string, error) {
 	if err != nil {
 		return "", errors.Wrap(err, "cannot encode a Job's pod spec")
 	}
-	return configHash(append([]byte(inputs+"\n"), b...)), nil
+	// configHash of inputs, a newline and b, without joining them first.
+	h := sha256.New()
+	h.Write([]byte(inputs + "\n"))
+	h.Write(b)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:8]), nil
 }
 
 // priorityClass is a Kubernetes PriorityClass matching an Armada one.

@@ -15,7 +15,7 @@ import (
 
 const apiHelm = "helm.m.crossplane.io/v1beta1"
 
-// pulsarProfiles are the Apache Pulsar chart values of each profile. The
+// pulsarProfile is the Apache Pulsar chart values of a profile. The
 // chart's defaults run three of everything plus a proxy, a toolset and a
 // monitoring stack; Armada needs only ZooKeeper, BookKeeper and brokers.
 func pulsarProfile(profile, storageClass string) map[string]any {

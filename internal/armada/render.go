@@ -107,6 +107,8 @@ type renderer struct {
 	// held is set when a pre-upgrade Backup holds a migration not started
 	// yet.
 	held backupHold
+	// yaml is the buffer the configs are written through (encodeConfig).
+	yaml []byte
 }
 
 // add composes an object in this cluster.
@@ -248,7 +250,7 @@ func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, er
 	done := map[string]JobState{}
 	v := r.in.Spec.Version
 	for _, m := range migrations {
-		secret, hash, err := r.in.configSecret(r.in.object("migrate-"+m.Name+"-config"), "migrate-"+m.Name, migrationConfig(r.in, m))
+		secret, hash, err := r.in.configSecret(&r.yaml, r.in.object("migrate-"+m.Name+"-config"), "migrate-"+m.Name, migrationConfig(r.in, m))
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +285,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	if err != nil {
 		return errors.Wrapf(err, "cannot compose the %s config", name)
 	}
-	secret, hash, err := in.configSecret(in.object(name+"-config"), name, cfg)
+	secret, hash, err := in.configSecret(&r.yaml, in.object(name+"-config"), name, cfg)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -85,20 +84,11 @@ func TestEveryContainerLimited(t *testing.T) {
 		}
 	})
 	out := render(t, s, Observed{Jobs: migrated(t, s), Ready: map[string]bool{keyRedisStatefulSet: true}})
-	for _, o := range out.Objects {
-		var pod *corev1.PodSpec
-		switch w := o.Object.(type) {
-		case *appsv1.Deployment:
-			pod = &w.Spec.Template.Spec
-		case *appsv1.StatefulSet:
-			pod = &w.Spec.Template.Spec
-		default:
-			continue
-		}
-		for _, c := range append(pod.InitContainers, pod.Containers...) {
+	for key, tpl := range podTemplates(out) {
+		for _, c := range append(tpl.Spec.InitContainers, tpl.Spec.Containers...) {
 			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 				if _, ok := c.Resources.Limits[r]; !ok {
-					t.Errorf("%s: container %s has no %s limit", o.Key, c.Name, r)
+					t.Errorf("%s: container %s has no %s limit", key, c.Name, r)
 				}
 			}
 		}

@@ -190,6 +190,7 @@ func (r *renderer) tls() error {
 	// signed by the CA and not at its renewal point; else the one of the
 	// current window is issued.
 	k, nb, na := clock.leafWindow()
+	var leaves []*x509.Certificate
 	for i := range components {
 		c := &components[i]
 		if !in.servesTLS(c) {
@@ -200,15 +201,17 @@ func (r *renderer) tls() error {
 		leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key])
 		if ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil && clock.freshLeaf(leaf) {
 			data[crt], data[key] = obs[crt], obs[key]
+			leaves = append(leaves, leaf)
 			continue
 		}
 		seed := rotated(r.opt.Rand, periodLabel("tls\x00"+c.Name, k), gen)
-		if _, _, data[crt], data[key], err = issue(r.opt.TLSMemo, seed, leafTemplate(names, nb, na), ca, caKey); err != nil {
+		if leaf, _, data[crt], data[key], err = issue(r.opt.TLSMemo, seed, leafTemplate(names, nb, na), ca, caKey); err != nil {
 			return errors.Wrapf(err, "cannot generate the %s TLS certificate", c.Name)
 		}
+		leaves = append(leaves, leaf)
 	}
 	r.tlsData = data
-	r.out.Status.TLS = tlsStatus(r.opt.TLSMemo, ca, data)
+	r.out.Status.TLS = tlsStatus(ca, leaves)
 	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
 		ObjectMeta: in.meta(in.tlsSecret(), "tls"),

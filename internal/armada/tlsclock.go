@@ -126,15 +126,16 @@ func (in *Install) tlsPermittedDomains() []string {
 }
 
 // tlsStatus reports the expiry of the signing CA and of the first
-// serving certificate to expire, from the TLS Secret's data.
-func tlsStatus(memo *TLSMemo, ca *x509.Certificate, data map[string][]byte) *v1alpha1.TLSStatus {
+// serving certificate to expire, from the certificates the TLS Secret
+// holds (kept or issued: parsing them again from its data would derive
+// each key again).
+func tlsStatus(ca *x509.Certificate, leaves []*x509.Certificate) *v1alpha1.TLSStatus {
 	if ca == nil {
 		return nil
 	}
 	st := &v1alpha1.TLSStatus{CANotAfter: metav1.NewTime(ca.NotAfter), NotAfter: metav1.NewTime(ca.NotAfter)}
-	for i := range components {
-		name := components[i].Name
-		if leaf, _, ok := parsePair(memo, data[name+".crt"], data[name+".key"]); ok && leaf.NotAfter.Before(st.NotAfter.Time) {
+	for _, leaf := range leaves {
+		if leaf.NotAfter.Before(st.NotAfter.Time) {
 			st.NotAfter = metav1.NewTime(leaf.NotAfter)
 		}
 	}

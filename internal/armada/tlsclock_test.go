@@ -274,4 +274,14 @@ func TestTLSStatus(t *testing.T) {
 	if !got.NotAfter.Equal(&want.NotAfter) || !got.CANotAfter.Equal(&want.CANotAfter) {
 		t.Errorf("status.tls = notAfter %s, caNotAfter %s; want %s, %s", got.NotAfter, got.CANotAfter, want.NotAfter, want.CANotAfter)
 	}
+
+	// Certificates kept from the observed Secret count as issued ones do.
+	_, first := renderTLSAt(t, nil, tlsCreated.Add(day))
+	_, kept := renderTLSAt(t, tlsData(first), tlsCreated.Add(2*day))
+	if diff := cmp.Diff(tlsData(first), tlsData(kept)); diff != "" {
+		t.Fatalf("a day later, the TLS Secret changed (-first, +later); want every certificate kept:\n%s", diff)
+	}
+	if want := tlsCreated.Add(tlsLeafValidity); !kept.Status.TLS.NotAfter.Time.Equal(want) {
+		t.Errorf("status.tls.notAfter with kept certificates = %s; want %s", kept.Status.TLS.NotAfter, want)
+	}
 }

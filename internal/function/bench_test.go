@@ -242,19 +242,7 @@ const memoXRs = 40
 // name and UID, once each, with the memo empty before.
 func BenchmarkMemoFootprint(b *testing.B) {
 	fn := newFunction(b)
-	req := exampleRequest(b, productionExample)
-	reqs := make([]*fnv1.RunFunctionRequest, memoXRs)
-	for i := range reqs {
-		r := proto.CloneOf(req)
-		meta := r.GetObserved().GetComposite().GetResource().GetFields()["metadata"].GetStructValue().GetFields()
-		name := fmt.Sprintf("armada-%d", i)
-		meta["name"] = structpb.NewStringValue(name)
-		meta["uid"] = structpb.NewStringValue(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
-		if labels := meta["labels"].GetStructValue(); labels != nil {
-			labels.Fields["crossplane.io/claim-name"] = structpb.NewStringValue(name)
-		}
-		reqs[i] = r
-	}
+	reqs := distinctRequests(b, memoXRs)
 	liveHeap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -274,4 +262,24 @@ func BenchmarkMemoFootprint(b *testing.B) {
 		perXR = float64(liveHeap()-before) / memoXRs / 1024
 	}
 	b.ReportMetric(perXR, "memo-kB/XR")
+}
+
+// distinctRequests are n copies of the production example's request,
+// each for an Armada of its own name and UID.
+func distinctRequests(tb testing.TB, n int) []*fnv1.RunFunctionRequest {
+	tb.Helper()
+	req := exampleRequest(tb, productionExample)
+	reqs := make([]*fnv1.RunFunctionRequest, n)
+	for i := range reqs {
+		r := proto.CloneOf(req)
+		meta := r.GetObserved().GetComposite().GetResource().GetFields()["metadata"].GetStructValue().GetFields()
+		name := fmt.Sprintf("armada-%d", i)
+		meta["name"] = structpb.NewStringValue(name)
+		meta["uid"] = structpb.NewStringValue(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+		if labels := meta["labels"].GetStructValue(); labels != nil {
+			labels.Fields["crossplane.io/claim-name"] = structpb.NewStringValue(name)
+		}
+		reqs[i] = r
+	}
+	return reqs
 }

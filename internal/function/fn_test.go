@@ -210,13 +210,7 @@ func TestRunFunctionAcceptedCondition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got *fnv1.Condition
-			for _, c := range rsp.GetConditions() {
-				if c.GetType() == ConditionAccepted {
-					got = c
-				}
-			}
-			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
+			if diff := cmp.Diff(tc.want, conditionOf(rsp, ConditionAccepted), protocmp.Transform()); diff != "" {
 				t.Errorf("%s\nAccepted condition: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -224,6 +218,26 @@ func TestRunFunctionAcceptedCondition(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// conditionOf is the response's condition of type typ, nil if it has none.
+func conditionOf(rsp *fnv1.RunFunctionResponse, typ string) *fnv1.Condition {
+	var got *fnv1.Condition
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == typ {
+			got = c
+		}
+	}
+	return got
+}
+
+// refusalOf is the message of the response's Accepted=False condition, ""
+// if the function accepted the XR.
+func refusalOf(rsp *fnv1.RunFunctionResponse) string {
+	if c := conditionOf(rsp, ConditionAccepted); c.GetStatus() == fnv1.Status_STATUS_CONDITION_FALSE {
+		return c.GetMessage()
+	}
+	return ""
+}
 
 // requiredPriorityClasses are the PriorityClasses the function asks for.
 func requiredPriorityClasses(rsp *fnv1.RunFunctionResponse) []string {

@@ -71,13 +71,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 			if tc.refusal != "" {
 				want.Status, want.Reason, want.Message = fnv1.Status_STATUS_CONDITION_FALSE, ReasonRefused, ptrTo(tc.refusal)
 			}
-			var got *fnv1.Condition
-			for _, c := range rsp.GetConditions() {
-				if c.GetType() == ConditionAccepted {
-					got = c
-				}
-			}
-			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			if diff := cmp.Diff(want, conditionOf(rsp, ConditionAccepted), protocmp.Transform()); diff != "" {
 				t.Errorf("%s\nAccepted condition: -want, +got:\n%s", tc.reason, diff)
 			}
 			if tc.refusal != "" {

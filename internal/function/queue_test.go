@@ -193,12 +193,7 @@ func TestRunFunctionTeamQueueUnsynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got string
-	for _, c := range rsp.GetConditions() {
-		if c.GetType() == "QueueReady" {
-			got = c.GetMessage()
-		}
-	}
+	got := conditionOf(rsp, "QueueReady").GetMessage()
 	want := "Waiting for provider-armada to create queue ml in Armada armada/armada: " + why
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("QueueReady message: -want, +got:\n%s", diff)

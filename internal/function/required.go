@@ -16,14 +16,16 @@ import (
 // function asked Crossplane for to see whether a name it would compose is
 // taken. A requirement Crossplane has not fetched yet has no entry.
 func requiredByName(req *fnv1.RunFunctionRequest, prefix string) map[string]metav1.Object {
-	required, err := request.GetRequiredResources(req)
-	if err != nil {
-		return nil
-	}
 	out := map[string]metav1.Object{}
-	for key, items := range required {
+	// Only the requirements under prefix are converted from their
+	// Structs: request.GetRequiredResources would convert every one.
+	for key := range req.GetRequiredResources() {
 		if !strings.HasPrefix(key, prefix) {
 			continue
+		}
+		items, _, err := request.GetRequiredResource(req, key)
+		if err != nil {
+			return nil
 		}
 		for _, r := range items {
 			out[r.Resource.GetName()] = r.Resource

@@ -14,8 +14,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
@@ -50,26 +48,6 @@ func BenchmarkServedMemory(b *testing.B) {
 			}
 		})
 	}
-}
-
-// distinctRequests are n copies of the production example's request,
-// each for an Armada of its own name and UID.
-func distinctRequests(tb testing.TB, n int) []*fnv1.RunFunctionRequest {
-	tb.Helper()
-	req := exampleRequest(tb, productionExample)
-	reqs := make([]*fnv1.RunFunctionRequest, n)
-	for i := range reqs {
-		r := proto.CloneOf(req)
-		meta := r.GetObserved().GetComposite().GetResource().GetFields()["metadata"].GetStructValue().GetFields()
-		name := fmt.Sprintf("armada-%d", i)
-		meta["name"] = structpb.NewStringValue(name)
-		meta["uid"] = structpb.NewStringValue(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
-		if labels := meta["labels"].GetStructValue(); labels != nil {
-			labels.Fields["crossplane.io/claim-name"] = structpb.NewStringValue(name)
-		}
-		reqs[i] = r
-	}
-	return reqs
 }
 
 // serve starts bin, calls it with every request servedRounds times in

@@ -53,13 +53,13 @@ func require(rsp *fnv1.RunFunctionResponse, name string, sel *fnv1.ResourceSelec
 // response of a call without the policies is never the one Crossplane
 // applies: the function always requires them.)
 func tenancyPolicy(req *fnv1.RunFunctionRequest, ns string) (p tenancy.Policy, fetched bool, err error) {
-	required, err := request.GetRequiredResources(req)
-	if err != nil {
-		return tenancy.Policy{}, false, err
-	}
 	var found []*unstructured.Unstructured
 	for _, key := range []string{tenancyRequirementNamespace, tenancyRequirementDefault} {
-		rs, ok := required[key]
+		// Only these two requirements are converted from their Structs.
+		rs, ok, err := request.GetRequiredResource(req, key)
+		if err != nil {
+			return tenancy.Policy{}, false, err
+		}
 		if !ok {
 			return tenancy.Policy{}, false, nil
 		}

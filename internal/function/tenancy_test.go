@@ -133,12 +133,7 @@ func TestRunFunctionTenancy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := want{composed: len(rsp.GetDesired().GetResources()) > 0}
-			for _, c := range rsp.GetConditions() {
-				if c.GetType() == ConditionAccepted && c.GetStatus() == fnv1.Status_STATUS_CONDITION_FALSE {
-					got.refusal = c.GetMessage()
-				}
-			}
+			got := want{composed: len(rsp.GetDesired().GetResources()) > 0, refusal: refusalOf(rsp)}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -178,13 +173,7 @@ func TestRunFunctionTeamQueueTenancy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			refusal := ""
-			for _, c := range rsp.GetConditions() {
-				if c.GetType() == ConditionAccepted && c.GetStatus() == fnv1.Status_STATUS_CONDITION_FALSE {
-					refusal = c.GetMessage()
-				}
-			}
-			if diff := cmp.Diff(tc.refusal, refusal); diff != "" {
+			if diff := cmp.Diff(tc.refusal, refusalOf(rsp)); diff != "" {
 				t.Errorf("%s\nrefusal: -want, +got:\n%s", tc.reason, diff)
 			}
 			if got := rsp.GetRequirements().GetResources()[targetRequirement] != nil; got != tc.requested {
@@ -242,13 +231,7 @@ func TestRunFunctionQueueScopeTenancy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			refusal := ""
-			for _, c := range rsp.GetConditions() {
-				if c.GetType() == ConditionAccepted && c.GetStatus() == fnv1.Status_STATUS_CONDITION_FALSE {
-					refusal = c.GetMessage()
-				}
-			}
-			if diff := cmp.Diff(tc.refusal, refusal); diff != "" {
+			if diff := cmp.Diff(tc.refusal, refusalOf(rsp)); diff != "" {
 				t.Errorf("%s\nrefusal: -want, +got:\n%s", tc.reason, diff)
 			}
 			if tc.refusal != "" && len(rsp.GetDesired().GetResources()) != 0 {

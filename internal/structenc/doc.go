@@ -1,12 +1,12 @@
 // Package structenc is function-armada's codec: it converts the typed
 // objects the renderer builds to the protobuf Structs of a
 // RunFunctionResponse (Converter), writes generated configs as YAML
-// (MarshalYAML) and dashboards as indented JSON (MarshalIndentJSON), and
-// encodes an XR's spec as JSON for decoding (AppendJSON). Each gives byte
-// for byte what the standard encoders give (encoding/json then
-// structpb, sigs.k8s.io/yaml, json.MarshalIndent), falling back to them
-// outside what it reproduces; the tests compare the two over random
-// inputs. Memo is the one memo type, owned by whoever serves the calls.
+// (MarshalYAML, AppendYAML) and dashboards as indented JSON
+// (MarshalIndentJSON), and encodes an XR's spec as JSON for decoding
+// (AppendJSON). Each gives byte for byte what the standard encoders give
+// (encoding/json then structpb, sigs.k8s.io/yaml, json.MarshalIndent),
+// falling back to them outside what it reproduces; the tests compare the
+// two over random inputs. Memo is the one memo type, owned by whoever serves the calls.
 //
 // Nothing in it keeps state between calls but caches of per-type
 // information (field lists, as encoding/json keeps them).

@@ -87,7 +87,9 @@ func sharedStrings[V any](d *structDecoder, m map[string]V, str func(V) (string,
 	}
 	x := d.structValue(s)
 	if d.stringMaps == nil {
-		d.stringMaps = map[uint64][]*structpb.Value{}
+		// Sized once rather than grown through every doubling: of 32,
+		// 64 and 128, 64 allocated least on the production example.
+		d.stringMaps = make(map[uint64][]*structpb.Value, 64)
 	}
 	d.stringMaps[h] = append(d.stringMaps[h], x)
 	return x, true

@@ -37,10 +37,20 @@ const (
 
 // MarshalYAML returns what sigs.k8s.io/yaml.Marshal(m) returns.
 func MarshalYAML(m map[string]any) ([]byte, error) {
-	if b, ok := marshalFast(m); ok {
+	return AppendYAML(make([]byte, 0, 4096), m)
+}
+
+// AppendYAML appends what MarshalYAML(m) returns to dst: a caller that
+// encodes several configs can write them all through one buffer.
+func AppendYAML(dst []byte, m map[string]any) ([]byte, error) {
+	if b, ok := appendFast(dst, m); ok {
 		return b, nil
 	}
-	return yaml.Marshal(m)
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
 }
 
 // YAMLEncodable reports whether MarshalYAML encodes m in one pass, without
@@ -53,13 +63,19 @@ func YAMLEncodable(m map[string]any) bool {
 // marshalFast encodes m, or reports false if m holds anything the fast path
 // does not reproduce exactly.
 func marshalFast(m map[string]any) ([]byte, bool) {
+	return appendFast(nil, m)
+}
+
+// appendFast is marshalFast appending to dst; it returns dst unchanged
+// (its spare capacity perhaps written) if it reports false.
+func appendFast(dst []byte, m map[string]any) ([]byte, bool) {
 	if len(m) == 0 {
 		// nil is "null", an empty map "{}": leave both to yaml.
-		return nil, false
+		return dst, false
 	}
-	e := &encoder{buf: make([]byte, 0, 4096), lineStart: 0}
+	e := &encoder{buf: dst, lineStart: len(dst)}
 	if !e.mapping(m, 0, false) {
-		return nil, false
+		return dst, false
 	}
 	return e.buf, true
 }

@@ -348,3 +348,40 @@ func FuzzMarshal(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendYAML checks that AppendYAML appends exactly what MarshalYAML
+// writes after what dst holds, on the fast path (which measures columns
+// from the start of the line it writes, not of dst) and the fallback, and
+// that spare bytes left in a reused buffer change nothing.
+func TestAppendYAML(t *testing.T) {
+	long := []byte(strings.Repeat("x", 100) + "\n")
+	cases := map[string]struct {
+		dst  []byte
+		in   map[string]any
+		fast bool
+	}{
+		"FastEmptyDst":      {in: map[string]any{"a": map[string]any{"b": []any{"c", map[string]any{"d": 1}}}}, fast: true},
+		"FastAfterLongLine": {dst: long, in: map[string]any{"a": "x y", "b": []any{"x y", map[string]any{"d": "p q"}}}, fast: true},
+		"FallbackAfterText": {dst: long, in: map[string]any{"a": "multi\nline"}},
+		"ReusedBuffer":      {dst: append(make([]byte, 0, 64), "leftover bytes that are not part of dst"...)[:0], in: map[string]any{"a": "b c"}, fast: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			want, err := MarshalYAML(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(append([]byte(nil), tc.dst...), want...)
+			if _, fast := appendFast(append([]byte(nil), tc.dst...), tc.in); fast != tc.fast {
+				t.Errorf("appendFast(%q, ...): fast path %t, want %t", tc.dst, fast, tc.fast)
+			}
+			got, err := AppendYAML(tc.dst, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("AppendYAML(%q, ...): -want, +got:\n%s", tc.dst, diff)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 )
 
 // rendersEnv, if set, is a glob of render outputs to check instead of the
@@ -61,7 +62,7 @@ func TestArmadaConformance(t *testing.T) {
 			t.Errorf("no render golden file runs Armada %s: render at least examples/minimal.yaml at it (test/render writes testdata/versions)", v)
 		}
 	}
-	home := conformance.StartWorkerClusters(t, []string{conformance.ThisCluster})
+	home := controlplane.StartWorkerClusters(t, []string{conformance.ThisCluster})
 	pulsars := conformance.StartBrokers(t, token)
 	envs := map[string]*conformance.Env{}
 	for _, f := range files {
@@ -72,6 +73,12 @@ func TestArmadaConformance(t *testing.T) {
 			envs[v].Brokers = pulsars
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
+			// Examples run side by side (go test -parallel): each has its
+			// own PostgreSQL, Redis, ports, directories and worker
+			// clusters, holds a Pulsar broker of its own while it runs
+			// (StartBrokers) and the shared API server while its
+			// in-cluster executors run (homeMu).
+			t.Parallel()
 			runExample(t, envs[v], f)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
@@ -21,9 +22,15 @@ var (
 	unknownCA       = regexp.MustCompile(`x509: certificate signed by unknown authority`)
 )
 
+// homeMu is held while an example's in-cluster executors run against the
+// API server every example shares (conformance.Env.Home): examples run at
+// once compose objects of the same names there, which one would replace
+// under the other's executors.
+var homeMu sync.Mutex
+
 // checkLocalExecutors proves the link from each in-cluster executor to
 // the scheduler from both ends, with Armada's own code at both: the
-// scheduler runs as rendered (see startScheduler, with the real Pulsar) on its
+// scheduler runs as rendered (see conformance.StartScheduler, with the real Pulsar) on its
 // database, and the rendered Services' names for its gRPC port resolve, in
 // each process's own hosts file (names), to a relay to it. The executor
 // runs as rendered against a real kube-apiserver as its ServiceAccount,
@@ -56,6 +63,8 @@ func checkLocalExecutors(t *testing.T, e *conformance.Env, svc *conformance.Serv
 		return 0
 	}
 	t.Run("executor to scheduler", func(t *testing.T) {
+		homeMu.Lock()
+		defer homeMu.Unlock()
 		cp, err := e.Home.Get(conformance.ThisCluster)
 		if err != nil {
 			t.Fatal(err)
@@ -136,8 +145,7 @@ func checkLocalExecutor(t *testing.T, e *conformance.Env, svc *conformance.Servi
 	}
 	// The executor gives up on a handshake it refuses only after its lease
 	// request timeout (30 s), so this one is shown once per release.
-	if _, ok := rn.Inv.Lookup("SSL_CERT_FILE"); ok && negative && !e.RefusedCAShown {
-		e.RefusedCAShown = true
+	if _, ok := rn.Inv.Lookup("SSL_CERT_FILE"); ok && negative && e.ShowRefusedCA() {
 		cases = append(cases, localCase{name: "NoSSLCertFile", env: []podrun.EnvVar{{Name: "SSL_CERT_FILE"}}, want: unknownCA})
 	}
 	cases = append(cases, localCase{name: "Composed", want: conformance.LeaseOK})

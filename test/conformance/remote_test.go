@@ -19,7 +19,7 @@ type remoteCase struct {
 	env []podrun.EnvVar
 	// auth replaces the scheduler's auth in the executor API, if set.
 	auth *conformance.SchedulerAuth
-	// want matches the executor's lease outcome in its log: leaseOK, or
+	// want matches the executor's lease outcome in its log: conformance.LeaseOK, or
 	// the error of leaseFailed.
 	want *regexp.Regexp
 	// code is what the executor API must answer every call of the run

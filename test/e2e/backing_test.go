@@ -22,6 +22,7 @@ import (
 // server: provider-sql creates its databases there, and their readiness
 // is provider-sql's, not simulated.
 func TestBackingServices(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		example string
 		modes   map[string]string
@@ -88,6 +89,7 @@ func TestBackingServices(t *testing.T) {
 // Under Delete, a switch in the apply that sets Orphan is refused first,
 // naming both fields, with nothing deleted.
 func TestModeChangeAndProtection(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, example, ns string
 		// switchMode leaves through an allowed mode switch, otherwise

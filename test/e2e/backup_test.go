@@ -21,6 +21,7 @@ import (
 // does not run here: the test sets the Backup's status.phase as its
 // operator would.
 func TestUpgradeWaitsForBackup(t *testing.T) {
+	parallel(t)
 	const ns = "e2e-backup-upgrade"
 	claim := install(t, "backups", ns, func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "0.22.6", "spec", "version")

@@ -35,6 +35,7 @@ const deletionBound = queue.DefaultReleaseAfter
 // the bound once the team deletes its claim. Under Orphan both queues stay
 // in Armada.
 func TestDeleteWithQueues(t *testing.T) {
+	parallel(t)
 	for _, policy := range []string{"Delete", "Orphan"} {
 		t.Run(policy, func(t *testing.T) { testDeleteWithQueues(t, policy) })
 	}

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -48,6 +49,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	logf("up in %s", time.Since(start).Round(time.Millisecond))
+	setParallel()
 	code := m.Run()
 	if code != 0 {
 		// Keep every log of a failed run for reading afterwards.
@@ -59,6 +61,17 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// setParallel runs parallelTests tests at once unless -test.parallel was
+// given.
+func setParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", parallelTests)
+	}
 }
 
 // install applies an example in its own namespace and waits until the

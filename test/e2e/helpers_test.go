@@ -177,12 +177,10 @@ func composed(t *testing.T, claim *unstructured.Unstructured) (*unstructured.Uns
 	if xr == nil {
 		t.Fatalf("XR %q of claim %s not found", name, claim.GetName())
 	}
-	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-	refs := make([]ref, 0, len(raw))
-	for _, r := range raw {
-		m, _ := r.(map[string]any)
-		s := func(k string) string { v, _ := m[k].(string); return v }
-		refs = append(refs, ref{s("apiVersion"), s("kind"), s("namespace"), s("name")})
+	all := simulate.RefsOf(xr)
+	refs := make([]ref, 0, len(all))
+	for _, r := range all {
+		refs = append(refs, ref(r))
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	return xr, refs
@@ -358,4 +356,22 @@ func unchanged(t *testing.T, before, after map[string]string) {
 			t.Errorf("%s appeared", k)
 		}
 	}
+}
+
+// parallelTests is how many tests that call parallel run at once. They
+// mostly wait (for Crossplane, the providers and their creation grace) on
+// one shared control plane, so more than the two cores' worth overlap
+// those waits without starting another control plane.
+const parallelTests = "4"
+
+// parallel marks a test that may run beside the others that call it,
+// after every test that does not (go test runs parallel tests last). Such
+// a test touches only its own namespaces and the cluster-scoped objects
+// its own claims compose, stops or restarts no shared process (the
+// function, Crossplane, a worker's API server), changes no cluster-wide
+// setting, and never counts function calls in a condition (every XR's
+// calls add to the count).
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }

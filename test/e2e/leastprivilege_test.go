@@ -194,11 +194,16 @@ func TestComposedIdentitiesLeastPrivilege(t *testing.T) {
 	if err := kube().Create(ctx, edit); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []access{{verb: "create", resource: "pods", ns: ns}, {verb: "get", resource: "secrets", ns: ns}} {
-		if !canI(t, tenant, groups, a) {
-			t.Fatalf("the tenant may not %s: its edit role is not in force", a)
+	// The authorizer reads RoleBindings from an informer, so the binding
+	// takes effect a moment after it is created.
+	waitFor(t, "the tenant's edit role in force", func() (bool, string) {
+		for _, a := range []access{{verb: "create", resource: "pods", ns: ns}, {verb: "get", resource: "secrets", ns: ns}} {
+			if !canI(t, tenant, groups, a) {
+				return false, "the tenant may not yet " + a.String()
+			}
 		}
-	}
+		return true, ""
+	})
 	for _, a := range beyondReach(ns, other, true) {
 		t.Run("tenant/"+a.String(), func(t *testing.T) {
 			if canI(t, tenant, groups, a) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,33 +171,14 @@ func orphaned(t *testing.T, ws []*worker, deleted *unstructured.Unstructured) {
 // stops them when the test ends.
 func startWorkers(t *testing.T, names ...string) []*worker {
 	t.Helper()
+	clusters := controlplane.StartWorkerClusters(t, names)
 	ws := make([]*worker, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
 	for i, n := range names {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			c, err := controlplane.Start(ctx, controlplane.Options{KubernetesOnly: true})
-			ws[i], errs[i] = &worker{name: n, cp: c}, err
-		})
-	}
-	wg.Wait()
-	for i, w := range ws {
-		if w.cp != nil {
-			t.Cleanup(func() {
-				if t.Failed() {
-					w.cp.Keep()
-					t.Logf("worker %s logs (all kept in %s):\n%s", w.name, w.cp.DataDir(), w.cp.LogTails(20))
-				}
-				if err := w.cp.Stop(); err != nil {
-					t.Errorf("cannot stop worker %s: %v", w.name, err)
-				}
-			})
+		c, err := clusters.Get(n)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if errs[i] != nil {
-			t.Fatalf("cannot start worker cluster %s: %v", w.name, errs[i])
-		}
+		ws[i] = &worker{name: n, cp: c}
 	}
 	return ws
 }
@@ -418,19 +398,9 @@ func workerOf(t *testing.T, ws []*worker, name string) *worker {
 // getIn fetches an object through c, or returns nil if it does not exist.
 func getIn(t *testing.T, c client.Client, r ref) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(r.APIVersion)
-	u.SetKind(r.Kind)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, u)
-	if kerrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("cannot get %s: %v", r, err)
-	}
-	return u
+	return testutil.Get(ctx, t, c, r.APIVersion, r.Kind, r.Namespace, r.Name)
 }
 
 // markAll reports the control cluster's workloads and Jobs healthy, and

@@ -64,6 +64,12 @@ func teamMember(t *testing.T, ns, user string) client.Client {
 			t.Fatalf("cannot create %s: %v", o.GetName(), err)
 		}
 	}
+	// The authorizer reads RoleBindings from an informer: wait until it
+	// answers with the new binding before acting as the user.
+	a := access{verb: "create", group: "platform.armadaproject.io", resource: "armadas", ns: ns}
+	waitFor(t, user+"'s Role in force", func() (bool, string) {
+		return canI(t, user, []string{"system:authenticated"}, a), user + " may not yet " + a.String()
+	})
 	cfg := rest.CopyConfig(cp.RESTConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	c, err := client.New(cfg, client.Options{})
@@ -185,6 +191,7 @@ func wrapped(t *testing.T, refs []ref) []string {
 // composed, cluster-scoped objects included, and leaves the other team's
 // and the claim's untouched.
 func TestNamespaced(t *testing.T) {
+	parallel(t)
 	teams := []string{"e2e-ns-a", "e2e-ns-b"}
 	members := map[string]client.Client{}
 	// The platform lets both teams compose cluster-scoped objects through
@@ -345,6 +352,26 @@ func TestNamespaced(t *testing.T) {
 			roles = slices.Compact(roles)
 			want := []string{armada.FixedJobRoleName("binoculars"), armada.FixedJobRoleName("executor")}
 			return slices.Equal(roles, want), fmt.Sprintf("RoleBindings in %s bind %v, want %v", jobs, roles, want)
+		})
+		// The job namespace's Object may only observe and create until it
+		// has recorded creating the namespace, and is then composed again
+		// with the policies that delete it with the queue
+		// (docs/guides/tenancy.md): deleting the queue before that leaves
+		// the namespace, by design. Wait for it, as a user would see it.
+		waitFor(t, "team b's job namespace Object composed to delete its namespace", func() (bool, string) {
+			for _, r := range raw {
+				ref := r.(map[string]any)
+				o := get(t, fmt.Sprint(ref["apiVersion"]), "Object", teams[1], fmt.Sprint(ref["name"]))
+				if o == nil {
+					continue
+				}
+				if kind, _, _ := unstructured.NestedString(o.Object, "spec", "forProvider", "manifest", "kind"); kind != "Namespace" {
+					continue
+				}
+				p, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "managementPolicies")
+				return slices.Contains(p, "*") || slices.Contains(p, "Delete"), fmt.Sprintf("Object %s has managementPolicies %v", o.GetName(), p)
+			}
+			return false, "no Object of team b's queue composes its job namespace"
 		})
 		if err := members[teams[1]].Delete(context.Background(), q); err != nil {
 			t.Fatalf("a member with only namespace rights cannot delete their ArmadaQueue: %v", err)

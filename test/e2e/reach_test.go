@@ -29,6 +29,7 @@ import (
 //   - a PriorityClass the platform created, not this Armada;
 //   - ingress.tlsSecretName naming the Secret of the Armada's private CA.
 func TestTenantReach(t *testing.T) {
+	parallel(t)
 	const victim = "e2e-victim"
 	namespace(t, victim)
 	if err := kube().Create(context.Background(), &corev1.Secret{

@@ -31,6 +31,7 @@ const deletionTimeout = 3 * time.Minute
 // has been done), the server still has both databases, with their owner,
 // under the default Orphan, and has neither under Delete.
 func TestSQLDataProtection(t *testing.T) {
+	parallel(t)
 	pg := testenv.StartPostgres(t)
 	for _, tc := range []struct {
 		name string

@@ -35,6 +35,7 @@ func defaultPriorityClassNames(ns, name string) []string {
 // spec the schema lets through, and a backing-service mode switch the
 // schema cannot see; a mode switch the schema can see is refused at apply.
 func TestTeams(t *testing.T) {
+	parallel(t)
 	claims := []*unstructured.Unstructured{
 		applyExample(t, "minimal", "armada"),
 		applyExample(t, "team-a", "team-a"),

@@ -4,8 +4,6 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +41,7 @@ func local(host, ref string) string {
 // reachable here (no internet).
 func pushMirrors(t *testing.T, cliPath, host string) {
 	t.Helper()
-	home, err := os.UserHomeDir()
+	binDir, err := testutil.ToolDir("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +52,7 @@ func pushMirrors(t *testing.T, cliPath, host string) {
 	for _, m := range ms {
 		dir := t.TempDir()
 		file, err := xpkg.BuildMirror(t.Context(), m, xpkg.MirrorOptions{
-			CLI: cliPath, BinDir: filepath.Join(home, ".cache", "armada-crossplane", "bin"), OutDir: dir,
+			CLI: cliPath, BinDir: binDir, OutDir: dir,
 		})
 		if err != nil {
 			t.Fatal(err)

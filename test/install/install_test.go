@@ -49,27 +49,17 @@ func TestInstall(t *testing.T) {
 	cp := controlplane.StartForTest(t, controlplane.Options{SkipProviderKubernetes: true, SkipFunction: true, SkipPackage: true})
 	kube := cp.Client()
 	cfg := lookup(t, res, "configuration-armada")
-	objs := []*unstructured.Unstructured{
-		// What Crossplane's Helm chart and `crossplane core init` create on
-		// a real install: Crossplane's service account (the package runtime
-		// copies its image pull secrets) and the runtime settings every
-		// Provider and Function revision uses.
-		{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ServiceAccount",
-			"metadata": map[string]any{"name": "crossplane", "namespace": controlplane.CrossplaneNamespace},
-		}},
-		{Object: map[string]any{
-			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
-			"metadata": map[string]any{"name": "default"},
-		}},
+	// What Crossplane's Helm chart creates on a real install, then the
+	// package's sources and the Configuration.
+	objs := append(controlplane.ChartDefaults(),
 		imageConfig("armadaproject-local", xpkg.DefaultRegistry+"/", host),
 		imageConfig("crossplane-contrib-local", "xpkg.crossplane.io/crossplane-contrib/", host),
-		{Object: map[string]any{
+		&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": pkgV1, "kind": "Configuration",
 			"metadata": map[string]any{"name": "configuration-armada"},
 			"spec":     map[string]any{"package": cfg.Ref},
 		}},
-	}
+	)
 	for _, o := range objs {
 		if err := kube.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(o), testOwner, client.ForceOwnership); err != nil {
 			t.Fatalf("cannot apply %s %s: %v", o.GetKind(), o.GetName(), err)

@@ -43,16 +43,9 @@ func TestMain(m *testing.M) {
 // cli returns the pinned Crossplane CLI, failing the test if it is missing.
 func cli(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("CROSSPLANE_CLI")
-	if p == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-"+xprender.CLIVersion)
-	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-		t.Fatalf("the Crossplane CLI is missing at %s: build it with `make tools`", p)
+	p, err := xprender.FindCLI()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return p
 }

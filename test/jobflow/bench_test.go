@@ -14,6 +14,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // benchBatch is how many jobs one armadactl submit carries.
@@ -114,7 +115,7 @@ func runJobs(b *testing.B, arm benchArm, jobSet string, n int) jobRun {
 	defer cancel()
 	evs, out, err := arm.a.Watch(wctx, arm.user, arm.password, arm.queue, jobSet, nil)
 	if err != nil {
-		b.Fatalf("%s: %v\n%s", arm.a.Command("watch", arm.queue, jobSet, "--raw", "--exit-if-inactive"), err, jobflow.Tail(out, 20))
+		b.Fatalf("%s: %v\n%s", arm.a.Command("watch", arm.queue, jobSet, "--raw", "--exit-if-inactive"), err, testutil.Tail(out, 20))
 	}
 	// A job's batch is the order its Submitted event came in.
 	batch := map[string]int{}

@@ -52,6 +52,9 @@ const (
 
 // TestJobFlow composes an Armada and runs jobs through it.
 func TestJobFlow(t *testing.T) {
+	// Beside TestMakeRun: each starts its own control plane and servers,
+	// and both mostly wait (for pods, leases, Pulsar).
+	t.Parallel()
 	ctx := t.Context()
 	// The Armada starts at fromVersion; the Upgrade subtest moves it to the
 	// default release.

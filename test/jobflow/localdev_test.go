@@ -12,6 +12,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // localDevQueue is the queue the localdev arm creates, as a localdev user
@@ -57,7 +58,7 @@ func runLocalDev(b *testing.B, f *flow, n int) jobRun {
 	jobflow.WaitFor(b, time.Minute, "localdev queue "+localDevQueue, func() (bool, string) {
 		out, err := a.Run(ctx, "", "", "create", "queue", localDevQueue)
 		if err != nil && !strings.Contains(out, "already exists") {
-			return false, fmt.Sprintf("%v: %s", err, jobflow.Tail(out, 3))
+			return false, fmt.Sprintf("%v: %s", err, testutil.Tail(out, 3))
 		}
 		return true, ""
 	}, nil)

@@ -25,6 +25,7 @@ import (
 // (SIGINT) then stops every process it started and removes every
 // temporary directory.
 func TestMakeRun(t *testing.T) {
+	t.Parallel() // Beside TestJobFlow: see there.
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

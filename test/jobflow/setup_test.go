@@ -148,7 +148,7 @@ func compose(t testing.TB, o composeOptions) *flow {
 			if f.workerRunner != nil {
 				t.Logf("worker pod logs:\n%s", jobflow.PodLogs(f.workerRunner))
 			}
-			t.Logf("pulsar log (tail):\n%s", jobflow.Tail(f.be.Pulsar.Log(), 20))
+			t.Logf("pulsar log (tail):\n%s", testutil.Tail(f.be.Pulsar.Log(), 20))
 		}
 	})
 
@@ -174,8 +174,7 @@ func compose(t testing.TB, o composeOptions) *flow {
 		s, r, m := f.claim.Condition("QueuesReady")
 		return s == "True", fmt.Sprintf("QueuesReady=%s %s: %s", s, r, m)
 	}, nil)
-	schedulerLogs := func() []string { return f.runner.Logs()["StatefulSet-armada-scheduler-scheduler.log"] }
-	jobflow.WaitSubmitCheckLogged(t, schedulerLogs, len(es), seen, func(m string) { t.Log(m) })
+	jobflow.WaitSubmitCheckLogged(t, jobflow.SchedulerLogs(f.runner, f.claim.Name), len(es), seen, func(m string) { t.Log(m) })
 
 	// Where users reach Armada, as the claim's status says.
 	f.a, f.lookout = f.claim.Armadactl(f.armadactl[o.version], f.be.Names), f.claim.Lookout(f.be.Names)

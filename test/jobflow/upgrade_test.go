@@ -168,15 +168,15 @@ func checkImages(t *testing.T, c client.Client, version string) {
 			cs, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
 			for _, ctr := range cs {
 				img := fmt.Sprint(ctr.(map[string]any)["image"])
-				if _, _, isArmada := podrun.ComponentForImage(img); !isArmada {
-					// A sidecar (binoculars' TLS proxies) runs its pinned tool.
-					if _, tool := podrun.ToolForImage(img); !tool {
-						t.Errorf("%s %s runs %s, neither an Armada image nor a pinned tool's", w.GetKind(), w.GetName(), img)
+				switch podrun.KindOfImage(img) {
+				case podrun.ArmadaImage:
+					if !strings.HasSuffix(img, ":"+version) {
+						t.Errorf("%s %s runs %s after the upgrade, want Armada %s", w.GetKind(), w.GetName(), img, version)
 					}
-					continue
-				}
-				if !strings.HasSuffix(img, ":"+version) {
-					t.Errorf("%s %s runs %s after the upgrade, want Armada %s", w.GetKind(), w.GetName(), img, version)
+				case podrun.ToolImage:
+					// A sidecar (binoculars' TLS proxies) runs its pinned tool.
+				case podrun.PulsarImage, podrun.OtherImage:
+					t.Errorf("%s %s runs %s, neither an Armada image nor a pinned tool's", w.GetKind(), w.GetName(), img)
 				}
 			}
 		}

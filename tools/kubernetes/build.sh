@@ -4,13 +4,22 @@
 # ${KUBE_BIN_DIR:-~/.cache/armada-crossplane/bin/kubernetes-VERSION}, reusing
 # binaries already there. The missing ones are built by one `go build`, so
 # the Kubernetes libraries they share compile once and their links overlap.
-# Cold: about 10 minutes on two cores; kube-scheduler (the job flow's,
+# Cold: about 5 minutes on two cores; kube-scheduler (the job flow's,
 # which binds Armada's job pods to KWOK Nodes) shares their build.
+#
+# Usage: tools/kubernetes/build.sh [BINARY...] builds only those (make run
+# needs kube-scheduler only after the composed tree); default: all three.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
 version=$(pin k8s.io/kubernetes)
 binaries=(kube-apiserver kube-controller-manager kube-scheduler)
+if [[ $# -gt 0 ]]; then
+  for name in "$@"; do
+    [[ " ${binaries[*]} " == *" ${name} "* ]] || { echo "$0: ${name} is not one of: ${binaries[*]}" >&2; exit 2; }
+  done
+  binaries=("$@")
+fi
 bin_dir="${KUBE_BIN_DIR:-$HOME/.cache/armada-crossplane/bin/kubernetes-${version}}"
 mkdir -p "${bin_dir}"
 ld="-s -w"

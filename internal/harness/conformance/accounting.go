@@ -1,17 +1,17 @@
 package conformance
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 )
 
-// notRun are the non-Armada images an example may compose, by image name,
-// with why the test does not run them and what stands in.
+// notRun are the non-Armada images an example may compose, by repository
+// (podrun.ImageIs), with why the test does not run them and what stands in.
 var notRun = map[string]string{
 	"library/redis": "the in-cluster Redis; the test's private Redis stands in for it at its Service's address (see farEnds)",
 }
@@ -19,13 +19,8 @@ var notRun = map[string]string{
 // notRunReason returns why a non-Armada image is not run, or false if the
 // test does not account for it.
 func notRunReason(image string) (string, bool) {
-	ref, _, _ := strings.Cut(image, "@")
-	name := ref
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name = name[:i]
-	}
-	for n, why := range notRun {
-		if name == n || strings.HasSuffix(name, "/"+n) {
+	for repo, why := range notRun {
+		if podrun.ImageIs(image, repo) {
 			return why, true
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/metricnames"
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
@@ -40,13 +42,27 @@ type Env struct {
 	// which the scraped ones are checked against.
 	Metrics *metricnames.Index
 	// Home is the API server standing in for the cluster claims are
-	// applied to (thisCluster), shared by every example.
-	Home *WorkerClusters
-	// RefusedCAShown is set once an in-cluster executor of this release
-	// was shown refusing the scheduler without the rendered CA.
-	RefusedCAShown bool
-	// Brokers are the real Pulsar brokers every example shares.
+	// applied to (ThisCluster), shared by every example.
+	Home *controlplane.WorkerClusters
+	// refusedCAShown is set once an in-cluster executor of this release
+	// was shown refusing the scheduler without the rendered CA; examples
+	// run at once, so mu guards it.
+	mu             sync.Mutex
+	refusedCAShown bool
+	// Brokers are the real Pulsar brokers; each example holds one of its
+	// own while it runs (Brokers.hold).
 	Brokers *Brokers
+}
+
+// ShowRefusedCA reports whether no in-cluster executor of this release has
+// been shown refusing the scheduler without the rendered CA yet, and if so
+// leaves that to the caller: it is shown once per release.
+func (e *Env) ShowRefusedCA() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	first := !e.refusedCAShown
+	e.refusedCAShown = true
+	return first
 }
 
 // NewEnv finds a release's binaries and source, failing the test if they

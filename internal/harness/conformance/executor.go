@@ -15,7 +15,7 @@ import (
 // ExecutorRun is an executor started by RunExecutor, still running.
 type ExecutorRun struct {
 	Proc *podrun.Process
-	// Outcome is the lease outcome its log shows: leaseOK's line, or the
+	// Outcome is the lease outcome its log shows: LeaseOK's line, or the
 	// error of leaseFailed.
 	Outcome string
 	// Log is its log once the outcome was seen.

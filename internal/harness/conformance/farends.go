@@ -70,7 +70,7 @@ func (r *Render) FarEnds(workloads []podrun.Workload) (farEnds, error) {
 	}
 	for _, w := range workloads {
 		for _, c := range w.Pod.Containers {
-			if _, _, armada := podrun.ComponentForImage(c.Image); !armada && strings.Contains(c.Image, "redis") {
+			if podrun.KindOfImage(c.Image) != podrun.ArmadaImage && strings.Contains(c.Image, "redis") {
 				f.Redis = append(f.Redis, r.ServiceAuthorities(w, redisPort)...)
 			}
 		}

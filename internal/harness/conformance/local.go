@@ -11,7 +11,8 @@ import (
 
 // ThisCluster names the Kubernetes API server that stands in for the
 // cluster a claim is applied to, which in-cluster executors watch. One
-// serves every example of a test run, one after the other.
+// serves every example of a test run; examples
+// running at once take turns at it (test/conformance's homeMu).
 const ThisCluster = "this-cluster"
 
 // fixedRoles is the file of ClusterRoles the platform installs and the

@@ -59,17 +59,17 @@ func checkProbe(o *outcome, rn *Run, c *Component, timeout time.Duration) {
 		o.errorf("readinessProbe %s targets port %s (%d), which no listening key of the loaded config sets: the probe would never pass", kind, port.String(), number)
 		return
 	}
-	if err := pollProbe(p, moved, timeout); err != nil {
+	if err := PollProbe(p, moved, timeout); err != nil {
 		o.errorf("readinessProbe %s on port %s (%s, moved to %d) did not pass within %s; last: %v", kind, port.String(), key, moved, timeout, err)
 		return
 	}
 	o.Notes = append(o.Notes, fmt.Sprintf("ready by its readinessProbe (%s on %s, %s)", kind, port.String(), key))
 }
 
-// pollProbe runs a probe (podrun.Probe, as the Runner and the kubelet do)
+// PollProbe runs a probe (podrun.Probe, as the Runner and the kubelet do)
 // every half second until it passes or timeout passes; it returns the
 // last failure.
-func pollProbe(p *corev1.Probe, port int, timeout time.Duration) error {
+func PollProbe(p *corev1.Probe, port int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := podrun.Probe(context.Background(), p, port)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,42 +32,86 @@ const topicJobTimeout = 5 * time.Minute
 const topicsReady = "Pulsar topics ready"
 
 // Brokers are the real Apache Pulsar brokers a top-level test's examples
-// share (testenv.StartPulsar: the version table's release, standalone):
-// Plain without authentication, and Token, started only if an example's
-// claim gives spec.pulsar.tokenSecretRef, with token authentication, so a
-// Component that does not present the token from that Secret is refused.
+// share (testenv.StartPulsar: the version table's release, standalone),
+// without authentication, and, if an example's claim gives
+// spec.pulsar.tokenSecretRef, with token authentication, so a Component
+// that does not present the token from that Secret is refused.
 // Each example's topic-init Job creates its tenant, and the example
 // deletes it when it ends, so examples do not see each other's topics.
+// Examples render the same tenant names, so an example holds its broker
+// until it ends: examples running at once each use their own, and the
+// brokers are started as they are first needed and kept for the test.
 type Brokers struct {
-	Plain, Token *testenv.Pulsar
+	// owner is the test every broker lives as long as.
+	owner *testing.T
+	// token is set if brokers with token authentication may be asked for.
+	token bool
+	mu    sync.Mutex
+	// idle are the brokers no example holds, by token authentication.
+	idle map[bool][]*testenv.Pulsar
 }
 
-// StartBrokers starts the plain broker, and the token broker if token is
-// set.
+// StartBrokers starts a broker without authentication, and one with token
+// authentication if token is set.
 func StartBrokers(t *testing.T, token bool) *Brokers {
 	t.Helper()
-	b := &Brokers{Plain: testenv.StartPulsar(t)}
+	b := &Brokers{owner: t, token: token, idle: map[bool][]*testenv.Pulsar{}}
+	b.idle[false] = append(b.idle[false], testenv.StartPulsar(t))
 	if token {
-		b.Token = testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{TokenAuth: true})
+		b.idle[true] = append(b.idle[true], testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{TokenAuth: true}))
 	}
 	return b
 }
+
+// hold returns an idle broker, with token authentication if token is
+// set, starting one if none is idle, and gives it back when t ends.
+func (b *Brokers) hold(t *testing.T, token bool) *testenv.Pulsar {
+	t.Helper()
+	b.mu.Lock()
+	var p *testenv.Pulsar
+	if n := len(b.idle[token]); n > 0 {
+		p = b.idle[token][n-1]
+		b.idle[token] = b.idle[token][:n-1]
+	}
+	b.mu.Unlock()
+	if p == nil {
+		t.Logf("every Pulsar broker (token authentication: %t) is in use by another example; starting one more", token)
+		p = testenv.StartPulsarWithOptions(ownedTB{T: t, owner: b.owner}, testenv.PulsarOptions{TokenAuth: token})
+	}
+	t.Cleanup(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.idle[token] = append(b.idle[token], p)
+	})
+	return p
+}
+
+// ownedTB is a test that starts something its owner keeps: the owner's
+// context, temporary directory and cleanup, the test's failures and log.
+type ownedTB struct {
+	*testing.T
+	owner *testing.T
+}
+
+func (o ownedTB) Cleanup(f func())         { o.owner.Cleanup(f) }
+func (o ownedTB) Context() context.Context { return o.owner.Context() }
+func (o ownedTB) TempDir() string          { return o.owner.TempDir() }
 
 // pulsarToken is the role of the token the test puts in the user's
 // spec.pulsar.tokenSecretRef Secret.
 const pulsarToken = "armada"
 
-// useBroker picks the example's broker and, with a tokenSecretRef, supplies
-// a token it accepts in that Secret.
+// useBroker holds a broker for the example and, with a tokenSecretRef,
+// supplies a token it accepts in that Secret.
 func useBroker(t *testing.T, b *Brokers, r *Render, svc *Services, supplied map[SecretRef]string) {
 	t.Helper()
-	svc.Pulsar = b.Plain
-	if ref, ok := r.XRSecretRef("pulsar", "tokenSecretRef"); ok {
-		if b.Token == nil {
-			t.Fatal("the claim gives spec.pulsar.tokenSecretRef, but no broker with token authentication was started")
-		}
-		svc.Pulsar = b.Token
-		svc.PulsarToken = b.Token.Token(pulsarToken)
+	ref, token := r.XRSecretRef("pulsar", "tokenSecretRef")
+	if token && !b.token {
+		t.Fatal("the claim gives spec.pulsar.tokenSecretRef, but no broker with token authentication was started")
+	}
+	svc.Pulsar = b.hold(t, token)
+	if token {
+		svc.PulsarToken = svc.Pulsar.Token(pulsarToken)
 		supplied[ref] = svc.PulsarToken
 	}
 }

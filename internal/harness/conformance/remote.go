@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
@@ -39,62 +36,9 @@ var (
 	forbidden   = regexp.MustCompile(`(?i)\bforbidden\b`)
 )
 
-// WorkerClusters are the real Kubernetes API servers standing in for the
-// worker clusters the render's Objects name, by providerConfigRef name.
-type WorkerClusters struct {
-	mu   sync.Mutex
-	cps  map[string]*controlplane.ControlPlane
-	errs map[string]error
-	done chan struct{}
-}
-
-// StartWorkerClusters starts one Kubernetes-only control plane (etcd,
-// kube-apiserver, kube-controller-manager) per cluster, concurrently, in
-// the background; Get waits for one.
-func StartWorkerClusters(t *testing.T, clusters []string) *WorkerClusters {
-	t.Helper()
-	w := &WorkerClusters{cps: map[string]*controlplane.ControlPlane{}, errs: map[string]error{}, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	for _, c := range clusters {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			cp, err := controlplane.Start(ctx, controlplane.Options{KubernetesOnly: true})
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.cps[c], w.errs[c] = cp, err
-		})
-	}
-	go func() { wg.Wait(); close(w.done) }()
-	t.Cleanup(func() {
-		<-w.done
-		for c, cp := range w.cps {
-			if cp == nil {
-				continue
-			}
-			if t.Failed() {
-				cp.Keep()
-				t.Logf("worker cluster %s logs (all kept in %s):\n%s", c, cp.DataDir(), cp.LogTails(15))
-			}
-			if err := cp.Stop(); err != nil {
-				t.Errorf("cannot stop worker cluster %s: %v", c, err)
-			}
-		}
-	})
-	return w
-}
-
-// Get returns the worker cluster of a providerConfigRef name once it is up.
-func (w *WorkerClusters) Get(cluster string) (*controlplane.ControlPlane, error) {
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.cps[cluster], errors.Wrapf(w.errs[cluster], "cannot start worker cluster %s", cluster)
-}
-
 // RemoteEnv is what a remote executor's invocation needs beyond the render.
 type RemoteEnv struct {
-	workers *WorkerClusters
+	workers *controlplane.WorkerClusters
 	// API is the test's executor API the executors lease from.
 	API *executorAPI
 	// Proxy is the CONNECT proxy that tunnels the armadaUrl to API.
@@ -127,7 +71,7 @@ func StartRemote(t *testing.T, runs []*Run, ca *privateCA) *RemoteEnv {
 	if len(clusters) == 0 {
 		return nil
 	}
-	re := &RemoteEnv{workers: StartWorkerClusters(t, clusters)}
+	re := &RemoteEnv{workers: controlplane.StartWorkerClusters(t, clusters)}
 	if len(urls) != 1 {
 		t.Fatalf("remote executors dial %d different executor API addresses %v; expected one (spec.executorApi.url or the ingress host)", len(urls), urls)
 	}

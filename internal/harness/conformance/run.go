@@ -34,7 +34,7 @@ type Run struct {
 }
 
 // Command is how the test starts the run's binary: in a root of its own
-// with the run's hosts file and volumes (podCommand).
+// with the run's hosts file and volumes (podrun.PodCommand).
 func (r *Run) Command(e *Env) (string, []string, error) {
 	root, err := os.MkdirTemp(r.Root, "pod-")
 	if err != nil {
@@ -137,7 +137,7 @@ func overrides(t *testing.T, e *Env, svc *Services, free func() int, rn *Run) (e
 
 // environ is a run's complete process environment: the rendered variables
 // followed by the test's overrides, which win. Files the overrides name
-// are shown where the process's root has them (podPath).
+// are shown where the process's root has them (podrun.PodPath).
 func environ(rn *Run, extra []podrun.EnvVar) []string {
 	out := make([]string, 0, len(rn.Inv.Env)+len(extra))
 	for _, v := range rn.Inv.Env {
@@ -204,7 +204,7 @@ func NewRuns(t *testing.T, e *Env, r *Render, workloads []podrun.Workload, suppl
 	for _, w := range workloads {
 		containers := append(slices.Clone(w.Pod.InitContainers), w.Pod.Containers...)
 		for i, c := range containers {
-			if _, _, ok := podrun.ComponentForImage(c.Image); !ok {
+			if podrun.KindOfImage(c.Image) != podrun.ArmadaImage {
 				job, skip := otherContainer(t, rs, w, c, runs)
 				if job != nil {
 					topics = append(topics, job)

@@ -125,13 +125,6 @@ func StartSidecars(t *testing.T, rn *Run, c *Component) map[int32]int {
 	return local
 }
 
-// PollProbe runs a probe (podrun.Probe, as the Runner and the kubelet do)
-// every half second until it passes or timeout passes; it returns the
-// last failure.
-func PollProbe(p *corev1.Probe, port int, timeout time.Duration) error {
-	return pollProbe(p, port, timeout)
-}
-
 // BinocularsLogs POSTs an empty log request to binoculars' REST API over
 // TLS without credentials and returns the status.
 func BinocularsLogs(t *testing.T, port int, roots *x509.CertPool, host string) (int, error) {

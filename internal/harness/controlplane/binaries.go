@@ -7,6 +7,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
 )
 
@@ -45,11 +46,11 @@ type binary struct {
 // missing one.
 func (o *Options) defaultBinaries() error {
 	if o.BinDir == "" {
-		home, err := os.UserHomeDir()
+		dir, err := testutil.ToolDir("")
 		if err != nil {
-			return errors.Wrap(err, "cannot find home directory; set Options.BinDir")
+			return errors.Wrap(err, "set Options.BinDir")
 		}
-		o.BinDir = filepath.Join(home, ".cache", "armada-crossplane", "bin")
+		o.BinDir = dir
 	}
 	kube := "kubernetes-" + KubernetesVersion
 	bins := []binary{{
@@ -71,12 +72,26 @@ func (o *Options) defaultBinaries() error {
 			target: clusterBins, script: "tools/provider-kubernetes/build.sh",
 		})
 	}
-	if o.JobFlow {
+	if o.JobFlow && !o.JobFlowLater {
 		bins = append(bins, o.jobFlowBinaries()...)
 	}
 	if o.RunProviderSQL && !o.KubernetesOnly {
 		bins = append(bins, o.providerSQLBinary())
 	}
+	if err := o.findBinaries(bins); err != nil {
+		return err
+	}
+	if o.Function != "" && !isExecutable(o.Function) {
+		return errors.Errorf("function-armada is missing at %s: build it with `go build -o %s ./functions/armada`, "+
+			"or leave Options.Function empty to build it", o.Function, o.Function)
+	}
+	return nil
+}
+
+// findBinaries fills in the default path (in BinDir) of each binary that
+// has none, and checks each exists, naming the make target that builds a
+// missing one.
+func (o *Options) findBinaries(bins []binary) error {
 	for _, b := range bins {
 		if *b.path == "" {
 			*b.path = filepath.Join(o.BinDir, b.file)
@@ -84,10 +99,6 @@ func (o *Options) defaultBinaries() error {
 		if !isExecutable(*b.path) {
 			return errors.Errorf("%s is missing at %s: build it with `make %s` (runs %s; cold builds take several minutes)", b.name, *b.path, b.target, b.script)
 		}
-	}
-	if o.Function != "" && !isExecutable(o.Function) {
-		return errors.Errorf("function-armada is missing at %s: build it with `go build -o %s ./functions/armada`, "+
-			"or leave Options.Function empty to build it", o.Function, o.Function)
 	}
 	return nil
 }

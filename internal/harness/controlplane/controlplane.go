@@ -45,9 +45,9 @@ type Options struct {
 	// removed; a DataDir the caller chose is never removed.
 	KeepData bool
 
-	// BinDir holds the cached tool binaries. Empty means
-	// ~/.cache/armada-crossplane/bin. The binary paths below default to
-	// files in it named by version.
+	// BinDir holds the cached tool binaries. Empty means the tool cache
+	// (testutil.ToolDir, by default ~/.cache/armada-crossplane/bin). The
+	// binary paths below default to files in it named by version.
 	BinDir                string
 	Etcd                  string
 	KubeAPIServer         string
@@ -133,6 +133,13 @@ type Options struct {
 	JobFlow       bool
 	KubeScheduler string
 	KWOK          string
+
+	// JobFlowLater, with JobFlow, leaves kube-scheduler and KWOK out of
+	// Start (their binaries need not be built yet) until StartJobFlow;
+	// kube-controller-manager still runs the job flow's controllers. make
+	// run builds them once it has shown the composed tree, which needs
+	// neither.
+	JobFlowLater bool
 
 	// Debug runs Crossplane, the function and provider-kubernetes with
 	// debug logging.
@@ -241,7 +248,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		{name: "etcd ready", fn: c.startEtcd},
 		{name: "kube-apiserver ready", fn: c.startAPIServer},
 		{name: "kube-controller-manager ready", fn: c.startControllerManager},
-		{name: "kube-scheduler and kwok ready", fn: c.startJobFlow, skip: !c.opts.JobFlow},
+		{name: "kube-scheduler and kwok ready", fn: c.startJobFlow, skip: !c.opts.JobFlow || c.opts.JobFlowLater},
 		{name: "CRDs applied and established", fn: c.applyCRDs},
 		{name: "crossplane identity ready", fn: c.applyCrossplaneIdentity, skip: c.opts.KubernetesOnly || !c.opts.LeastPrivilege},
 		{name: "crossplane ready", fn: c.startCrossplaneFirst, skip: c.opts.KubernetesOnly},

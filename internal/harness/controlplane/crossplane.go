@@ -26,6 +26,23 @@ import (
 // control plane creates it.
 const CrossplaneNamespace = "crossplane-system"
 
+// ChartDefaults are what Crossplane's Helm chart (and `crossplane core
+// init`) create on a real install and Start does not: Crossplane's service
+// account, whose image pull secrets package runtimes copy, and the default
+// DeploymentRuntimeConfig every Provider and Function revision uses.
+func ChartDefaults() []*unstructured.Unstructured {
+	return []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount",
+			"metadata": map[string]any{"name": "crossplane", "namespace": CrossplaneNamespace},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
+			"metadata": map[string]any{"name": "default"},
+		}},
+	}
+}
+
 // Files in Options.PackageDir the control plane installs.
 var packageFiles = []string{
 	"definition.yaml", "composition.yaml", "queue-definition.yaml", "queue-composition.yaml",

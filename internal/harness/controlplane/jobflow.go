@@ -63,6 +63,21 @@ func (o *Options) jobFlowBinaries() []binary {
 	}}
 }
 
+// StartJobFlow starts kube-scheduler and KWOK on a control plane started
+// with Options.JobFlow and JobFlowLater, once their binaries exist.
+func (c *ControlPlane) StartJobFlow(ctx context.Context) error {
+	if !c.opts.JobFlow || !c.opts.JobFlowLater {
+		return errors.New("cannot start the job flow: the control plane was started without Options.JobFlow and JobFlowLater")
+	}
+	if c.procs[ProcKWOK] != nil {
+		return errors.New("cannot start the job flow: it is already running")
+	}
+	if err := c.opts.findBinaries(c.opts.jobFlowBinaries()); err != nil {
+		return err
+	}
+	return c.step("kube-scheduler and kwok ready", func() error { return c.startJobFlow(ctx) })
+}
+
 // startJobFlow starts kube-scheduler, which binds Armada's job pods (which
 // carry only a node selector) to Nodes, and KWOK, which plays every
 // kubelet of the Nodes AddNodes creates with the Stages above.

@@ -100,6 +100,37 @@ func TestJobFlowPods(t *testing.T) {
 	}
 }
 
+// TestJobFlowLater starts a control plane with Options.JobFlowLater and
+// kube-scheduler's and KWOK's binaries absent, as make run does before it
+// has built them: it starts without them, StartJobFlow refuses while they
+// are missing (naming the make target), then starts both once they exist,
+// and a Node AddNodes creates becomes Ready and untainted (KWOK runs it,
+// and kube-controller-manager runs the job flow's node-lifecycle
+// controller from the start).
+func TestJobFlowLater(t *testing.T) {
+	absent := filepath.Join(t.TempDir(), "absent")
+	c := StartForTest(t, Options{KubernetesOnly: true, JobFlow: true, JobFlowLater: true, KubeScheduler: absent, KWOK: absent})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	if diff := cmp.Diff([]string{ProcEtcd, ProcKubeAPIServer, ProcKubeControllerManager}, c.ProcessNames()); diff != "" {
+		t.Errorf("processes before StartJobFlow: -want, +got:\n%s", diff)
+	}
+	if err := c.StartJobFlow(ctx); err == nil || !strings.Contains(err.Error(), "make "+clusterBins) {
+		t.Fatalf("StartJobFlow with the binaries absent: got error %v, want one naming make %s", err, clusterBins)
+	}
+	// Built now: their default paths in BinDir.
+	c.opts.KubeScheduler, c.opts.KWOK = "", ""
+	if err := c.StartJobFlow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddNodes(ctx, Node{Name: "kwok-later", CPU: "4", Memory: "8Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartJobFlow(ctx); err == nil {
+		t.Error("StartJobFlow a second time: got no error, want one (it is already running)")
+	}
+}
+
 // jobIDLabel is the label the Stages select job pods by.
 const jobIDLabel = "armada_job_id"
 

@@ -4,7 +4,7 @@ package controlplane
 
 import "syscall"
 
-// processAttr makes a child lead its own process group, so killGroup reaches
+// processAttr makes a child lead its own process group, so stop's kill reaches
 // everything it spawns, and asks the kernel to SIGKILL it if the process
 // that started it dies without calling Stop (for example when a test binary
 // is interrupted or times out).

@@ -438,6 +438,14 @@ func WaitSubmitCheckLogged(t TB, logs func() []string, want int, seen time.Time,
 	}
 }
 
+// SchedulerLogs returns a function listing the log files runner keeps of
+// the scheduler container of the Armada composed for the claim named
+// claim, for WaitSubmitCheckLogged.
+func SchedulerLogs(runner *podrun.Runner, claim string) func() []string {
+	name := "StatefulSet-" + claim + "-scheduler-scheduler.log"
+	return func() []string { return runner.Logs()[name] }
+}
+
 // reloadedSince reports whether any of the log files holds a submit check
 // reload, logged at or after since, that retrieved at least want executors.
 func reloadedSince(files []string, want int, since time.Time) bool {

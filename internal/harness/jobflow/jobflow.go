@@ -128,17 +128,13 @@ func (s *Session) TempDir() string {
 // FindRelease returns Armada's binaries and source at version (x.y.z),
 // and armadactl's path, or what to build if they are missing.
 func FindRelease(ctx context.Context, version string) (podrun.Release, string, error) {
-	root := os.Getenv("ARMADA_BIN_ROOT")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return podrun.Release{}, "", errors.Wrap(err, "cannot find the home directory")
-		}
-		root = filepath.Join(home, ".cache", "armada-crossplane", "bin")
+	root, err := testutil.ToolDir("ARMADA_BIN_ROOT")
+	if err != nil {
+		return podrun.Release{}, "", err
 	}
 	dir := filepath.Join(root, "armada-v"+version)
 	for _, b := range append(slices.Clone(podrun.Binaries), "armadactl") {
-		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The tool cache's own files.
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.Mode()&0o111 == 0 {
 			return podrun.Release{}, "", errors.Errorf("Armada %s binary %s is missing from %s: run `make armada-bins` (or tools/armada/build.sh v%s)",
 				version, b, dir, version)
 		}
@@ -190,19 +186,10 @@ func PodLogs(r *podrun.Runner) string {
 	for _, k := range keys {
 		for _, f := range logs[k] {
 			data, _ := os.ReadFile(f) //nolint:gosec // The runner's own log files.
-			fmt.Fprintf(&b, "--- %s\n%s\n", f, Tail(string(data), 25))
+			fmt.Fprintf(&b, "--- %s\n%s\n", f, testutil.Tail(string(data), 25))
 		}
 	}
 	return b.String()
-}
-
-// Tail returns the last n lines of s.
-func Tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func firstLine(s string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // localDevComponents are the processes of Armada's own local-development
@@ -132,7 +133,7 @@ func StartLocalDev(t TB, o LocalDevOptions) *LocalDev {
 		p := run(m[0], m[1], "--config", configs[m[0]])
 		if code, ok := p.Wait(3 * time.Minute); !ok || code != 0 {
 			p.Stop()
-			t.Fatalf("localdev %s %s exited %d (finished: %t):\n%s", m[0], m[1], code, ok, Tail(p.Log(), 20))
+			t.Fatalf("localdev %s %s exited %d (finished: %t):\n%s", m[0], m[1], code, ok, testutil.Tail(p.Log(), 20))
 		}
 	}
 	for _, c := range localDevComponents {
@@ -154,7 +155,7 @@ func StartLocalDev(t TB, o LocalDevOptions) *LocalDev {
 func (l *LocalDev) Logs() string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(l.Processes)) {
-		fmt.Fprintf(&b, "--- localdev %s\n%s\n", name, Tail(l.Processes[name].Log(), 25))
+		fmt.Fprintf(&b, "--- localdev %s\n%s\n", name, testutil.Tail(l.Processes[name].Log(), 25))
 	}
 	return b.String()
 }

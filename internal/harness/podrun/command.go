@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,12 +22,6 @@ type podCmd struct {
 	bin, dir string
 	args     []string
 	env      []EnvVar
-}
-
-// isArmadaImage reports whether an image is one of Armada's components'.
-func isArmadaImage(image string) bool {
-	_, _, ok := ComponentForImage(image)
-	return ok
 }
 
 // armadaCommand runs an Armada container as its release's binary, with
@@ -113,19 +106,6 @@ func (r *Runner) stablePort(key string) (int, error) {
 	}
 	r.ports[key] = p
 	return p, nil
-}
-
-// isPulsarImage reports whether an image is Apache Pulsar's
-// (apachepulsar/pulsar, from any registry).
-func isPulsarImage(image string) bool {
-	ref := imageRepo(image)
-	return ref == "apachepulsar/pulsar" || strings.HasSuffix(ref, "/apachepulsar/pulsar")
-}
-
-// isToolImage reports whether an image is a tool's (ToolForImage).
-func isToolImage(image string) bool {
-	_, ok := ToolForImage(image)
-	return ok
 }
 
 // toolCommand runs a tool's container (ghostunnel, a TLS sidecar) as its

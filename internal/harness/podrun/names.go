@@ -19,7 +19,7 @@ import (
 
 // Names resolves the in-cluster (or external) host names composed configs
 // dial to loopback addresses, below the config: each Armada process runs
-// in its own root (see podRoot) whose /etc/hosts maps those names to
+// in its own root (see PodCommand) whose /etc/hosts maps those names to
 // addresses in 127.0.0.0/8, where the test listens on the rendered ports. The configs keep their hosts and ports byte for byte; what
 // stands in is the Service's virtual IP (kube-proxy): a relay that
 // forwards a Postgres or Redis address to the private server, or the

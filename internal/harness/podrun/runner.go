@@ -469,14 +469,14 @@ func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Proce
 		{Name: "HOME", Value: PodPath(root)},
 	}, saEnv...)
 	var cmd *podCmd
-	switch {
-	case isArmadaImage(c.Image):
+	switch KindOfImage(c.Image) {
+	case ArmadaImage:
 		cmd, err = r.armadaCommand(p, c, root)
-	case isPulsarImage(c.Image):
+	case PulsarImage:
 		cmd, err = r.pulsarCommand(p, c, root)
-	case isToolImage(c.Image):
+	case ToolImage:
 		cmd, err = r.toolCommand(p, c, root)
-	default:
+	case OtherImage:
 		err = errors.Errorf("%s container %s runs %s, which is neither Armada's nor Pulsar's image: the runner cannot run it", p.w.ID(), c.Name, c.Image)
 	}
 	if err != nil {

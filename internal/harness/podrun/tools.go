@@ -20,13 +20,47 @@ var tools = map[string]string{"ghostunnel/ghostunnel": Ghostunnel}
 // ToolForImage returns the tool binary an image such as
 // registry.example.com/ghostunnel/ghostunnel:v1.8.4 runs.
 func ToolForImage(image string) (string, bool) {
-	ref := imageRepo(image)
 	for repo, tool := range tools {
-		if ref == repo || strings.HasSuffix(ref, "/"+repo) {
+		if ImageIs(image, repo) {
 			return tool, true
 		}
 	}
 	return "", false
+}
+
+// ImageKind is what the runner makes of a container image.
+type ImageKind int
+
+const (
+	// OtherImage is none of the kinds below: the runner cannot run it.
+	OtherImage ImageKind = iota
+	// ArmadaImage is one of Armada's components' (ComponentForImage).
+	ArmadaImage
+	// PulsarImage is Apache Pulsar's (apachepulsar/pulsar).
+	PulsarImage
+	// ToolImage is a pinned tool's (ToolForImage).
+	ToolImage
+)
+
+// KindOfImage tells what an image reference, from any registry, is.
+func KindOfImage(image string) ImageKind {
+	if _, _, ok := ComponentForImage(image); ok {
+		return ArmadaImage
+	}
+	if ImageIs(image, "apachepulsar/pulsar") {
+		return PulsarImage
+	}
+	if _, ok := ToolForImage(image); ok {
+		return ToolImage
+	}
+	return OtherImage
+}
+
+// ImageIs reports whether image is repository repo's (e.g.
+// "apachepulsar/pulsar"), from any registry, at any tag or digest.
+func ImageIs(image, repo string) bool {
+	ref := imageRepo(image)
+	return ref == repo || strings.HasSuffix(ref, "/"+repo)
 }
 
 // imageRepo is an image reference without its tag and digest.

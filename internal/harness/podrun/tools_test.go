@@ -31,6 +31,28 @@ func TestToolForImage(t *testing.T) {
 	}
 }
 
+func TestKindOfImage(t *testing.T) {
+	cases := map[string]struct {
+		image string
+		want  ImageKind
+	}{
+		"Armada":          {image: "registry.example.com:5000/gresearch/armada-server:0.22.7", want: ArmadaImage},
+		"Pulsar":          {image: "apachepulsar/pulsar:4.0.7", want: PulsarImage},
+		"PulsarMirrored":  {image: "registry.example.com/apachepulsar/pulsar:4.0.7@sha256:abc", want: PulsarImage},
+		"NotPulsar":       {image: "example.com/notapachepulsar/pulsar:4.0.7", want: OtherImage},
+		"Tool":            {image: "ghostunnel/ghostunnel:v1.8.4", want: ToolImage},
+		"Redis":           {image: "docker.io/library/redis:7.4", want: OtherImage},
+		"ArmadactlNotRun": {image: "gresearch/armadactl:0.22.7", want: OtherImage},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, KindOfImage(tc.image)); diff != "" {
+				t.Errorf("KindOfImage(%q): -want, +got:\n%s", tc.image, diff)
+			}
+		})
+	}
+}
+
 func TestMoveGhostunnelPorts(t *testing.T) {
 	listen := func(port int32) (int, error) { return int(port) + 10000, nil }
 	pod := map[int32]int{8081: 20001}

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Ref names one object.
@@ -69,13 +71,8 @@ func MarkHealthy(ctx context.Context, c client.Client, refs []Ref) error {
 	return nil
 }
 
+// get reads r, nil if it does not exist.
 func get(ctx context.Context, c client.Client, r Ref) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(r.APIVersion)
-	u.SetKind(r.Kind)
-	err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, u)
-	if kerrors.IsNotFound(err) {
-		return nil, nil
-	}
+	u, err := testutil.Lookup(ctx, c, r.APIVersion, r.Kind, r.Namespace, r.Name)
 	return u, errors.Wrapf(err, "cannot get %s %s", r.Kind, r.Name)
 }

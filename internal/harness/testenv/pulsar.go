@@ -21,6 +21,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // pulsarHint tells a developer how to get the broker's jars.
@@ -107,6 +108,8 @@ type pulsarPaths struct {
 	java     string
 	lib      string
 	adminLib string
+	// adminArchive is pulsar-admin's class-data archive, or empty.
+	adminArchive string
 }
 
 // StartPulsar starts a private standalone Pulsar broker for the test and
@@ -136,6 +139,11 @@ func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 		}
 		p.adminToken = p.Token("admin")
 	}
+	archive, err := pulsarAdminArchive(context.Background(), paths)
+	if err != nil {
+		tb.Logf("pulsar-admin runs without a class-data archive: %v", err)
+	}
+	paths.adminArchive = archive
 	if err := p.writeFiles(dir, paths); err != nil {
 		tb.Fatal(errors.Wrap(err, "cannot write the Pulsar broker's files"))
 	}
@@ -196,13 +204,9 @@ func (p *Pulsar) Log() string {
 // test with instructions if either is missing.
 func pulsarJars(tb TB) pulsarPaths {
 	tb.Helper()
-	root := os.Getenv("PULSAR_BIN_ROOT")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			tb.Fatalf("cannot find the home directory for the tool cache; set PULSAR_BIN_ROOT: %v", err)
-		}
-		root = filepath.Join(home, ".cache", "armada-crossplane", "bin")
+	root, err := testutil.ToolDir("PULSAR_BIN_ROOT")
+	if err != nil {
+		tb.Fatalf("%v", err)
 	}
 	p := pulsarPaths{
 		lib:      filepath.Join(root, "pulsar-"+armada.PulsarVersion, "lib"),
@@ -315,6 +319,9 @@ func (p *Pulsar) writeFiles(dir string, paths pulsarPaths) error {
 	// as the composed topic-init Job does, or be refused.
 	clientConf := fmt.Sprintf("webServiceUrl=%s/\nbrokerServiceUrl=%s\n", p.AdminURL(), p.ServiceURL())
 	args := append([]string{paths.java}, pulsarAdminJVMFlags...)
+	if paths.adminArchive != "" {
+		args = append(append(args, "-XX:SharedArchiveFile="+paths.adminArchive), pulsarAdminArchiveFlags...)
+	}
 	args = append(args, "-cp", filepath.Join(paths.adminLib, "*"))
 	quoted := make([]string, len(args))
 	for i, a := range args {
@@ -327,8 +334,8 @@ func (p *Pulsar) writeFiles(dir string, paths pulsarPaths) error {
 	script := fmt.Sprintf(`#!/bin/sh
 # pulsar-admin (pulsar-client-tools %s) for the test's broker at %s.
 d=$(dirname "$(readlink -f "$0")")
-exec %s "-Dlog4j.configurationFile=$d/admin-log4j2.properties" org.apache.pulsar.admin.cli.PulsarAdminTool "$d/client.conf" "$@"
-`, armada.PulsarAdminToolVersion, p.AdminURL(), strings.Join(quoted, " "))
+exec %s "-Dlog4j.configurationFile=$d/admin-log4j2.properties" %s "$d/client.conf" "$@"
+`, armada.PulsarAdminToolVersion, p.AdminURL(), strings.Join(quoted, " "), pulsarAdminMain)
 	files := []struct {
 		name, content string
 		mode          os.FileMode
@@ -356,8 +363,16 @@ func shellQuote(s string) string {
 // path Pulsar uses stays in it) and waits until it is ready.
 func (p *Pulsar) start(tb TB, dir string, paths pulsarPaths, bookiePort int) error {
 	tb.Helper()
+	// RocksDB and Netty unpack their native libraries into java.io.tmpdir
+	// and leave them when the broker is killed: keep them in the test's
+	// directory, which goes with the test.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return errors.Wrap(err, "cannot create the broker's temporary directory")
+	}
 	args := append(append(append([]string{}, pulsarMemory...), pulsarStartup...), pulsarJVMFlags...)
 	args = append(args,
+		"-Djava.io.tmpdir="+tmp,
 		"-Dlog4j.configurationFile="+filepath.Join(dir, "log4j2.properties"),
 		"-cp", filepath.Join(paths.lib, "*"),
 		"org.apache.pulsar.PulsarStandaloneStarter",

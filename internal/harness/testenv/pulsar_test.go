@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,33 @@ func TestPulsarTokenAuth(t *testing.T) {
 				t.Errorf("%s\ncreating a producer succeeded: %t, want %t (%v)", tc.reason, got, tc.want, err)
 			}
 		})
+	}
+}
+
+// TestPulsarAdminArchive dumps pulsar-admin's class-data archive (or finds
+// the one already in the tool cache) and checks that a pulsar-admin run
+// with the flags the wrapper script passes loads its classes from it.
+func TestPulsarAdminArchive(t *testing.T) {
+	paths := pulsarJars(t)
+	archive, err := pulsarAdminArchive(t.Context(), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := pulsarAdminArchive(t.Context(), paths)
+	if err != nil || again != archive {
+		t.Fatalf("a second call returned %q, %v; want the same archive %q", again, err, archive)
+	}
+	conf := filepath.Join(t.TempDir(), "client.conf")
+	if err := os.WriteFile(conf, []byte("webServiceUrl=http://127.0.0.1:1/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-XX:SharedArchiveFile=" + archive}, pulsarAdminArchiveFlags...)
+	args = append(args, pulsarAdminJVMFlags...)
+	args = append(args, "-Xlog:class+load=info", "-cp", filepath.Join(paths.adminLib, "*"), pulsarAdminMain, conf, "clusters", "list")
+	out, _ := exec.CommandContext(t.Context(), paths.java, args...).CombinedOutput() // It fails: no broker.
+	shared, loaded := strings.Count(string(out), "source: shared objects file (top)"), strings.Count(string(out), "source: file:"+paths.adminLib)
+	// About 5,400 classes come from the archive and under 200 from the jars.
+	if shared == 0 || shared < 10*loaded {
+		t.Errorf("pulsar-admin loaded %d classes from the archive %s and %d from its jars; want most from the archive", shared, archive, loaded)
 	}
 }

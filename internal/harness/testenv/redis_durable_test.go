@@ -12,17 +12,13 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
-// TestRedisKeepsStreamsAcrossRestart runs a real redis-server with the
-// composed in-cluster Redis's arguments (its /data volume a directory
-// that outlives the process, its port a free loopback one), writes an
-// events stream as Armada's event ingester does, kills the server as a
-// crash or an evicted pod would, starts it again on the same directory
-// and reads the stream back.
-func TestRedisKeepsStreamsAcrossRestart(t *testing.T) {
+// renderRedis renders a minimal Armada with redis as its spec.redis.
+func renderRedis(t *testing.T, redis v1alpha1.Redis) *armada.Output {
+	t.Helper()
 	in, errs := armada.New(armada.XR{Name: "armada", Spec: v1alpha1.ArmadaSpec{
 		Namespace: "armada",
 		Postgres:  v1alpha1.Postgres{Host: "pg", User: "armada", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"}},
-		Redis:     v1alpha1.Redis{Mode: "InCluster"},
+		Redis:     redis,
 		Pulsar:    v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
 		Auth:      v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
 	}})
@@ -33,6 +29,17 @@ func TestRedisKeepsStreamsAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// TestRedisKeepsStreamsAcrossRestart runs a real redis-server with the
+// composed in-cluster Redis's arguments (its /data volume a directory
+// that outlives the process, its port a free loopback one), writes an
+// events stream as Armada's event ingester does, kills the server as a
+// crash or an evicted pod would, starts it again on the same directory
+// and reads the stream back.
+func TestRedisKeepsStreamsAcrossRestart(t *testing.T) {
+	out := renderRedis(t, v1alpha1.Redis{Mode: "InCluster"})
 	var args []string
 	for _, o := range out.Objects {
 		if sts, ok := o.Object.(*appsv1.StatefulSet); ok && o.Key == "redis-incluster-statefulset" {

@@ -33,20 +33,7 @@ type sentinelRender struct {
 
 func renderSentinel(t *testing.T) sentinelRender {
 	t.Helper()
-	in, errs := armada.New(armada.XR{Name: "armada", Spec: v1alpha1.ArmadaSpec{
-		Namespace: "armada",
-		Postgres:  v1alpha1.Postgres{Host: "pg", User: "armada", PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "pg", Key: "password"}},
-		Redis:     v1alpha1.Redis{Mode: "InCluster", InCluster: &v1alpha1.RedisInCluster{Sentinel: &v1alpha1.RedisSentinel{}}},
-		Pulsar:    v1alpha1.Pulsar{URL: "pulsar://pulsar:6650", AdminURL: "http://pulsar:8080"},
-		Auth:      v1alpha1.Auth{BasicUsers: []v1alpha1.BasicUser{{Name: "admin"}}},
-	}})
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	out, err := armada.Render(in, armada.Options{Rand: armada.KeyedRand([]byte("test"), "xr")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := renderRedis(t, v1alpha1.Redis{Mode: "InCluster", InCluster: &v1alpha1.RedisInCluster{Sentinel: &v1alpha1.RedisSentinel{}}})
 	var r sentinelRender
 	var serverConfig string
 	for _, o := range out.Objects {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // VersityGWVersion is the versitygw release tools/versitygw builds.
@@ -34,16 +36,11 @@ type S3 struct {
 // fails the test if the binary is missing.
 func ToolBin(tb TB, name, version string) string {
 	tb.Helper()
-	env := strings.ToUpper(name) + "_BIN"
-	bin := os.Getenv(env)
-	if bin == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			tb.Fatalf("cannot find the home directory for the tool cache; set %s: %v", env, err)
-		}
-		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", name+"-"+version)
+	bin, err := testutil.Tool(strings.ToUpper(name)+"_BIN", name, version)
+	if err != nil {
+		tb.Fatalf("%v", err)
 	}
-	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 { //nolint:gosec // The tool cache path or the developer's $NAME_BIN.
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
 		tb.Fatalf("%s is missing: build it with `make %s`", bin, name)
 	}
 	return bin

@@ -9,6 +9,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -144,4 +145,13 @@ func Path(elem ...string) string {
 // Example is the path of an example file, e.g. Example("minimal.yaml").
 func Example(name ...string) string {
 	return Path(append([]string{"examples"}, name...)...)
+}
+
+// Tail returns the last n lines of s.
+func Tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

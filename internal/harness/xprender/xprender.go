@@ -18,6 +18,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Tool versions the project pins (tools/crossplane/go.mod).
@@ -37,34 +39,35 @@ type Tools struct {
 }
 
 // FindTools locates the binaries from $CROSSPLANE_CLI and $CROSSPLANE_CORE,
-// or the Makefile's cache. A missing binary is an error that says how to
-// build it, never a reason to skip.
+// or the Makefile's tool cache. A missing binary is an error that says how
+// to build it, never a reason to skip.
 func FindTools() (Tools, error) {
-	cache := os.Getenv("ARMADA_CROSSPLANE_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return Tools{}, errors.Wrap(err, "cannot find home directory")
-		}
-		cache = filepath.Join(home, ".cache", "armada-crossplane")
+	cli, err := FindCLI()
+	if err != nil {
+		return Tools{}, err
 	}
-	t := Tools{
-		CLI:  envOr("CROSSPLANE_CLI", filepath.Join(cache, "bin", "crossplane-cli-"+CLIVersion)),
-		Core: envOr("CROSSPLANE_CORE", filepath.Join(cache, "bin", "crossplane-core-"+CoreVersion)),
+	core, err := find("CROSSPLANE_CORE", "crossplane-core", CoreVersion)
+	if err != nil {
+		return Tools{}, err
 	}
-	for _, p := range []string{t.CLI, t.Core} {
-		if _, err := os.Stat(p); err != nil {
-			return Tools{}, errors.Errorf("cannot find %s: run `make tools` to build the pinned Crossplane CLI and core", p)
-		}
-	}
-	return t, nil
+	return Tools{CLI: cli, Core: core}, nil
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+// FindCLI locates the `crossplane` CLI from $CROSSPLANE_CLI or the
+// Makefile's tool cache, as FindTools does.
+func FindCLI() (string, error) {
+	return find("CROSSPLANE_CLI", "crossplane-cli", CLIVersion)
+}
+
+func find(env, name, version string) (string, error) {
+	p, err := testutil.Tool(env, name, version)
+	if err != nil {
+		return "", err
 	}
-	return def
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+		return "", errors.Errorf("cannot find %s: run `make tools` to build the pinned Crossplane CLI and core", p)
+	}
+	return p, nil
 }
 
 // Serve serves a function over insecure gRPC on a free loopback port. It

@@ -15,12 +15,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -28,6 +26,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/build/cli"
 	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
@@ -54,23 +53,20 @@ func run(ctx context.Context) error {
 	defer func() { _ = srv.Close() }()
 	host := l.Addr().String()
 
-	home, err := os.UserHomeDir()
+	bin, err := xprender.FindCLI()
 	if err != nil {
-		return errors.Wrap(err, "cannot find home directory")
+		return err
 	}
-	bin := os.Getenv("CROSSPLANE_CLI")
-	if bin == "" {
-		bin = filepath.Join(home, ".cache", "armada-crossplane", "bin", "crossplane-cli-"+xprender.CLIVersion)
-	}
-	if _, err := os.Stat(bin); err != nil { //nolint:gosec // The CLI path is the developer's choice.
-		return errors.Errorf("the Crossplane CLI is missing at %s: build it with `make tools`", bin)
+	binDir, err := testutil.ToolDir("")
+	if err != nil {
+		return err
 	}
 	ms, err := xpkg.MirrorsNeeded(xpkg.DefaultRegistry)
 	if err != nil {
 		return err
 	}
 	for _, m := range ms {
-		file, err := xpkg.BuildMirror(ctx, m, xpkg.MirrorOptions{CLI: bin, BinDir: filepath.Join(home, ".cache", "armada-crossplane", "bin"), OutDir: dir})
+		file, err := xpkg.BuildMirror(ctx, m, xpkg.MirrorOptions{CLI: bin, BinDir: binDir, OutDir: dir})
 		if err != nil {
 			return err
 		}
@@ -96,21 +92,10 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-// helmDefaults creates what Crossplane's Helm chart (and `crossplane core
-// init`) create on a real cluster and the control plane does not: the
-// crossplane service account, whose pull secrets package runtimes copy, and
-// the default DeploymentRuntimeConfig every runtime uses.
+// helmDefaults creates what Crossplane's Helm chart creates on a real
+// cluster and the control plane does not (controlplane.ChartDefaults).
 func helmDefaults(ctx context.Context, kube client.Client) error {
-	for _, o := range []*unstructured.Unstructured{
-		{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ServiceAccount",
-			"metadata": map[string]any{"name": "crossplane", "namespace": controlplane.CrossplaneNamespace},
-		}},
-		{Object: map[string]any{
-			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
-			"metadata": map[string]any{"name": "default"},
-		}},
-	} {
+	for _, o := range controlplane.ChartDefaults() {
 		if err := kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("armada-installenv"), client.ForceOwnership); err != nil {
 			return errors.Wrapf(err, "cannot apply %s %s", o.GetKind(), o.GetName())
 		}

@@ -81,6 +81,10 @@ func runDemo(ctx context.Context, o demoOptions) error {
 			return errors.Wrapf(err, "cannot build the job flow's binaries (%s)", o.binsCmd)
 		}
 	}
+	fmt.Println("Starting kube-scheduler and KWOK...")
+	if err := o.cp.StartJobFlow(ctx); err != nil {
+		return err
+	}
 	s, err := jobflow.NewSession(ctx, func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) })
 	if err != nil {
 		return err
@@ -134,7 +138,10 @@ func demo(s *jobflow.Session, o demoOptions) {
 		return st == statusTrue, fmt.Sprintf("QueuesReady=%s %s: %s", st, r, firstLine(m))
 	}, func(msg string) { fmt.Println("  waiting:", msg) })
 	fmt.Printf("provider-armada created queue %s.\n", queue)
-	jobflow.WaitSubmitCheck(s, seen, newProgress())
+	// The scheduler logs each reload of the executors its submit check
+	// judges jobs against: submit after the first one that saw ours, not a
+	// whole period (one minute) after the executor first reported.
+	jobflow.WaitSubmitCheckLogged(s, jobflow.SchedulerLogs(runner, o.claim.GetName()), 1, seen, newProgress())
 
 	a := cl.Armadactl(ctl, be.Names)
 	password := cl.Credential(demoUser)

@@ -97,8 +97,10 @@ func run(ctx context.Context, o runOptions) error {
 			LeastPrivilege: true,
 			// The demo's jobs: kube-scheduler and KWOK, which plays the
 			// Nodes' kubelets; the workload controllers stay off (package
-			// podrun runs the composed pods).
-			JobFlow: o.demo,
+			// podrun runs the composed pods). Both start with the demo,
+			// after the composed tree, which needs neither: make run builds
+			// them then (run-bins), not before.
+			JobFlow: o.demo, JobFlowLater: o.demo,
 		})
 		if err != nil {
 			return err
@@ -283,16 +285,15 @@ func observe(ctx context.Context, c client.Client, claim *unstructured.Unstructu
 		return nil, nil, "", errors.Wrap(err, "cannot get XR")
 	}
 	synced, _ := manifest.ConditionOf(xr, "Synced")
-	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-	if synced.Status != statusTrue || len(raw) == 0 {
+	composed := simulate.RefsOf(xr)
+	if synced.Status != statusTrue || len(composed) == 0 {
 		return nil, nil, fmt.Sprintf("XR Synced=%s %s %s", synced.Status, synced.Reason, synced.Message), nil
 	}
-	refs := make([]string, 0, len(raw))
-	for _, r := range raw {
-		m, _ := r.(map[string]any)
-		ref := fmt.Sprintf("%s\t%v", m["kind"], m["name"])
-		if ns, _ := m["namespace"].(string); ns != "" {
-			ref = fmt.Sprintf("%s\t%s/%v", m["kind"], ns, m["name"])
+	refs := make([]string, 0, len(composed))
+	for _, r := range composed {
+		ref := r.Kind + "\t" + r.Name
+		if r.Namespace != "" {
+			ref = r.Kind + "\t" + r.Namespace + "/" + r.Name
 		}
 		refs = append(refs, ref)
 	}

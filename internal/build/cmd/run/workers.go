@@ -78,17 +78,15 @@ func stopWorkers(ws []worker) {
 // provider-kubernetes Objects compose there, and whether it exists there.
 func printWorkerTrees(ctx context.Context, c client.Client, xr *unstructured.Unstructured, ws []worker) error {
 	byCluster := map[string][]string{}
-	raw, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-	for _, r := range raw {
-		m, _ := r.(map[string]any)
-		if m["kind"] != "Object" {
+	for _, r := range simulate.RefsOf(xr) {
+		if r.Kind != "Object" {
 			continue
 		}
 		o := &unstructured.Unstructured{}
-		o.SetAPIVersion(fmt.Sprint(m["apiVersion"]))
+		o.SetAPIVersion(r.APIVersion)
 		o.SetKind("Object")
-		if err := c.Get(ctx, client.ObjectKey{Namespace: fmt.Sprint(m["namespace"]), Name: fmt.Sprint(m["name"])}, o); err != nil {
-			return errors.Wrapf(err, "cannot get Object %v", m["name"])
+		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, o); err != nil {
+			return errors.Wrapf(err, "cannot get Object %s", r.Name)
 		}
 		cluster, _, _ := unstructured.NestedString(o.Object, "spec", "providerConfigRef", "name")
 		man, _, _ := unstructured.NestedMap(o.Object, "spec", "forProvider", "manifest")

@@ -1,0 +1,3 @@
+// Package scripts tests the shell scripts under tools/ that every build
+// runs through (tools/progress.sh).
+package scripts
