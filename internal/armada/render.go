@@ -302,7 +302,14 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		if replicas > 1 {
 			role, binding := in.leaseRole(name)
 			r.addTo(to, name+"-leader-role", role, r.exists(name+"-leader-role"))
-			r.addTo(to, name+"-leader-rolebinding", binding, r.exists(name+"-leader-rolebinding"))
+			// The binding waits for its Role: Crossplane may not bind the
+			// Role, so the API server checks that Crossplane holds the
+			// Role's rules, reading the Role, and refuses the binding
+			// with NotFound while it does not exist (Crossplane applies
+			// a reconcile's objects in no set order).
+			if r.exists(name+"-leader-role") || r.exists(name+"-leader-rolebinding") {
+				r.addTo(to, name+"-leader-rolebinding", binding, r.exists(name+"-leader-rolebinding"))
+			}
 		}
 	}
 	r.instanceRBAC(inst, to)

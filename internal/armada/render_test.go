@@ -320,6 +320,45 @@ func TestHighlyAvailableScheduler(t *testing.T) {
 	}
 }
 
+// TestLeaseRoleBindingWaitsForRole: the lease RoleBinding is composed once
+// its Role is observed (the API server refuses the binding while the Role
+// does not exist), and kept while either is.
+func TestLeaseRoleBindingWaitsForRole(t *testing.T) {
+	ha := spec(func(s *v1alpha1.ArmadaSpec) { s.Components.Scheduler.Replicas = ptr.To[int32](3) })
+	cases := map[string]struct {
+		observed []string
+		want     map[string]bool
+	}{
+		"NothingObserved": {
+			want: map[string]bool{"scheduler-leader-role": true, "scheduler-leader-rolebinding": false},
+		},
+		"RoleObserved": {
+			observed: []string{"scheduler-leader-role"},
+			want:     map[string]bool{"scheduler-leader-role": true, "scheduler-leader-rolebinding": true},
+		},
+		"BindingObservedRoleGone": {
+			observed: []string{"scheduler-leader-rolebinding"},
+			want:     map[string]bool{"scheduler-leader-role": true, "scheduler-leader-rolebinding": true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := Observed{Jobs: migrated(t, ha), Keys: map[string]bool{}}
+			for _, k := range tc.observed {
+				o.Keys[k] = true
+			}
+			out := render(t, ha, o)
+			got := map[string]bool{}
+			for k := range tc.want {
+				got[k] = find(out, k) != nil
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("composed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // config decodes a composed config Secret.
 func config(t *testing.T, out *Output, key string) map[string]any {
 	t.Helper()
