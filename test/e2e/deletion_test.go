@@ -53,7 +53,7 @@ func testDeleteWithQueues(t *testing.T, policy string) {
 	name := claim.GetName()
 	armada, serverAddr := armadaAsComposed(t, claim)
 	ctx := t.Context()
-	runProvider(ctx, t, func(ctx context.Context, addr string) (net.Conn, error) {
+	runProvider(ctx, t, ns, func(ctx context.Context, addr string) (net.Conn, error) {
 		if addr != serverAddr {
 			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -46,7 +47,7 @@ func TestQueues(t *testing.T) {
 	})
 	armada, serverAddr := armadaAsComposed(t, claim)
 	ctx := t.Context()
-	runProvider(ctx, t, func(ctx context.Context, addr string) (net.Conn, error) {
+	runProvider(ctx, t, ns, func(ctx context.Context, addr string) (net.Conn, error) {
 		if addr != serverAddr {
 			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
 		}
@@ -114,8 +115,12 @@ func teamQueueClaim(armadaNS, ns, armada string) *unstructured.Unstructured {
 }
 
 // runProvider runs provider-armada's controllers against the control plane
-// until ctx is done, dialling Armada with dial.
-func runProvider(ctx context.Context, t *testing.T, dial func(context.Context, string) (net.Conn, error)) {
+// until ctx is done, for the namespaced objects in namespace ns only (the
+// Armada's, where its ProviderConfig and Queues are), dialling Armada with
+// dial. Limited to ns because tests run side by side (parallel): a manager
+// watching every namespace puts its in-use finalizer on other tests'
+// ProviderConfigs, which then outlive their Armadas once it stops.
+func runProvider(ctx context.Context, t *testing.T, ns string, dial func(context.Context, string) (net.Conn, error)) {
 	t.Helper()
 	ctrllog.SetLogger(logr.Discard())
 	// Each test that runs provider-armada starts its own manager in this
@@ -123,6 +128,7 @@ func runProvider(ctx context.Context, t *testing.T, dial func(context.Context, s
 	mgr, err := ctrl.NewManager(cp.RESTConfig(), ctrl.Options{
 		Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 	})
 	if err != nil {
 		t.Fatal(err)
