@@ -100,11 +100,17 @@ func TestSQLDataProtection(t *testing.T) {
 			waitWithin(t, deletionTimeout, "provider-sql's Databases gone from the API server", func() (bool, string) {
 				var left []string
 				for _, r := range mrs {
-					if get(t, r.APIVersion, r.Kind, r.Namespace, r.Name) != nil {
-						left = append(left, r.String())
+					if u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name); u != nil {
+						left = append(left, r.String()+" ("+managedState(u)+")")
 					}
 				}
-				return len(left) == 0, fmt.Sprintf("%v left", left)
+				msg := fmt.Sprintf("%v left", left)
+				if c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName()); c != nil {
+					// After a switch, a refused render (a Fatal result)
+					// keeps the old Databases composed: the claim says so.
+					msg += "; claim " + managedState(c)
+				}
+				return len(left) == 0, msg
 			})
 			t.Logf("Databases gone %s after the %s", time.Since(start).Round(time.Millisecond), map[bool]string{true: "mode switch", false: "claim deletion"}[tc.switchMode])
 
@@ -202,6 +208,22 @@ func sqlDatabases(t *testing.T, claim *unstructured.Unstructured) []ref {
 		}
 	}
 	return out
+}
+
+// managedState says where a managed resource that should be leaving is:
+// whether it was deleted, what finalizers hold it, and its Synced and
+// Ready conditions (provider-sql reports a failed drop in Synced).
+func managedState(u *unstructured.Unstructured) string {
+	deleted := "not deleted"
+	if ts := u.GetDeletionTimestamp(); ts != nil {
+		deleted = "deleted at " + ts.UTC().Format(time.RFC3339)
+	}
+	var conds []string
+	for _, typ := range []string{"Synced", "Ready"} {
+		s, reason, msg := condition(u, typ)
+		conds = append(conds, fmt.Sprintf("%s=%s %s: %s", typ, s, reason, msg))
+	}
+	return fmt.Sprintf("%s, finalizers %v, %s", deleted, u.GetFinalizers(), strings.Join(conds, "; "))
 }
 
 // isProviderSQL reports whether an API version is one of provider-sql's.
