@@ -218,8 +218,9 @@ func managedState(u *unstructured.Unstructured) string {
 	if ts := u.GetDeletionTimestamp(); ts != nil {
 		deleted = "deleted at " + ts.UTC().Format(time.RFC3339)
 	}
-	var conds []string
-	for _, typ := range []string{"Synced", "Ready"} {
+	types := []string{"Synced", "Ready"}
+	conds := make([]string, 0, len(types))
+	for _, typ := range types {
 		s, reason, msg := condition(u, typ)
 		conds = append(conds, fmt.Sprintf("%s=%s %s: %s", typ, s, reason, msg))
 	}
