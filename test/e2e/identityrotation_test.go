@@ -87,9 +87,15 @@ func TestExecutorIdentityRotation(t *testing.T) {
 				return false, r.String() + " still in worker-a"
 			}
 		}
+		// And their Objects here gone, finalized: an Object still being
+		// deleted when its namespace is deleted can no longer record its
+		// ProviderConfig usage there and holds the namespace for good.
+		if left := objectsComposing(t, multiNS, oldName); len(left) > 0 {
+			return false, fmt.Sprintf("Objects of the old identity still here: %v", left)
+		}
 		return true, ""
 	})
-	t.Logf("identity rotated %s after the claim changed: new token minted, executor moved, old token Secret and ServiceAccount deleted (deletionPolicy Orphan)", d.Round(time.Millisecond))
+	t.Logf("identity rotated %s after the claim changed: new token minted, executor moved, old token Secret and ServiceAccount deleted, their Objects here finalized (deletionPolicy Orphan)", d.Round(time.Millisecond))
 
 	if ok, user := tokenReview(t, a, oldToken); ok {
 		t.Errorf("worker-a still authenticates the old token, as %s", user)
@@ -204,4 +210,23 @@ func tokenReview(t *testing.T, w *worker, token string) (bool, string) {
 		t.Fatalf("TokenReview in %s: %v", w.name, err)
 	}
 	return tr.Status.Authenticated, tr.Status.User.Username
+}
+
+// objectsComposing names the provider-kubernetes Objects in namespace ns
+// whose manifest is an object named name.
+func objectsComposing(t *testing.T, ns, name string) []string {
+	t.Helper()
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(apiK8sObject)
+	l.SetKind("ObjectList")
+	if err := kube().List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := range l.Items {
+		if n, _, _ := unstructured.NestedString(l.Items[i].Object, "spec", "forProvider", "manifest", "metadata", "name"); n == name {
+			out = append(out, l.Items[i].GetName())
+		}
+	}
+	return out
 }

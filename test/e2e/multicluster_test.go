@@ -260,6 +260,26 @@ func applyMultiCluster(t *testing.T, mutate func(*unstructured.Unstructured)) (c
 	t.Cleanup(func() {
 		_ = kube().Delete(context.Background(), team)
 		deleteClaim(t, claim)
+		// The namespaces go next (namespace's cleanup), then the workers'
+		// ClusterProviderConfigs and the workers: wait until every Object
+		// has been finalized first. An Object still being deleted when its
+		// namespace is can no longer record its ProviderConfig usage there,
+		// and then holds the namespace for good.
+		waitFor(t, "the claims' Objects finalized", func() (bool, string) {
+			var left []string
+			for _, ns := range []string{multiNS, teamNS} {
+				l := &unstructured.UnstructuredList{}
+				l.SetAPIVersion(apiK8sObject)
+				l.SetKind("ObjectList")
+				if err := kube().List(context.Background(), l, client.InNamespace(ns)); err != nil {
+					return false, err.Error()
+				}
+				for i := range l.Items {
+					left = append(left, ns+"/"+l.Items[i].GetName())
+				}
+			}
+			return len(left) == 0, fmt.Sprintf("%d left: %v", len(left), left)
+		})
 	})
 	return claim, team
 }
