@@ -216,17 +216,23 @@ func tokenReview(t *testing.T, w *worker, token string) (bool, string) {
 // whose manifest is an object named name.
 func objectsComposing(t *testing.T, ns, name string) []string {
 	t.Helper()
+	var out []string
+	for _, o := range objectsIn(t, ns) {
+		if n, _, _ := unstructured.NestedString(o.Object, "spec", "forProvider", "manifest", "metadata", "name"); n == name {
+			out = append(out, o.GetName())
+		}
+	}
+	return out
+}
+
+// objectsIn lists the provider-kubernetes Objects in namespace ns.
+func objectsIn(t *testing.T, ns string) []unstructured.Unstructured {
+	t.Helper()
 	l := &unstructured.UnstructuredList{}
 	l.SetAPIVersion(apiK8sObject)
 	l.SetKind("ObjectList")
 	if err := kube().List(context.Background(), l, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for i := range l.Items {
-		if n, _, _ := unstructured.NestedString(l.Items[i].Object, "spec", "forProvider", "manifest", "metadata", "name"); n == name {
-			out = append(out, l.Items[i].GetName())
-		}
-	}
-	return out
+	return l.Items
 }

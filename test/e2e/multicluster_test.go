@@ -268,14 +268,8 @@ func applyMultiCluster(t *testing.T, mutate func(*unstructured.Unstructured)) (c
 		waitFor(t, "the claims' Objects finalized", func() (bool, string) {
 			var left []string
 			for _, ns := range []string{multiNS, teamNS} {
-				l := &unstructured.UnstructuredList{}
-				l.SetAPIVersion(apiK8sObject)
-				l.SetKind("ObjectList")
-				if err := kube().List(context.Background(), l, client.InNamespace(ns)); err != nil {
-					return false, err.Error()
-				}
-				for i := range l.Items {
-					left = append(left, ns+"/"+l.Items[i].GetName())
+				for _, o := range objectsIn(t, ns) {
+					left = append(left, ns+"/"+o.GetName())
 				}
 			}
 			return len(left) == 0, fmt.Sprintf("%d left: %v", len(left), left)
