@@ -150,34 +150,30 @@ RUN_ARGS ?=
 run: run-first ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
 	$(GEN_BIN)/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
 
-# run-first builds what make run needs up to the composed tree (Crossplane
-# core, control-plane-bins and the run command itself) in two lines side by
-# side, which keep two cores busier through downloads and links than one
-# after the other: Crossplane core, then the run command (the project
-# shares Crossplane's libraries, so it compiles little of its own), then
-# provider-kubernetes; and Kubernetes, the longest build, alone (none of
-# them shares compiled packages with another: different Kubernetes
-# library versions).
-# etcd comes first, alone: it compiles the standard library packages both
-# lines need, which two go builds started together would each compile.
-# Their modules download in the background meanwhile (log:
-# _output/run-download.log). Cold times: docs/dev/first-run.md.
-.PHONY: run-first run-first-downloads run-first-etcd run-first-crossplane run-first-kubernetes
+# run-first builds what make run needs up to the composed tree, one build
+# after the other: etcd (it also compiles the standard library), then
+# Kubernetes (kube-apiserver, kube-controller-manager), the longest, then
+# Crossplane core, the run command and provider-kubernetes, which require
+# the Kubernetes libraries, gRPC, protobuf and the rest at Kubernetes'
+# versions (TestToolModulesShareVersions), so the build cache already holds
+# nearly all they compile. Two builds side by side would each compile what
+# they share. The modules of all of them download in the background
+# meanwhile (log: _output/run-download.log). Cold times:
+# docs/dev/first-run.md.
+.PHONY: run-first run-first-downloads run-first-builds
 run-first:
-	@$(MAKE) --no-print-directory -j3 run-first-downloads run-first-crossplane run-first-kubernetes
+	@$(MAKE) --no-print-directory -j2 run-first-downloads run-first-builds
 run-first-downloads:
 	@mkdir -p _output
 	@tools/download.sh tools/crossplane tools/kubernetes tools/provider-kubernetes . >_output/run-download.log 2>&1 || \
 		echo "background module downloads failed (the builds fetch what they need themselves): see _output/run-download.log"
-run-first-etcd:
+run-first-builds:
 	tools/etcd/build.sh
-run-first-crossplane: run-first-etcd
+	tools/kubernetes/build.sh kube-apiserver kube-controller-manager
 	tools/build-crossplane.sh "$(BIN_DIR)" core
 	@mkdir -p $(GEN_BIN)
 	tools/progress.sh gobuild "make run's command" -o $(GEN_BIN)/run ./internal/build/cmd/run
 	tools/provider-kubernetes/build.sh
-run-first-kubernetes: run-first-etcd
-	tools/kubernetes/build.sh kube-apiserver kube-controller-manager
 
 # ARMADA_DEFAULT_VERSION is the release a claim without spec.version runs;
 # evaluated only where used.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pinned Crossplane core and CLI from tools/crossplane into
 # BIN_DIR (default ~/.cache/armada-crossplane/bin), named by version, and
-# reuses binaries already there. WHICH (core, cli or all, the default)
+# reuses binaries already there that were built from tools/crossplane's
+# go.sum as it is now. WHICH (core, cli or all, the default)
 # selects what to build: `make run` needs only the core. A cold build takes
 # about 6 minutes on two cores for both; a warm one nothing.
 set -euo pipefail
@@ -16,7 +17,7 @@ mkdir -p "${BIN_DIR}"
 
 build() { # name version package
   local out="${BIN_DIR}/$1-$2"
-  if [[ -x "${out}" ]]; then
+  if built "${out}" "${here}/crossplane"; then
     echo "crossplane: $1 $2 is built (${out})"
     return
   fi
@@ -27,6 +28,7 @@ build() { # name version package
     -ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$2" \
     -o "${out}.tmp" "$3")
   mv "${out}.tmp" "${out}"
+  stamp "${out}" "${here}/crossplane"
 }
 
 case "${WHICH}" in

@@ -3,8 +3,9 @@
 # tools/lint, tools/etcd, tools/kwok, ...) into OUT, with any further go
 # build flags, through a temporary name so that an interrupted build never
 # leaves a truncated binary a later run would take as built. An OUT that is
-# already there is reused: OUT is named by the tool's version, so a warm
-# run builds nothing.
+# already there and was built from MODULE_DIR's go.sum as it is now is
+# reused: OUT is named by the tool's version, so a warm run builds nothing,
+# and a raised dependency pin builds it again.
 #
 # Usage: tools/build-tool.sh MODULE_DIR OUT PACKAGE [GO BUILD FLAGS...]
 set -euo pipefail
@@ -16,11 +17,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
 dir=$1 out=$(realpath -m "$2") pkg=$3
 shift 3
 name=$(basename "${out}")
-if [[ -x "${out}" ]]; then
+if built "${out}" "${dir}"; then
   echo "${name} is built: ${out}"
   exit 0
 fi
 mkdir -p "$(dirname "${out}")"
 (cd "${dir}" && GOFLAGS=-mod=mod gobuild "${name}" "$@" -o "${out}.tmp" "${pkg}")
 mv "${out}.tmp" "${out}"
+stamp "${out}" "${dir}"
 echo "${name} ready: ${out}"

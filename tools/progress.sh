@@ -6,6 +6,12 @@
 #   pin MODULE [GOMOD]      prints the version GOMOD (default ./go.mod)
 #                           requires of MODULE: each tool's version is
 #                           written once, in its wrapper module.
+#   built OUT DIR           succeeds if the binary OUT is there and was
+#                           built from the wrapper module DIR as its go.sum
+#                           is now (the hash in OUT.gosum): binaries are
+#                           named by the tool's version, so a raised pin
+#                           of a dependency would otherwise keep the old.
+#   stamp OUT DIR           records that OUT was built from DIR's go.sum.
 #   gobuild LABEL ARGS...   runs `go build -v ARGS` the same way; each
 #                           report also counts the packages compiled and
 #                           the modules downloaded so far and names the
@@ -33,6 +39,18 @@ pin() {
     return 1
   fi
   echo "${v}"
+}
+
+built() {
+  [[ -x "$1" && -f "$1.gosum" ]] && [[ "$(<"$1.gosum")" == "$(_gosum_hash "$2")" ]]
+}
+
+stamp() {
+  _gosum_hash "$2" >"$1.gosum"
+}
+
+_gosum_hash() {
+  sha256sum <"$1/go.sum" | cut -d' ' -f1
 }
 
 # _progress_ticker PID LABEL START [LOG]: until PID exits, prints a report

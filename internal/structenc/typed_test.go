@@ -134,7 +134,7 @@ func newSeededFiller(seed int64) *randfill.Filler {
 				}
 			},
 			func(f *metav1.FieldsV1, c randfill.Continue) {
-				f.Raw = fmt.Appendf(nil, `{"f:%d":{}}`, c.Intn(100))
+				f.SetRawBytes(fmt.Appendf(nil, `{"f:%d":{}}`, c.Intn(100)))
 			},
 			func(tm *metav1.MicroTime, c randfill.Continue) {
 				*tm = metav1.NewMicroTime(time.Unix(c.Int63n(1<<32), 0))

@@ -30,7 +30,7 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 missing=() pkgs=()
 for name in "${binaries[@]}"; do
-  if [[ -x "${bin_dir}/${name}" ]]; then
+  if built "${bin_dir}/${name}" .; then
     echo "kubernetes ${name} ${version} is built: ${bin_dir}/${name}"
   else
     missing+=("${name}")
@@ -46,5 +46,6 @@ trap 'rm -rf "${tmp}"' EXIT
 GOFLAGS=-mod=mod gobuild "kubernetes ${version} (${missing[*]})" -ldflags "${ld}" -o "${tmp}/" "${pkgs[@]}"
 for name in "${missing[@]}"; do
   mv "${tmp}/${name}" "${bin_dir}/${name}"
+  stamp "${bin_dir}/${name}" .
 done
 echo "kubernetes binaries ready in ${bin_dir}"

@@ -3,8 +3,9 @@ package v1alpha1
 import (
 	"reflect"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // Package type metadata.
@@ -18,7 +19,7 @@ var (
 	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 
 	// SchemeBuilder registers this API's kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds this API's kinds to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
@@ -43,12 +44,16 @@ var (
 	ClusterProviderConfigUsageListGroupVersionKind = SchemeGroupVersion.WithKind(reflect.TypeFor[ClusterProviderConfigUsageList]().Name())
 )
 
-func init() {
-	SchemeBuilder.Register(
+// addKnownTypes registers this API's kinds and the meta types every group
+// version serves (options, status, watch events) with s.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion,
 		&Queue{}, &QueueList{},
 		&ProviderConfig{}, &ProviderConfigList{},
 		&ClusterProviderConfig{}, &ClusterProviderConfigList{},
 		&ProviderConfigUsage{}, &ProviderConfigUsageList{},
 		&ClusterProviderConfigUsage{}, &ClusterProviderConfigUsageList{},
 	)
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
 }

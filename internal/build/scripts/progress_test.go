@@ -50,3 +50,44 @@ func TestGobuildReports(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildToolRebuildsOnRaisedPin runs tools/build-tool.sh with a stand-in
+// go that writes the binary it is asked for and counts its builds: a
+// binary is named by its tool's version only, so it must be built again
+// when its wrapper module's go.sum changes (a dependency raised to share
+// compiled packages with another tool) and reused while it does not.
+func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
+	bin, mod := t.TempDir(), t.TempDir()
+	count := filepath.Join(bin, "builds")
+	fake := "#!/bin/bash\nwhile [[ $# -gt 0 ]]; do if [[ $1 == -o ]]; then printf '#!/bin/sh\\n' >\"$2\"; chmod +x \"$2\"; fi; shift; done\necho built >>" + count + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil { //nolint:gosec // An executable stand-in.
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "tool-v1.0.0")
+	steps := []struct {
+		gosum      string
+		wantBuilds int
+	}{
+		{gosum: "example.com/a v1.0.0 h1:x\n", wantBuilds: 1},
+		{gosum: "example.com/a v1.0.0 h1:x\n", wantBuilds: 1},
+		{gosum: "example.com/a v1.1.0 h1:y\n", wantBuilds: 2},
+		{gosum: "example.com/a v1.1.0 h1:y\n", wantBuilds: 2},
+	}
+	for i, s := range steps {
+		if err := os.WriteFile(filepath.Join(mod, "go.sum"), []byte(s.gosum), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(t.Context(), filepath.Join("..", "..", "..", "tools", "build-tool.sh"), mod, out, "example.com/a/cmd/tool") //nolint:gosec // The repository's own script.
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TIMINGS_FILE=")
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("step %d: build-tool.sh: %v\n%s", i, err, o)
+		}
+		b, err := os.ReadFile(count) //nolint:gosec // The stand-in's own count.
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(b), "built"); got != s.wantBuilds {
+			t.Errorf("step %d (go.sum %q): %d builds so far, want %d", i, s.gosum, got, s.wantBuilds)
+		}
+	}
+}

@@ -17,10 +17,13 @@ import (
 // TestToolModulesShareVersions: the modules built in one run require every
 // module they share at one version, but for the few listed with a reason,
 // so that the Go build cache compiles the Kubernetes libraries, gRPC,
-// protobuf and the rest once for the project's tests, Crossplane core and
-// CLI, and provider-sql: the cache keys a compiled package by its source,
-// its flags and its dependencies' versions. Raising a pin in one of them
-// means raising it in the others (`go get module@version` in each).
+// protobuf and the rest once for the project's tests, Kubernetes'
+// kube-apiserver, kube-controller-manager and kube-scheduler, Crossplane
+// core and CLI, provider-kubernetes, provider-sql and KWOK: the cache keys a
+// compiled package by its source, its flags and its dependencies' versions.
+// Raising a pin in one of them means raising it in the others (`go get
+// module@version` in each); Kubernetes' own version sets the Kubernetes
+// libraries' (tools/kubernetes replaces its staging modules with theirs).
 func TestToolModulesShareVersions(t *testing.T) {
 	cases := map[string]struct {
 		module, with string
@@ -30,11 +33,19 @@ func TestToolModulesShareVersions(t *testing.T) {
 		"CrossplaneWithProject": {
 			module: "tools/crossplane", with: ".",
 		},
+		"KubernetesWithProject": {
+			module: "tools/kubernetes", with: ".",
+		},
+		"ProviderKubernetesWithProject": {
+			module: "tools/provider-kubernetes", with: ".",
+		},
+		"KWOKWithProject": {
+			module: "tools/kwok", with: ".",
+		},
 		"ProviderSQLWithCrossplane": {
 			module: "tools/provider-sql", with: "tools/crossplane",
 			differ: map[string]string{
 				"github.com/crossplane/crossplane-runtime/v2": "provider-sql v0.16.0 imports apis/common, which crossplane-runtime v2.4.0 no longer has",
-				"github.com/lib/pq":                           "provider-sql v0.16.0 requires a newer lib/pq than Crossplane's; only provider-sql builds it",
 			},
 		},
 	}
@@ -60,7 +71,8 @@ func TestToolModulesShareVersions(t *testing.T) {
 }
 
 // requires is what the go.mod in dir (relative to the repository root)
-// requires: module path to version.
+// requires: module path to version, the version it is replaced with where
+// a replace names one (tools/kubernetes' staging modules).
 func requires(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	path := filepath.Join("..", "..", "..", dir, "go.mod")
@@ -75,6 +87,11 @@ func requires(t *testing.T, dir string) map[string]string {
 	out := make(map[string]string, len(f.Require))
 	for _, r := range f.Require {
 		out[r.Mod.Path] = r.Mod.Version
+	}
+	for _, r := range f.Replace {
+		if _, ok := out[r.Old.Path]; ok && r.New.Version != "" {
+			out[r.Old.Path] = r.New.Version
+		}
 	}
 	return out
 }
