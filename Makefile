@@ -63,8 +63,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, the XRD, the Composition,
 	$(GEN_BIN)/rbacgen -out cluster/rbac/armada-crossplane-roles.yaml
 	go run ./internal/build/cmd/apidoc -out docs/reference/api.md
 
-$(CONTROLLER_GEN):
+$(CONTROLLER_GEN): FORCE
 	tools/build-tool.sh tools/gen $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# FORCE makes a tool binary's recipe run even if the file is there: its
+# build script reuses it only if it was built from its wrapper module's
+# go.sum as it is now (a raised pin builds it again), and is quick if so.
+FORCE:
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -243,11 +248,11 @@ tools: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) ## Build the Crossplane CLI and core
 .PHONY: crossplane-core
 crossplane-core: $(CROSSPLANE_CORE) ## Build only the Crossplane core (cached): what the control plane runs.
 
-$(CROSSPLANE_CORE):
+$(CROSSPLANE_CORE): FORCE
 	tools/build-crossplane.sh "$(BIN_DIR)" core
 
 # The CLI is only for render, the tests and packaging.
-$(CROSSPLANE_CLI):
+$(CROSSPLANE_CLI): FORCE
 	tools/build-crossplane.sh "$(BIN_DIR)" cli
 
 .PHONY: cluster-bins
@@ -283,5 +288,5 @@ armada-bins: ## Build Armada's eight binaries and armadactl for every supported 
 pulsar: ## Assemble Apache Pulsar's standalone broker and pulsar-admin from Maven Central (cached per release; ~330 MB cold), which the tests run.
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 
-$(GOLANGCI_LINT):
+$(GOLANGCI_LINT): FORCE
 	tools/build-tool.sh tools/lint $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
