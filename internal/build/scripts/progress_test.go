@@ -30,13 +30,9 @@ func TestGobuildReports(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			bin := t.TempDir()
 			fake := "#!/bin/sh\nprintf '%s\\n' '" + strings.ReplaceAll(tc.stderr, "\n", "' '") + "' >&2\nsleep 3\n"
-			if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil { //nolint:gosec // An executable stand-in.
-				t.Fatal(err)
-			}
 			cmd := exec.CommandContext(t.Context(), "bash", filepath.Join("..", "..", "..", "tools", "progress.sh"), "gobuild", "build", "./x") //nolint:gosec // The repository's own script.
-			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "PROGRESS_INTERVAL=1", "TIMINGS_FILE=")
+			cmd.Env = append(standInGo(t, fake), "PROGRESS_INTERVAL=1")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("gobuild: %v\n%s", err, out)
@@ -57,12 +53,10 @@ func TestGobuildReports(t *testing.T) {
 // when its wrapper module's go.sum changes (a dependency raised to share
 // compiled packages with another tool) and reused while it does not.
 func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
-	bin, mod := t.TempDir(), t.TempDir()
-	count := filepath.Join(bin, "builds")
+	mod := t.TempDir()
+	count := filepath.Join(t.TempDir(), "builds")
 	fake := "#!/bin/bash\nwhile [[ $# -gt 0 ]]; do if [[ $1 == -o ]]; then printf '#!/bin/sh\\n' >\"$2\"; chmod +x \"$2\"; fi; shift; done\necho built >>" + count + "\n"
-	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil { //nolint:gosec // An executable stand-in.
-		t.Fatal(err)
-	}
+	env := standInGo(t, fake)
 	out := filepath.Join(t.TempDir(), "tool-v1.0.0")
 	steps := []struct {
 		gosum      string
@@ -78,7 +72,7 @@ func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.CommandContext(t.Context(), filepath.Join("..", "..", "..", "tools", "build-tool.sh"), mod, out, "example.com/a/cmd/tool") //nolint:gosec // The repository's own script.
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TIMINGS_FILE=")
+		cmd.Env = env
 		if o, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("step %d: build-tool.sh: %v\n%s", i, err, o)
 		}
@@ -90,4 +84,15 @@ func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
 			t.Errorf("step %d (go.sum %q): %d builds so far, want %d", i, s.gosum, got, s.wantBuilds)
 		}
 	}
+}
+
+// standInGo writes script as an executable named go in a new directory and
+// returns the environment that puts it first on PATH, with no timings file.
+func standInGo(t *testing.T, script string) []string {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil { //nolint:gosec // An executable stand-in.
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TIMINGS_FILE=")
 }
