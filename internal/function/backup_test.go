@@ -1,7 +1,6 @@
 package function
 
 import (
-	"context"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -50,7 +49,7 @@ func TestRunFunctionPreUpgradeBackupFromStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Observed.Composite.Resource = s
-			rsp, err := newFunction(t).RunFunction(context.Background(), req)
+			rsp, err := runFunction(t, newFunction(t), req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package function
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func TestCertClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rsp, err := f.RunFunction(context.Background(), requestFor(xr))
+			rsp, err := runFunction(t, f, requestFor(xr))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ func TestSetDesiredMatchesUnstructured(t *testing.T) {
 					if err := setDesired(got, out.Objects, out.Status, ready); err != nil {
 						t.Fatal(err)
 					}
-					if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+					if diff := cmp.Diff(want, decodedResponse(t, got), protocmp.Transform()); diff != "" {
 						t.Errorf("%s\n%s: setDesired(...): -unstructured, +one pass:\n%s", tc.reason, path, diff)
 					}
 					checked++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -72,7 +73,7 @@ func TestRunFunctionRejects(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), requestFor(tc.xr))
+			rsp, err := runFunction(t, newFunction(t), requestFor(tc.xr))
 			if diff := cmp.Diff(nil, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nRunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
 			}
@@ -206,7 +207,7 @@ func TestRunFunctionAcceptedCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := requestFor(tc.xr)
 			req.RequiredResources = tc.required
-			rsp, err := newFunction(t).RunFunction(context.Background(), req)
+			rsp, err := runFunction(t, newFunction(t), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +301,7 @@ func TestRunFunctionPriorityClassNames(t *testing.T) {
 				tc.observed.Composite = req.GetObserved().GetComposite()
 				req.Observed = tc.observed
 			}
-			rsp, err := newFunction(t).RunFunction(context.Background(), req)
+			rsp, err := runFunction(t, newFunction(t), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +331,7 @@ func TestRunFunctionComposes(t *testing.T) {
 	req.Desired = &fnv1.State{Resources: map[string]*fnv1.Resource{
 		"earlier-step": {Resource: resource.MustStructJSON(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}`)},
 	}}
-	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	rsp, err := runFunction(t, newFunction(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,4 +426,31 @@ func exampleRequest(tb testing.TB, path string) *fnv1.RunFunctionRequest {
 // namespaced Armada (not only a team queue, which needs a target).
 func isArmadaExample(b []byte) bool {
 	return strings.Contains(string(b), "\nkind: ArmadaClaim\n") || strings.Contains(string(b), "\nkind: Armada\n")
+}
+
+// runFunction calls f.RunFunction and returns its response as Crossplane
+// reads it, encoded and decoded: the function writes the composed
+// objects' Structs encoded (structenc.EncodedStruct), so only the decoded
+// response holds their fields.
+func runFunction(tb testing.TB, f *Function, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	tb.Helper()
+	rsp, err := f.RunFunction(context.Background(), req)
+	if err != nil {
+		return rsp, err
+	}
+	return decodedResponse(tb, rsp), nil
+}
+
+// decodedResponse is rsp encoded and decoded.
+func decodedResponse(tb testing.TB, rsp *fnv1.RunFunctionResponse) *fnv1.RunFunctionResponse {
+	tb.Helper()
+	b, err := proto.Marshal(rsp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := &fnv1.RunFunctionResponse{}
+	if err := proto.Unmarshal(b, out); err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }

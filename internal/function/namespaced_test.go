@@ -1,7 +1,6 @@
 package function
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -60,7 +59,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(requestFor(tc.xr), testPolicies...))
+			rsp, err := runFunction(t, newFunction(t), withPolicies(requestFor(tc.xr), testPolicies...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +111,7 @@ const namespacedQueueXR = `{
 // jobs' namespace, through the Armada's cluster-scope config.
 func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 	req := requestFor(namespacedQueueXR)
-	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	rsp, err := runFunction(t, newFunction(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 		"namespace-team-ml-jobs": {}, queueRequirement: {},
 	}
 	req = withPolicies(req, testPolicies...)
-	rsp, err = newFunction(t).RunFunction(context.Background(), req)
+	rsp, err = runFunction(t, newFunction(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}

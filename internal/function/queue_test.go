@@ -1,7 +1,6 @@
 package function
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -151,7 +150,7 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), tc.req)
+			rsp, err := runFunction(t, newFunction(t), tc.req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +188,7 @@ func TestRunFunctionTeamQueueUnsynced(t *testing.T) {
 	why := "observe failed: queue ml already exists in Armada and this Queue did not create it: it is not adopted (nor ever deleted)"
 	req.Observed.Resources = map[string]*fnv1.Resource{"queue": {Resource: resource.MustStructJSON(queueMRJSON(`"crossplane.io/composite": "ml-x2"`,
 		`{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "`+why+`"}`))}}
-	rsp, err := newFunction(t).RunFunction(context.Background(), req)
+	rsp, err := runFunction(t, newFunction(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}

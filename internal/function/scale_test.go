@@ -1,7 +1,6 @@
 package function
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -79,7 +78,7 @@ func converged(tb testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionReq
 	fn := newFunction(tb)
 	var keys []string
 	for range 10 {
-		rsp, err := fn.RunFunction(context.Background(), proto.CloneOf(req))
+		rsp, err := runFunction(tb, fn, proto.CloneOf(req))
 		if err != nil || len(rsp.GetResults()) > 0 {
 			tb.Fatalf("RunFunction(...): %v %v", err, rsp.GetResults())
 		}

@@ -1,7 +1,6 @@
 package function
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -129,7 +128,7 @@ func TestRunFunctionTenancy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), tc.req)
+			rsp, err := runFunction(t, newFunction(t), tc.req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +168,7 @@ func TestRunFunctionTeamQueueTenancy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(requestFor(teamQueueXR), tc.policies...))
+			rsp, err := runFunction(t, newFunction(t), withPolicies(requestFor(teamQueueXR), tc.policies...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +226,7 @@ func TestRunFunctionQueueScopeTenancy(t *testing.T) {
 				targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(namespacedXR)}}},
 				"namespace-team-ml-jobs": {}, queueRequirement: {},
 			}
-			rsp, err := newFunction(t).RunFunction(context.Background(), withPolicies(req, tc.policies...))
+			rsp, err := runFunction(t, newFunction(t), withPolicies(req, tc.policies...))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -16,7 +15,7 @@ import (
 // parsing JSON text. Each is for one type, not one field: every field of
 // that type, present or future, goes through it. Anything a directFunc is
 // not sure of it leaves to viaJSON.
-type directFunc func(d *structDecoder, v reflect.Value, clean, top, inArray bool) (*structpb.Value, error)
+type directFunc func(e *wireEncoder, v reflect.Value, clean, top, inArray bool) error
 
 // directFuncFor returns the directFunc of t, or nil. The types are the
 // marshalers the objects the function composes use most: every container
@@ -50,47 +49,52 @@ func directFuncsFor(t reflect.Type) (direct, addrDirect directFunc) {
 }
 
 func nilOr(f directFunc) directFunc {
-	return func(d *structDecoder, v reflect.Value, clean, top, inArray bool) (*structpb.Value, error) {
+	return func(e *wireEncoder, v reflect.Value, clean, top, inArray bool) error {
 		if v.IsNil() {
-			return d.nullValue(), nil
+			e.null()
+			return nil
 		}
-		return f(d, v.Elem(), clean, top, inArray)
+		return f(e, v.Elem(), clean, top, inArray)
 	}
 }
 
 // unstructuredValue is (*Unstructured).MarshalJSON: its Object, encoded
 // by encoding/json.
-func unstructuredValue(d *structDecoder, v reflect.Value, clean, top, inArray bool) (*structpb.Value, error) {
+func unstructuredValue(e *wireEncoder, v reflect.Value, clean, top, inArray bool) error {
 	if v.IsNil() {
-		return d.nullValue(), nil
+		e.null()
+		return nil
 	}
 	u, _ := reflect.TypeAssert[*unstructured.Unstructured](v)
-	return d.walk(reflect.ValueOf(u.Object), clean, top, inArray)
+	return e.walk(reflect.ValueOf(u.Object), clean, top, inArray)
 }
 
 // intOrStringValue is IntOrString.MarshalJSON.
-func intOrStringValue(d *structDecoder, v reflect.Value, clean, top, inArray bool) (*structpb.Value, error) {
+func intOrStringValue(e *wireEncoder, v reflect.Value, clean, top, inArray bool) error {
 	is, _ := reflect.TypeAssert[intstr.IntOrString](v)
 	switch is.Type {
 	case intstr.Int:
-		return d.numberValue(float64(is.IntVal)), nil
+		e.number(float64(is.IntVal))
+		return nil
 	case intstr.String:
-		return d.stringValue(validString(is.StrVal)), nil
+		e.str(validString(is.StrVal))
+		return nil
 	}
 	// MarshalJSON's error, word for word.
-	return d.viaJSON(v, clean, top, inArray)
+	return e.viaJSON(v, clean, top, inArray)
 }
 
 // quantityValue is Quantity.MarshalJSON: its canonical string, written
 // between quotes without escaping. A string that would need escaping
 // (which a parsed or computed Quantity never holds) is left to
 // encoding/json, which rejects it.
-func quantityValue(d *structDecoder, v reflect.Value, clean, top, inArray bool) (*structpb.Value, error) {
+func quantityValue(e *wireEncoder, v reflect.Value, clean, top, inArray bool) error {
 	// On a copy: String caches its result in the Quantity.
 	q, _ := reflect.TypeAssert[resource.Quantity](v)
 	s := q.String()
 	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }) {
-		return d.viaJSON(v, clean, top, inArray)
+		return e.viaJSON(v, clean, top, inArray)
 	}
-	return d.stringValue(s), nil
+	e.str(s)
+	return nil
 }

@@ -11,16 +11,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode"
-	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// typedToStruct converts a typed value that encodes as a JSON object to
-// the Struct its JSON encoding decodes to (see jsonToStruct), by walking
-// it with encoding/json's rules instead of writing and parsing JSON text.
+// appendStruct appends the encoding of the Struct that v's JSON encoding
+// decodes to (v must encode as a JSON object), by walking v with
+// encoding/json's rules instead of writing and parsing JSON text.
 //
 // The walk follows encoding/json (Go 1.26) for structs (field names, tags,
 // embedding and its conflicts, omitempty, omitzero), pointers, interfaces,
@@ -29,16 +28,21 @@ import (
 // own MarshalJSON or MarshalText, an array, a float32, a map with other
 // keys or a struct with a ",string" field, is encoded by encoding/json
 // itself and decoded, so it cannot differ either; it is only slower.
-func (d *structDecoder) typedToStruct(v any, desired bool) (*structpb.Struct, error) {
-	val, err := d.walk(reflect.ValueOf(v), desired, desired, false)
+func (e *wireEncoder) appendStruct(b []byte, v any, desired bool) ([]byte, error) {
+	start := len(b)
+	e.b, e.strs, e.bytes, e.anys = b, e.strs[:0], e.bytes[:0], e.anys[:0]
+	err := e.walk(reflect.ValueOf(v), desired, desired, false)
+	b, e.b = e.b, nil
 	if err != nil {
-		return nil, err
+		return b[:start], err
 	}
-	s := val.GetStructValue()
-	if s == nil {
-		return nil, d.errorf("want an object")
+	if b[start] != tagStruct {
+		return b[:start], errors.Errorf("cannot encode %T as a Struct: it is no JSON object", v)
 	}
-	return s, nil
+	// What follows the Value's tag and length is the Struct's encoding.
+	_, k := protowire.ConsumeVarint(b[start+1:])
+	copy(b[start:], b[start+1+k:])
+	return b[:len(b)-1-k], nil
 }
 
 var (
@@ -46,74 +50,96 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-// walk converts one value. clean and top are jsonToStruct's cleanup;
-// inArray is true for a list's elements.
-func (d *structDecoder) walk(v reflect.Value, clean, top, inArray bool) (*structpb.Value, error) {
+// walk writes one value. clean drops null creationTimestamps, top the
+// status too; inArray is true for a list's elements.
+func (e *wireEncoder) walk(v reflect.Value, clean, top, inArray bool) error {
 	if !v.IsValid() {
-		return d.nullValue(), nil
+		e.null()
+		return nil
 	}
-	return d.walkInfo(v, cachedTypeInfo(v.Type()), clean, top, inArray)
+	return e.walkInfo(v, cachedTypeInfo(v.Type()), clean, top, inArray)
 }
 
 // walkInfo is walk with v's typeInfo.
-func (d *structDecoder) walkInfo(v reflect.Value, info *typeInfo, clean, top, inArray bool) (*structpb.Value, error) {
+func (e *wireEncoder) walkInfo(v reflect.Value, info *typeInfo, clean, top, inArray bool) error {
 	if info.direct != nil {
-		return info.direct(d, v, clean, top, inArray)
+		return info.direct(e, v, clean, top, inArray)
 	}
 	if info.addrMarshaler && v.CanAddr() {
 		if info.addrDirect != nil {
-			return info.addrDirect(d, v.Addr(), clean, top, inArray)
+			return info.addrDirect(e, v.Addr(), clean, top, inArray)
 		}
-		return d.viaJSON(v.Addr(), clean, top, inArray)
+		return e.viaJSON(v.Addr(), clean, top, inArray)
 	}
 	if info.marshaler {
-		return d.viaJSON(v, clean, top, inArray)
+		return e.viaJSON(v, clean, top, inArray)
 	}
 	switch info.kind {
-	case reflect.Bool:
-		return d.boolValue(v.Bool()), nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return d.numberValue(float64(v.Int())), nil
-	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uint8:
-		return d.numberValue(float64(v.Uint())), nil
-	case reflect.Float64:
-		if f := v.Float(); !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return d.numberValue(f), nil
+	case reflect.Bool, reflect.String, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uint8:
+		if e.scalar(v, info.kind) {
+			return nil
 		}
-	case reflect.String:
-		return d.stringValue(validString(v.String())), nil
 	case reflect.Interface:
 		if v.IsNil() {
-			return d.nullValue(), nil
+			e.null()
+			return nil
 		}
-		return d.walk(v.Elem(), clean, top, inArray)
+		return e.walk(v.Elem(), clean, top, inArray)
 	case reflect.Pointer:
 		if v.IsNil() {
-			return d.nullValue(), nil
+			e.null()
+			return nil
 		}
-		return d.walkInfo(v.Elem(), info.elemInfo(), clean, top, inArray)
+		return e.walkInfo(v.Elem(), info.elemInfo(), clean, top, inArray)
 	case reflect.Struct:
 		if info.fieldsOK {
-			return d.walkStruct(v, info, clean, top)
+			return e.walkStruct(v, info, clean, top)
 		}
 	case reflect.Map:
 		if info.stringKeys {
-			return d.walkMap(v, info, clean, top)
+			return e.walkMap(v, info, clean, top)
 		}
 	case reflect.Slice:
 		switch {
 		case v.IsNil():
-			return d.nullValue(), nil
+			e.null()
+			return nil
 		case info.bytes:
-			return d.stringValue(base64String(v.Bytes())), nil
+			e.base64(v.Bytes())
+			return nil
 		case info.elemKind != reflect.Uint8:
-			return d.walkSlice(v, info, clean && !inArray)
+			return e.walkSlice(v, info, clean && !inArray)
 		}
 	default:
 		// Left to encoding/json below.
 	}
 	// Anything else (and Inf and NaN, for encoding/json's error).
-	return d.viaJSON(v, clean, top, inArray)
+	return e.viaJSON(v, clean, top, inArray)
+}
+
+// scalar writes a boolean, string, integer or float64 of the given
+// kind, and reports whether it did: encoding/json rejects an infinite or
+// NaN float64.
+func (e *wireEncoder) scalar(v reflect.Value, kind reflect.Kind) bool {
+	switch kind {
+	case reflect.Bool:
+		e.boolean(v.Bool())
+	case reflect.String:
+		e.str(validString(v.String()))
+	case reflect.Float64:
+		f := v.Float()
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return false
+		}
+		e.number(f)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		e.number(float64(v.Int()))
+	default: // the unsigned integers
+		e.number(float64(v.Uint()))
+	}
+	return true
 }
 
 func implementsMarshaler(t reflect.Type) bool {
@@ -134,10 +160,12 @@ type typeInfo struct {
 	direct, addrDirect directFunc
 	// fields of a struct, and their types' typeInfos once known; fieldsOK
 	// is false for structs with a ",string" field, which the walk leaves
-	// to encoding/json.
+	// to encoding/json. byName are the fields' indexes in the order of
+	// their names, the order of a deterministic encoding.
 	fields     []field
 	fieldInfos []atomic.Pointer[typeInfo]
 	fieldsOK   bool
+	byName     []int
 	// stringKeys: a map whose keys are strings.
 	stringKeys bool
 	// elemKind is a slice's element kind; bytes a slice encoding/json
@@ -184,6 +212,11 @@ func cachedTypeInfo(t reflect.Type) *typeInfo {
 		info.fields = typeFields(t)
 		info.fieldInfos = make([]atomic.Pointer[typeInfo], len(info.fields))
 		info.fieldsOK = !slices.ContainsFunc(info.fields, func(f field) bool { return f.quoted })
+		info.byName = make([]int, len(info.fields))
+		for i := range info.byName {
+			info.byName[i] = i
+		}
+		slices.SortFunc(info.byName, func(a, b int) int { return strings.Compare(info.fields[a].name, info.fields[b].name) })
 	case reflect.Map:
 		info.stringKeys = t.Key().Kind() == reflect.String
 	case reflect.Slice:
@@ -196,145 +229,124 @@ func cachedTypeInfo(t reflect.Type) *typeInfo {
 	return info
 }
 
-// viaJSON converts a value through encoding/json and the decoder. A
-// pointer to an addressable value makes encoding/json use the same
+// viaJSON writes a value as encoding/json encodes it, decoded. A pointer
+// to an addressable value makes encoding/json use the same
 // pointer-receiver methods the walk would.
-func (d *structDecoder) viaJSON(v reflect.Value, clean, top, inArray bool) (*structpb.Value, error) {
+func (e *wireEncoder) viaJSON(v reflect.Value, clean, top, inArray bool) error {
 	if v.Kind() != reflect.Pointer && v.CanAddr() {
 		v = v.Addr()
 	}
 	if !v.CanInterface() {
-		return nil, errors.Errorf("cannot encode %s: an unexported field", v.Type())
+		return errors.Errorf("cannot encode %s: an unexported field", v.Type())
 	}
 	b, err := json.Marshal(v.Interface())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	saved, savedI := d.b, d.i
-	defer func() { d.b, d.i = saved, savedI }()
-	d.b, d.i = b, 0
-	d.space()
-	if top && d.i < len(d.b) && d.b[d.i] == '{' {
-		s, err := d.object(clean, true)
-		if err != nil {
-			return nil, err
-		}
-		return d.structValue(s), nil
+	var decoded any
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		return errors.Wrapf(err, "cannot decode the JSON encoding of %s", v.Type())
 	}
-	return d.value(clean, inArray)
+	return e.walk(reflect.ValueOf(decoded), clean, top, inArray)
 }
 
-// validString is s with each byte of invalid UTF-8 replaced by U+FFFD, as
-// encoding/json writes it.
-func validString(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return string([]rune(s))
-}
-
-func (d *structDecoder) walkStruct(v reflect.Value, info *typeInfo, clean, top bool) (*structpb.Value, error) {
-	s := d.structs.next()
-	// Most of a Kubernetes struct's fields are usually omitted: a hint of
-	// all of them would allocate far more than is used.
-	s.Fields = make(map[string]*structpb.Value, min(len(info.fields), 8))
-	for i := range info.fields {
+func (e *wireEncoder) walkStruct(v reflect.Value, info *typeInfo, clean, top bool) error {
+	s := e.open(tagStruct)
+	for _, i := range info.byName {
 		f := &info.fields[i]
 		fv, ok := f.value(v)
 		if !ok || top && f.name == memberStatus {
 			continue
 		}
-		e, err := d.walkInfo(fv, info.fieldInfo(i, fv), clean, false, false)
-		if err != nil {
-			return nil, err
+		m := e.member(f.name)
+		if err := e.walkInfo(fv, info.fieldInfo(i, fv), clean, false, false); err != nil {
+			return err
 		}
-		if clean && f.name == memberCreationTimestamp && isNull(e) {
-			continue
-		}
-		s.Fields[f.name] = e
+		e.endMember(m, f.name, clean)
 	}
-	return d.structValue(s), nil
+	e.close(s)
+	return nil
 }
 
-func (d *structDecoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool) (*structpb.Value, error) {
+func (e *wireEncoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool) error {
 	if v.IsNil() {
-		return d.nullValue(), nil
+		e.null()
+		return nil
 	}
-	if x, ok := d.sharedMap(v, top); ok {
-		return x, nil
-	}
-	s := d.structs.next()
-	s.Fields = make(map[string]*structpb.Value, v.Len())
 	// The common map types without reflection, which allocates for each
 	// key and value.
 	if v.CanInterface() {
 		switch m := v.Interface().(type) {
 		case map[string]string:
-			for k, e := range m {
-				setMember(s, validString(k), d.stringValue(validString(e)), clean, top)
-			}
-			return d.structValue(s), nil
+			return writeMap(e, &e.strs, appendEntries(m), clean, top, func(s string) error {
+				e.str(validString(s))
+				return nil
+			})
 		case map[string][]byte:
-			for k, e := range m {
-				x := d.nullValue()
-				if e != nil {
-					x = d.stringValue(base64String(e))
+			return writeMap(e, &e.bytes, appendEntries(m), clean, top, func(b []byte) error {
+				if b == nil {
+					e.null()
+					return nil
 				}
-				setMember(s, validString(k), x, clean, top)
-			}
-			return d.structValue(s), nil
+				e.base64(b)
+				return nil
+			})
 		case map[string]any:
-			for k, e := range m {
-				x, err := d.walkAny(e, clean, false)
-				if err != nil {
-					return nil, err
-				}
-				setMember(s, validString(k), x, clean, top)
-			}
-			return d.structValue(s), nil
+			return writeMap(e, &e.anys, appendEntries(m), clean, top, func(x any) error {
+				return e.walkAny(x, clean, false)
+			})
 		}
 	}
+	// Any other map through its values' reflect.Values, apart from the
+	// stacks, which hold the common types only.
 	elem := info.elemInfo()
-	it := v.MapRange()
-	for it.Next() {
-		e, err := d.walkInfo(it.Value(), elem, clean, false, false)
-		if err != nil {
-			return nil, err
+	var es []entry[reflect.Value]
+	fill := func(es []entry[reflect.Value]) []entry[reflect.Value] {
+		es = slices.Grow(es, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			es = append(es, entry[reflect.Value]{k: it.Key().String(), v: it.Value()})
 		}
-		setMember(s, validString(it.Key().String()), e, clean, top)
+		return es
 	}
-	return d.structValue(s), nil
+	return writeMap(e, &es, fill, clean, top, func(x reflect.Value) error {
+		return e.walkInfo(x, elem, clean, false, false)
+	})
 }
 
-// setMember sets a map's member k in s, but for what a desired object
-// drops: the top-level status and a null creationTimestamp.
-func setMember(s *structpb.Struct, k string, e *structpb.Value, clean, top bool) {
-	if top && k == memberStatus || clean && k == memberCreationTimestamp && isNull(e) {
-		return
+// appendEntries returns a fill for writeMap that appends m's entries.
+func appendEntries[V any](m map[string]V) func([]entry[V]) []entry[V] {
+	return func(es []entry[V]) []entry[V] {
+		for k, v := range m {
+			es = append(es, entry[V]{k: k, v: v})
+		}
+		return es
 	}
-	s.Fields[k] = e
 }
 
 // walkAny is walk for an element of a map[string]any or []any, such as
 // an unstructured object's, with its common types switched on rather
 // than reflected.
-func (d *structDecoder) walkAny(e any, clean, inArray bool) (*structpb.Value, error) {
-	switch x := e.(type) {
+func (e *wireEncoder) walkAny(x any, clean, inArray bool) error {
+	switch x := x.(type) {
 	case nil:
-		return d.nullValue(), nil
+		e.null()
+		return nil
 	case string:
-		return d.stringValue(validString(x)), nil
+		e.str(validString(x))
+		return nil
 	case bool:
-		return d.boolValue(x), nil
+		e.boolean(x)
+		return nil
 	case int64:
-		return d.numberValue(float64(x)), nil
+		e.number(float64(x))
+		return nil
 	case map[string]any:
-		return d.walkMap(reflect.ValueOf(x), cachedTypeInfo(mapStringAnyType), clean, false)
+		return writeMap(e, &e.anys, appendEntries(x), clean, false, func(x any) error {
+			return e.walkAny(x, clean, false)
+		})
 	}
-	return d.walk(reflect.ValueOf(e), clean, false, inArray)
+	return e.walk(reflect.ValueOf(x), clean, false, inArray)
 }
-
-var mapStringAnyType = reflect.TypeFor[map[string]any]()
 
 func anySlice(v reflect.Value) ([]any, bool) {
 	if !v.CanInterface() {
@@ -343,28 +355,29 @@ func anySlice(v reflect.Value) ([]any, bool) {
 	return reflect.TypeAssert[[]any](v)
 }
 
-func (d *structDecoder) walkSlice(v reflect.Value, info *typeInfo, clean bool) (*structpb.Value, error) {
-	l := d.lists.next()
-	l.Values = make([]*structpb.Value, 0, v.Len())
+func (e *wireEncoder) walkSlice(v reflect.Value, info *typeInfo, clean bool) error {
+	l := e.open(tagList)
 	if a, ok := anySlice(v); ok {
-		for _, e := range a {
-			x, err := d.walkAny(e, clean, true)
-			if err != nil {
-				return nil, err
+		for _, x := range a {
+			at := e.open(tagRepeated)
+			if err := e.walkAny(x, clean, true); err != nil {
+				return err
 			}
-			l.Values = append(l.Values, x)
+			e.close(at)
 		}
-		return d.listValue(l), nil
+		e.close(l)
+		return nil
 	}
 	elem := info.elemInfo()
 	for i := range v.Len() {
-		x, err := d.walkInfo(v.Index(i), elem, clean, false, true)
-		if err != nil {
-			return nil, err
+		at := e.open(tagRepeated)
+		if err := e.walkInfo(v.Index(i), elem, clean, false, true); err != nil {
+			return err
 		}
-		l.Values = append(l.Values, x)
+		e.close(at)
 	}
-	return d.listValue(l), nil
+	e.close(l)
+	return nil
 }
 
 // isEmptyValue is encoding/json's omitempty test.
