@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -52,7 +53,7 @@ func setDesired(rsp *fnv1.RunFunctionResponse, objects []armada.Object, xrStatus
 		rsp.Desired.Resources[o.Key] = r
 	}
 
-	status, err := conv.ToStruct(xrStatus, false)
+	status, err := conv.AppendStruct(nil, xrStatus, false)
 	if err != nil {
 		return errors.Wrap(err, "cannot encode status")
 	}
@@ -74,12 +75,12 @@ const (
 	minFreeBytes = 2 << 10
 )
 
-// setStatus sets each top-level field of status in the desired XR's
-// status, keeping its other fields, the rest of the desired XR and its
-// connection details. Like the SDK's GetDesiredCompositeResource and
-// SetDesiredCompositeResource, it does not keep an earlier step's
-// readiness.
-func setStatus(desired *fnv1.State, status *structpb.Struct) error {
+// setStatus sets each top-level field of status (a Struct's encoding) in
+// the desired XR's status, keeping its other fields, the rest of the
+// desired XR and its connection details. Like the SDK's
+// GetDesiredCompositeResource and SetDesiredCompositeResource, it does not
+// keep an earlier step's readiness.
+func setStatus(desired *fnv1.State, status []byte) error {
 	xr := desired.GetComposite()
 	out := &fnv1.Resource{
 		Resource:          &structpb.Struct{Fields: maps.Clone(xr.GetResource().GetFields())},
@@ -91,19 +92,27 @@ func setStatus(desired *fnv1.State, status *structpb.Struct) error {
 	if out.ConnectionDetails == nil {
 		out.ConnectionDetails = map[string][]byte{}
 	}
-	fields := map[string]*structpb.Value{}
-	if v, ok := out.GetResource().GetFields()["status"]; ok {
-		s := v.GetStructValue()
-		if s == nil {
-			return errors.New("cannot set status: status is not an object")
-		}
-		fields = maps.Clone(s.GetFields())
-		if fields == nil {
-			fields = map[string]*structpb.Value{}
-		}
-	}
-	maps.Copy(fields, status.GetFields())
-	out.Resource.Fields["status"] = structpb.NewStructValue(&structpb.Struct{Fields: fields})
 	desired.Composite = out
+	v, ok := out.GetResource().GetFields()["status"]
+	if !ok {
+		// No earlier step set a status (function-armada is the only step
+		// of its compositions): this one is the whole status, encoded.
+		out.Resource.Fields["status"] = structpb.NewStructValue(structenc.EncodedStruct(status))
+		return nil
+	}
+	earlier := v.GetStructValue()
+	if earlier == nil {
+		return errors.New("cannot set status: status is not an object")
+	}
+	s := &structpb.Struct{}
+	if err := proto.Unmarshal(status, s); err != nil {
+		return errors.Wrap(err, "cannot decode status")
+	}
+	fields := maps.Clone(earlier.GetFields())
+	if fields == nil {
+		fields = map[string]*structpb.Value{}
+	}
+	maps.Copy(fields, s.GetFields())
+	out.Resource.Fields["status"] = structpb.NewStructValue(&structpb.Struct{Fields: fields})
 	return nil
 }

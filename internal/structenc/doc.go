@@ -13,12 +13,7 @@
 // information (field lists, as encoding/json keeps them).
 package structenc
 
-import (
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-)
+import "google.golang.org/protobuf/types/known/structpb"
 
 // A Converter writes typed values as protobuf Structs. The zero Converter
 // is ready to use; it is not safe for concurrent use.
@@ -32,20 +27,6 @@ type Converter struct{ e wireEncoder }
 // null creationTimestamps.
 func (c *Converter) AppendStruct(b []byte, v any, desired bool) ([]byte, error) {
 	return c.e.appendStruct(b, v, desired)
-}
-
-// ToStruct is AppendStruct, decoded: the Struct itself, for a value that
-// is read or changed before it is encoded.
-func (c *Converter) ToStruct(v any, desired bool) (*structpb.Struct, error) {
-	b, err := c.AppendStruct(nil, v, desired)
-	if err != nil {
-		return nil, err
-	}
-	s := &structpb.Struct{}
-	if err := proto.Unmarshal(b, s); err != nil {
-		return nil, errors.Wrap(err, "cannot decode Struct")
-	}
-	return s, nil
 }
 
 // EncodedStruct returns a Struct that encodes as b, a Struct's encoding

@@ -218,13 +218,6 @@ func TestEncodedStruct(t *testing.T) {
 	if diff := cmp.Diff(structpb.NewStructValue(want), got, protocmp.Transform()); diff != "" {
 		t.Errorf("a Value holding EncodedStruct(b), encoded and decoded: -want, +got:\n%s", diff)
 	}
-	s, err := (&Converter{}).ToStruct(in, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, s, protocmp.Transform()); diff != "" {
-		t.Errorf("ToStruct(...): -want, +got:\n%s", diff)
-	}
 }
 
 var jsonStrings = []string{
