@@ -6,8 +6,10 @@
 #   ${PULSAR_BIN_ROOT:-~/.cache/armada-crossplane/bin}/pulsar-admin-<version>/lib  pulsar-admin's jars
 # Nothing is compiled: `mvn dependency:copy-dependencies` of this directory's
 # pom (profile broker or admin) copies the release's runtime jars. A
-# directory that is already there is kept, so re-running is cheap; delete it
-# to force a new copy. Each is assembled into a temporary directory and
+# directory that is already there, assembled from this pom (its SHA-256 is
+# kept beside the jars, in pom.sha256), is kept, so re-running is cheap; a
+# changed pom (a pin, an exclusion) assembles it again, and deleting it
+# forces a new copy. Each is assembled into a temporary directory and
 # renamed, so an interrupted run never leaves a partial one that a later run
 # would mistake for complete. Maven's local repository lives under the cache
 # (~/.cache/armada-crossplane/maven) so it survives between runs.
@@ -26,6 +28,7 @@ cache="${ARMADA_CROSSPLANE_CACHE:-$HOME/.cache/armada-crossplane}"
 bin_root="${PULSAR_BIN_ROOT:-${cache}/bin}"
 repo="${cache}/maven"
 start=${SECONDS}
+pom_hash=$(sha256sum <pom.xml | cut -d' ' -f1)
 
 # assemble NAME PROFILE VERSION copies the profile's jars into
 # ${bin_root}/NAME-VERSION/lib, printing progress every 15 s while Maven
@@ -33,7 +36,7 @@ start=${SECONDS}
 assemble() {
 	local name=$1 profile=$2 version=$3
 	local out="${bin_root}/${name}-${version}"
-	if [[ -d "${out}/lib" ]]; then
+	if [[ -d "${out}/lib" && "$(cat "${out}/pom.sha256" 2>/dev/null || true)" == "${pom_hash}" ]]; then
 		echo "${name} ${version} is assembled: ${out}"
 		return 0
 	fi
@@ -62,6 +65,9 @@ assemble() {
 		echo "cannot assemble ${name} ${version}: mvn dependency:copy-dependencies failed (see above)" >&2
 		exit 1
 	fi
+	echo "${pom_hash}" >"${tmp}/pom.sha256"
+	# A copy assembled from another pom makes way.
+	rm -rf "${out}"
 	mv "${tmp}" "${out}"
 	trap - EXIT
 	echo "${name} ${version} ready: ${out} ($(find "${out}/lib" -name '*.jar' | wc -l) jars, $(du -sm "${out}" | cut -f1) MB) [$((SECONDS - start))s elapsed]"

@@ -32,7 +32,7 @@ func TestGobuildReports(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fake := "#!/bin/sh\nprintf '%s\\n' '" + strings.ReplaceAll(tc.stderr, "\n", "' '") + "' >&2\nsleep 3\n"
 			cmd := exec.CommandContext(t.Context(), "bash", filepath.Join("..", "..", "..", "tools", "progress.sh"), "gobuild", "build", "./x") //nolint:gosec // The repository's own script.
-			cmd.Env = append(standInGo(t, fake), "PROGRESS_INTERVAL=1")
+			cmd.Env = append(standIn(t, "go", fake), "PROGRESS_INTERVAL=1")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("gobuild: %v\n%s", err, out)
@@ -56,7 +56,7 @@ func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
 	mod := t.TempDir()
 	count := filepath.Join(t.TempDir(), "builds")
 	fake := "#!/bin/bash\nwhile [[ $# -gt 0 ]]; do if [[ $1 == -o ]]; then printf '#!/bin/sh\\n' >\"$2\"; chmod +x \"$2\"; fi; shift; done\necho built >>" + count + "\n"
-	env := standInGo(t, fake)
+	env := standIn(t, "go", fake)
 	out := filepath.Join(t.TempDir(), "tool-v1.0.0")
 	steps := []struct {
 		gosum      string
@@ -86,12 +86,58 @@ func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
 	}
 }
 
-// standInGo writes script as an executable named go in a new directory and
-// returns the environment that puts it first on PATH, with no timings file.
-func standInGo(t *testing.T, script string) []string {
+// TestPulsarReassemblesOnChangedPom runs tools/pulsar/build.sh, from a
+// copy of its directory, with a stand-in mvn that counts its runs: the
+// same pom keeps the assembled jars, a changed one assembles both again.
+func TestPulsarReassemblesOnChangedPom(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"build.sh", "settings.xml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "tools", "pulsar", f)) //nolint:gosec // The repository's own files.
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o700); err != nil { //nolint:gosec // The script is run.
+			t.Fatal(err)
+		}
+	}
+	count := filepath.Join(t.TempDir(), "runs")
+	fake := "#!/bin/bash\nfor a in \"$@\"; do if [[ $a == -DoutputDirectory=* ]]; then mkdir -p \"${a#*=}\"; touch \"${a#*=}/x.jar\"; fi; done\necho ran >>" + count + "\n"
+	env := append(standIn(t, "mvn", fake), "PULSAR_BIN_ROOT="+t.TempDir(), "ARMADA_CROSSPLANE_CACHE="+t.TempDir())
+	steps := []struct {
+		pom      string
+		wantRuns int
+	}{
+		{pom: "<project>a</project>\n", wantRuns: 2},
+		{pom: "<project>a</project>\n", wantRuns: 2},
+		{pom: "<project>b</project>\n", wantRuns: 4},
+		{pom: "<project>b</project>\n", wantRuns: 4},
+	}
+	for i, s := range steps {
+		if err := os.WriteFile(filepath.Join(dir, "pom.xml"), []byte(s.pom), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(t.Context(), filepath.Join(dir, "build.sh"), "4.0.0", "4.0.1") //nolint:gosec // A copy of the repository's own script.
+		cmd.Env = env
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("step %d: build.sh: %v\n%s", i, err, o)
+		}
+		b, err := os.ReadFile(count) //nolint:gosec // The stand-in's own count.
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(b), "ran"); got != s.wantRuns {
+			t.Errorf("step %d (pom %q): mvn ran %d times so far, want %d", i, s.pom, got, s.wantRuns)
+		}
+	}
+}
+
+// standIn writes script as an executable named name (go, mvn) in a new
+// directory and returns the environment that puts it first on PATH, with no
+// timings file.
+func standIn(t *testing.T, name, script string) []string {
 	t.Helper()
 	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil { //nolint:gosec // An executable stand-in.
+	if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil { //nolint:gosec // An executable stand-in.
 		t.Fatal(err)
 	}
 	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TIMINGS_FILE=")
