@@ -126,7 +126,7 @@ BENCH_COUNT ?= 5
 .PHONY: bench
 bench: ## Benchmark RunFunction against its codec floor (ratios printed, in elapsed and in CPU time: BenchmarkFloorRatio), its scaling with local and remote executors and queues, and the TLS memo's memory per Armada (BenchmarkServedMemory, the served process's memory, runs apart: see docs/dev/performance.md).
 	{ for i in $$(seq $(BENCH_COUNT)); do \
-		go test -run '^$$' -bench 'BenchmarkRunFunction(Converged|Fresh)?$$|BenchmarkCodecFloor' -benchmem -count 1 ./internal/function/ || exit 1; \
+		go test -run '^$$' -bench 'BenchmarkRunFunction(Converged|Fresh|ChangedSpec)?$$|BenchmarkCodecFloor' -benchmem -count 1 ./internal/function/ || exit 1; \
 	done; \
 	go test -run '^$$' -bench 'BenchmarkFloorRatio' -benchtime 1x -count $(BENCH_COUNT) ./internal/function/ || exit 1; \
 	go test -run '^$$' -bench 'BenchmarkRunFunction(Executors|RemoteExecutors|Queues)' -benchmem -count $(BENCH_COUNT) ./internal/function/; \

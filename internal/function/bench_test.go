@@ -32,7 +32,12 @@ type codecCase struct {
 func newCodecCase(tb testing.TB, req *fnv1.RunFunctionRequest) *codecCase {
 	tb.Helper()
 	servingGC(tb)
-	fn := newFunction(tb)
+	return codecCaseOn(tb, newFunction(tb), req)
+}
+
+// codecCaseOn is newCodecCase on a given Function.
+func codecCaseOn(tb testing.TB, fn *Function, req *fnv1.RunFunctionRequest) *codecCase {
+	tb.Helper()
 	wire, err := proto.Marshal(req)
 	if err != nil {
 		tb.Fatal(err)
@@ -48,6 +53,32 @@ func newCodecCase(tb testing.TB, req *fnv1.RunFunctionRequest) *codecCase {
 	// every Struct built, not as the function writes it (its composed
 	// objects' Structs already encoded).
 	return &codecCase{fn: fn, wire: wire, rsp: decodedResponse(tb, rsp)}
+}
+
+// newChangedSpecCases are the production example's steady reconcile
+// (converged) with the server's replicas set to n values in turn, for one
+// XR (one name and UID) on one Function: Crossplane calling while a team
+// edits a running Armada's claim.
+func newChangedSpecCases(tb testing.TB, n int) []*codecCase {
+	tb.Helper()
+	servingGC(tb)
+	fn := newFunction(tb)
+	base := converged(tb, exampleRequest(tb, productionExample))
+	cases := make([]*codecCase, n)
+	for i := range cases {
+		req := proto.CloneOf(base)
+		spec := req.GetObserved().GetComposite().GetResource().GetFields()["spec"].GetStructValue()
+		server := spec.GetFields()["components"].GetStructValue().GetFields()["server"].GetStructValue()
+		if server == nil {
+			tb.Fatal("the production example has no spec.components.server")
+		}
+		server.Fields["replicas"] = structpb.NewNumberValue(float64(3 + i))
+		cases[i] = codecCaseOn(tb, fn, req)
+	}
+	if n > 1 && proto.Equal(cases[0].rsp, cases[1].rsp) {
+		tb.Fatal("setting the server's replicas changed nothing the function composes")
+	}
+	return cases
 }
 
 // servingGC runs the rest of a test or benchmark with the garbage
@@ -138,6 +169,33 @@ func BenchmarkCodecFloor(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.floor(b)
+	}
+}
+
+// BenchmarkRunFunctionChangedSpec is BenchmarkRunFunctionConverged with
+// the spec changed on every call (the server's replicas, among 8 values)
+// for one XR: the TLS memo still holds the XR's certificates (their
+// checks, as the steady reconcile's), nothing else is remembered.
+func BenchmarkRunFunctionChangedSpec(b *testing.B) {
+	cs := newChangedSpecCases(b, 8)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		cs[i%len(cs)].run(b)
+		i++
+	}
+	reportHeapGoal(b)
+}
+
+// BenchmarkCodecFloorChangedSpec is BenchmarkCodecFloor for the requests of
+// BenchmarkRunFunctionChangedSpec.
+func BenchmarkCodecFloorChangedSpec(b *testing.B) {
+	cs := newChangedSpecCases(b, 8)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		cs[i%len(cs)].floor(b)
+		i++
 	}
 }
 
