@@ -34,17 +34,17 @@ type entry[V any] struct {
 
 // The tags of google.protobuf.Value's fields (kind), of Struct's fields
 // and ListValue's values (both field 1), and of a map entry's key and
-// value.
-var (
-	tagNull       = byte(protowire.EncodeTag(1, protowire.VarintType))
-	tagNumber     = byte(protowire.EncodeTag(2, protowire.Fixed64Type))
-	tagString     = byte(protowire.EncodeTag(3, protowire.BytesType))
-	tagBool       = byte(protowire.EncodeTag(4, protowire.VarintType))
-	tagStruct     = byte(protowire.EncodeTag(5, protowire.BytesType))
-	tagList       = byte(protowire.EncodeTag(6, protowire.BytesType))
-	tagRepeated   = byte(protowire.EncodeTag(1, protowire.BytesType))
-	tagEntryKey   = byte(protowire.EncodeTag(1, protowire.BytesType))
-	tagEntryValue = byte(protowire.EncodeTag(2, protowire.BytesType))
+// value: field number << 3 | wire type.
+const (
+	tagNull       = 1<<3 | byte(protowire.VarintType)
+	tagNumber     = 2<<3 | byte(protowire.Fixed64Type)
+	tagString     = 3<<3 | byte(protowire.BytesType)
+	tagBool       = 4<<3 | byte(protowire.VarintType)
+	tagStruct     = 5<<3 | byte(protowire.BytesType)
+	tagList       = 6<<3 | byte(protowire.BytesType)
+	tagRepeated   = 1<<3 | byte(protowire.BytesType)
+	tagEntryKey   = 1<<3 | byte(protowire.BytesType)
+	tagEntryValue = 2<<3 | byte(protowire.BytesType)
 )
 
 // The members a desired object drops: its top-level status, and a null
