@@ -177,25 +177,22 @@ func BenchmarkCodecFloor(b *testing.B) {
 // for one XR: the TLS memo still holds the XR's certificates (their
 // checks, as the steady reconcile's), nothing else is remembered.
 func BenchmarkRunFunctionChangedSpec(b *testing.B) {
-	cs := newChangedSpecCases(b, 8)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		cs[i%len(cs)].run(b)
-		i++
-	}
+	inTurn(b, newChangedSpecCases(b, 8), (*codecCase).run)
 	reportHeapGoal(b)
 }
 
 // BenchmarkCodecFloorChangedSpec is BenchmarkCodecFloor for the requests of
 // BenchmarkRunFunctionChangedSpec.
 func BenchmarkCodecFloorChangedSpec(b *testing.B) {
-	cs := newChangedSpecCases(b, 8)
+	inTurn(b, newChangedSpecCases(b, 8), (*codecCase).floor)
+}
+
+// inTurn runs step on each of cases in turn until the benchmark ends.
+func inTurn(b *testing.B, cases []*codecCase, step func(*codecCase, testing.TB)) {
+	b.Helper()
 	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		cs[i%len(cs)].floor(b)
-		i++
+	for i := 0; b.Loop(); i++ {
+		step(cases[i%len(cases)], b)
 	}
 }
 
