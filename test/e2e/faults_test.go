@@ -37,19 +37,35 @@ func TestFaults(t *testing.T) {
 		return len(before) > 0 && len(tlsBefore) > 0, "not yet"
 	})
 	claimCondition(t, claim, "Synced", "True")
-	_, mid := composed(t, claim)
+	xr, mid := composed(t, claim)
 	markHealthy(t, mid)
+
+	// settle waits until the function has composed the XR no more for a
+	// few seconds (at most patience), so that a pause does not catch it
+	// halfway through a call.
+	const patience = 30 * time.Second
+	settle := func() {
+		t.Helper()
+		last, since, start := functionCallsFor(t, xr.GetName()), time.Now(), time.Now()
+		for time.Since(since) < 3*time.Second && time.Since(start) < patience {
+			time.Sleep(250 * time.Millisecond)
+			if n := functionCallsFor(t, xr.GetName()); n != last {
+				last, since = n, time.Now()
+			}
+		}
+	}
 
 	// inFlight pauses the function, changes the claim and waits until
 	// Crossplane's call for it is sent and unread. A call the function had
 	// already read when paused holds the XR's reconcile until Crossplane
-	// gives up on it, so if no call arrives soon it resumes the function
-	// and tries again.
+	// gives up on it, so if no call arrives soon it resumes the function,
+	// lets that call and the reconcile it held finish, and tries again.
 	replicas := int64(1)
 	inFlight := func(what string) {
 		t.Helper()
-		const attempts, patience = 3, 30 * time.Second
+		const attempts = 3
 		for attempt := 1; ; attempt++ {
+			settle()
 			if err := cp.PauseFunction(); err != nil {
 				t.Fatal(err)
 			}

@@ -252,11 +252,20 @@ func functionMemory(t *testing.T) (rss, peak int64) {
 // debug log.
 func functionCalls(t *testing.T) int {
 	t.Helper()
+	return functionCallsFor(t, "")
+}
+
+// functionCallsFor is functionCalls for the XR named xr ("" for every XR).
+func functionCallsFor(t *testing.T, xr string) int {
+	t.Helper()
 	b, err := os.ReadFile(cp.LogPath(controlplane.ProcFunction))
 	if err != nil {
 		t.Fatalf("cannot read function log: %v", err)
 	}
-	return strings.Count(string(b), "Composed Armada")
+	if xr == "" {
+		return strings.Count(string(b), "Composed Armada")
+	}
+	return strings.Count(string(b), `"xr": "`+xr+`"`)
 }
 
 // snapshot records each object the claims compose as what would show a
