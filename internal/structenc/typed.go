@@ -290,9 +290,7 @@ func (e *wireEncoder) walkMap(v reflect.Value, info *typeInfo, clean, top bool) 
 				return nil
 			})
 		case map[string]any:
-			return writeMap(e, &e.anys, appendEntries(m), clean, top, func(x any) error {
-				return e.walkAny(x, clean, false)
-			})
+			return e.anyMap(m, clean, top)
 		}
 	}
 	// Any other map through its values' reflect.Values, apart from the
@@ -339,11 +337,16 @@ func (e *wireEncoder) walkAny(x any, clean, inArray bool) error {
 		e.number(float64(x))
 		return nil
 	case map[string]any:
-		return writeMap(e, &e.anys, appendEntries(x), clean, false, func(x any) error {
-			return e.walkAny(x, clean, false)
-		})
+		return e.anyMap(x, clean, false)
 	}
 	return e.walk(reflect.ValueOf(x), clean, false, inArray)
+}
+
+// anyMap writes a map[string]any, such as an unstructured object's.
+func (e *wireEncoder) anyMap(m map[string]any, clean, top bool) error {
+	return writeMap(e, &e.anys, appendEntries(m), clean, top, func(x any) error {
+		return e.walkAny(x, clean, false)
+	})
 }
 
 func anySlice(v reflect.Value) ([]any, bool) {
