@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 
 	"github.com/armadaproject/armada/pkg/client/auth/basic"
-	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -69,7 +68,7 @@ func perRPCCredentials(ctx context.Context, kube client.Reader, c Config) (crede
 		if err != nil {
 			return nil, err
 		}
-		return &bearer{source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: string(tok)}), secure: secure}, nil
+		return &bearer{source: staticToken(tok), secure: secure}, nil
 	case v1alpha1.CredentialsOIDCClientCredentials:
 		o := cr.OIDCClientCredentials
 		if o == nil {
@@ -80,20 +79,21 @@ func perRPCCredentials(ctx context.Context, kube client.Reader, c Config) (crede
 			return nil, err
 		}
 		cc := &clientcredentials.Config{ClientID: o.ClientID, ClientSecret: string(secret), TokenURL: o.TokenURL, Scopes: o.Scopes}
-		return &bearer{source: c.Tokens.source(ctx, cc), secure: secure}, nil
+		return &bearer{source: c.Tokens.source(cc, c.timeout()), secure: secure}, nil
 	}
 	return nil, errors.Errorf("spec.credentials.source %q is not supported", cr.Source)
 }
 
 // bearer sends "authorization: Bearer TOKEN", as Armada's OIDC clients do.
 type bearer struct {
-	source oauth2.TokenSource
+	source tokenSource
 	secure bool
 }
 
-// GetRequestMetadata returns the authorization header.
-func (b *bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	t, err := b.source.Token()
+// GetRequestMetadata returns the authorization header. ctx is the gRPC
+// call's, so its deadline bounds a token fetch.
+func (b *bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	t, err := b.source.Token(ctx)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot get bearer token")
 	}

@@ -88,11 +88,16 @@ func Dial(ctx context.Context, kube client.Reader, c Config) (*Conn, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot create gRPC client for %s", c.Spec.Endpoint)
 	}
-	timeout := DefaultTimeout
+	return &Conn{Queues: api.NewQueueServiceClient(cc), Timeout: c.timeout(), cc: cc}, nil
+}
+
+// timeout bounds each call to Armada and each OIDC token fetch: the
+// config's timeoutSeconds, or DefaultTimeout.
+func (c Config) timeout() time.Duration {
 	if t := c.Spec.TimeoutSeconds; t != nil && *t > 0 {
-		timeout = time.Duration(*t) * time.Second
+		return time.Duration(*t) * time.Second
 	}
-	return &Conn{Queues: api.NewQueueServiceClient(cc), Timeout: timeout, cc: cc}, nil
+	return DefaultTimeout
 }
 
 // Close closes the connection.
