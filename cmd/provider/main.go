@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -44,6 +45,10 @@ type cli struct {
 	HealthBindAddr   string        `name:"health-probe-bind-address" default:":8081"                                                                             help:"Address the /healthz and /readyz probes listen on."`
 	ReleaseAfter     time.Duration `default:"2m"                                                                                help:"How long after a ProviderConfig's deletion began its Queues stop waiting for its Armada to delete their queues."`
 	Kubeconfig       string        `env:"KUBECONFIG"                                                                            help:"Kubeconfig of the control plane; empty means in-cluster config."               type:"path"`
+
+	// wrap, if set, wraps the transport of every call to the API server;
+	// tests record those calls with it.
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 func main() {
@@ -68,6 +73,9 @@ func (c *cli) run(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot get API server config")
 	}
+	if c.wrap != nil {
+		cfg.Wrap(c.wrap)
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return errors.Wrap(err, "cannot add Kubernetes APIs to scheme")
@@ -79,6 +87,7 @@ func (c *cli) run(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), ctrl.Options{
 		Scheme:                     scheme,
 		Cache:                      cache.Options{SyncPeriod: &c.Sync},
+		Client:                     provider.ClientOptions(),
 		LeaderElection:             c.LeaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-armada",
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,

@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"net/http"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,9 +28,33 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
 )
 
+// secretCalls records the provider's calls to the API server about
+// Secrets, as "METHOD path[?watch]".
+type secretCalls struct {
+	mu    sync.Mutex
+	calls map[string]bool
+	next  http.RoundTripper
+}
+
+func (s *secretCalls) RoundTrip(r *http.Request) (*http.Response, error) {
+	if p := r.URL.Path; strings.HasSuffix(p, "/secrets") || strings.Contains(p, "/secrets/") {
+		call := r.Method + " " + p
+		if r.URL.Query().Get("watch") != "" {
+			call += "?watch"
+		}
+		s.mu.Lock()
+		s.calls[call] = true
+		s.mu.Unlock()
+	}
+	return s.next.RoundTrip(r)
+}
+
 // TestRun runs the provider as its command line would, against a local
 // kube-apiserver and an in-memory Armada, and waits for a Queue to be
-// Ready: flags, scheme, manager and controllers wired end to end.
+// Ready: flags, scheme, manager and controllers wired end to end. Its
+// credentials are in a Secret, among many others; the provider reads
+// that one Secret and never lists or watches Secrets, so it holds no
+// other Secret in memory and needs no list or watch on them.
 func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -31,7 +62,7 @@ func TestRun(t *testing.T) {
 		KubernetesOnly: true,
 		ExtraCRDDirs:   []string{filepath.Join("..", "..", "package", "provider", "crds")},
 	})
-	armada, err := armadatest.Start(ctx, armadatest.Options{Anonymous: true})
+	armada, err := armadatest.Start(ctx, armadatest.Options{Users: map[string]armadatest.User{"provider": {Password: "pw"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +79,8 @@ func TestRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	rec := &secretCalls{calls: map[string]bool{}}
+	c.wrap = func(next http.RoundTripper) http.RoundTripper { rec.next = next; return rec }
 	done := make(chan error, 1)
 	go func() { done <- c.run(ctx) }()
 	defer func() {
@@ -70,18 +103,32 @@ func TestRun(t *testing.T) {
 	}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "armada-creds"},
+			Data:       map[string][]byte{"username": []byte("provider"), "password": []byte("pw")},
+		},
 		&v1alpha1.ClusterProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
 			Spec: v1alpha1.ProviderConfigSpec{
-				Endpoint:    armada.Address(),
-				TLS:         v1alpha1.TLS{Insecure: true},
-				Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsNone},
+				Endpoint: armada.Address(),
+				TLS:      v1alpha1.TLS{Insecure: true},
+				Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsBasic, Basic: &v1alpha1.BasicAuth{
+					UsernameSecretRef: v1alpha1.SecretKeySelector{Namespace: "team-a", Name: "armada-creds", Key: "username"},
+					PasswordSecretRef: v1alpha1.SecretKeySelector{Namespace: "team-a", Name: "armada-creds", Key: "password"},
+				}},
 			},
 		},
 		&v1alpha1.Queue{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
 			Spec:       v1alpha1.QueueSpec{ForProvider: v1alpha1.QueueParameters{PriorityFactor: "2"}},
 		},
+	}
+	for i := range 50 {
+		objs = append(objs, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: fmt.Sprintf("unrelated-%d", i)},
+			Data:       map[string][]byte{"key": []byte("value")},
+		})
 	}
 	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil {
@@ -107,5 +154,11 @@ func TestRun(t *testing.T) {
 	}
 	if got, ok := armada.Queue("team-a"); !ok || got.GetPriorityFactor() != 2 {
 		t.Errorf("Armada's queue team-a: %v (exists %t), want priority factor 2", got, ok)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := []string{"GET /api/v1/namespaces/team-a/secrets/armada-creds"}
+	if d := cmp.Diff(want, slices.Sorted(maps.Keys(rec.calls))); d != "" {
+		t.Errorf("the provider's calls about Secrets: -want, +got:\n%s", d)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"net"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 
@@ -34,6 +36,15 @@ type Options struct {
 	// a Queue stops waiting for Armada to delete its queue. Zero means
 	// queue.DefaultReleaseAfter.
 	ReleaseAfter time.Duration
+}
+
+// ClientOptions are the options of the manager's client. Secrets are read
+// uncached, straight from the API server: a cached read would start an
+// informer that lists and watches every Secret in the cluster and holds
+// them all in the provider's memory, when it needs only the few its
+// provider configs name, once per connection.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
 
 // Setup adds every provider-armada controller to mgr.
