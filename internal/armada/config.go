@@ -147,10 +147,9 @@ func (in *Install) componentConfig(inst *instance) (map[string]any, error) {
 	c := inst.component
 	cfg := inst.Config(in, inst)
 	if c.Auth != authNone {
-		users := in.basicUsers()
+		users := in.apiUsers(c)
 		extra := map[string][]string(nil)
 		if c.Auth == authInternal {
-			users = users[:len(internalUsers)]
 			for _, r := range in.remoteIdentities() {
 				users = append(users, v1alpha1.BasicUser{Name: r.User, Groups: []string{groupExecutors, groupInternal}})
 			}

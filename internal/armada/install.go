@@ -140,6 +140,40 @@ var internalUsers = []v1alpha1.BasicUser{
 	{Name: userServer, Groups: []string{groupInternal}},
 }
 
+// outsideLinks are the links to a component that its table row's Clients
+// do not hold: provider-armada manages queues on the server as
+// internal-queues (queues.go), and a replicated scheduler's followers
+// reach the leader as internal-server (schedulerConfig).
+var outsideLinks = []link{
+	{Key: "provider-armada", Target: "server", User: userQueues},
+	{Key: "leader.leaderConnection", Target: "scheduler", User: userServer},
+}
+
+// apiUsers are the basic-auth users c's API accepts: the internal users
+// some link authenticates to it as, and, if it serves users, the spec's
+// basic users. A component holds the passwords of these and of the users
+// it authenticates as, and no others (a remote executor's identities,
+// which the scheduler also accepts, are remoteIdentities).
+func (in *Install) apiUsers(c *component) []v1alpha1.BasicUser {
+	if c.Auth == authNone {
+		return nil
+	}
+	links := slices.Clone(outsideLinks)
+	for i := range components {
+		links = append(links, components[i].Clients...)
+	}
+	var out []v1alpha1.BasicUser
+	for _, u := range internalUsers {
+		if slices.ContainsFunc(links, func(l link) bool { return l.Target == c.Name && l.User == u.Name }) {
+			out = append(out, u)
+		}
+	}
+	if c.Auth == authUsers {
+		out = append(out, in.Spec.Auth.BasicUsers...)
+	}
+	return out
+}
+
 // basicUsers lists every basic-auth user, internal ones first.
 func (in *Install) basicUsers() []v1alpha1.BasicUser {
 	return append(slices.Clone(internalUsers), in.Spec.Auth.BasicUsers...)

@@ -81,19 +81,13 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 func (in *Install) secretEnvs(c *component, replicas int32, id *remoteIdentity) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	creds := in.credentialsSecret()
-	switch c.Auth {
-	case authUsers:
-		for _, u := range in.basicUsers() {
-			env = append(env, secretEnv(passwordEnv(u.Name), creds, u.Name))
-		}
-	case authInternal:
-		for _, u := range internalUsers {
-			env = append(env, secretEnv(passwordEnv(u.Name), creds, u.Name))
-		}
+	for _, u := range in.apiUsers(c) {
+		env = append(env, secretEnv(passwordEnv(u.Name), creds, u.Name))
+	}
+	if c.Auth == authInternal {
 		for _, r := range in.remoteIdentities() {
 			env = append(env, secretEnv(passwordEnv(r.User), r.Secret, identityKey))
 		}
-	case authNone:
 	}
 	for _, l := range c.Clients {
 		if id != nil {
