@@ -80,8 +80,12 @@ func TestTenantRole(t *testing.T) {
 		{verb: "create", group: "helm.m.crossplane.io", resource: "releases", ns: ns},
 		{verb: "create", group: "apiextensions.crossplane.io", resource: "compositions"},
 		{verb: "create", group: "protection.crossplane.io", resource: "usages", ns: ns},
-		// Nothing of Kubernetes' own beyond reading events.
+		// Nothing of Kubernetes' own beyond reading events: in
+		// particular no way to act as a ServiceAccount of the namespace
+		// (an Armada's executor's among them).
 		{verb: "get", resource: "secrets", ns: ns},
+		{verb: "create", resource: "serviceaccounts", sub: "token", ns: ns},
+		{verb: "impersonate", resource: "serviceaccounts", ns: ns},
 		{verb: "create", resource: "pods", ns: ns},
 		{verb: "create", resource: "events", ns: ns},
 		{verb: "create", group: rbacv1.GroupName, resource: "rolebindings", ns: ns},
