@@ -33,21 +33,28 @@ import (
 type secretCalls struct {
 	mu    sync.Mutex
 	calls map[string]bool
-	next  http.RoundTripper
 }
 
-func (s *secretCalls) RoundTrip(r *http.Request) (*http.Response, error) {
-	if p := r.URL.Path; strings.HasSuffix(p, "/secrets") || strings.Contains(p, "/secrets/") {
-		call := r.Method + " " + p
-		if r.URL.Query().Get("watch") != "" {
-			call += "?watch"
+// wrap returns a transport that records into s and sends through next.
+func (s *secretCalls) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if p := r.URL.Path; strings.HasSuffix(p, "/secrets") || strings.Contains(p, "/secrets/") {
+			call := r.Method + " " + p
+			if r.URL.Query().Get("watch") != "" {
+				call += "?watch"
+			}
+			s.mu.Lock()
+			s.calls[call] = true
+			s.mu.Unlock()
 		}
-		s.mu.Lock()
-		s.calls[call] = true
-		s.mu.Unlock()
-	}
-	return s.next.RoundTrip(r)
+		return next.RoundTrip(r)
+	})
 }
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestRun runs the provider as its command line would, against a local
 // kube-apiserver and an in-memory Armada, and waits for a Queue to be
@@ -80,7 +87,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &secretCalls{calls: map[string]bool{}}
-	c.wrap = func(next http.RoundTripper) http.RoundTripper { rec.next = next; return rec }
+	c.wrap = rec.wrap
 	done := make(chan error, 1)
 	go func() { done <- c.run(ctx) }()
 	defer func() {
