@@ -62,6 +62,7 @@ func startEnv(t *testing.T) *env {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Client:                 provider.ClientOptions(),
 	})
 	if err != nil {
 		t.Fatalf("cannot create manager: %v", err)

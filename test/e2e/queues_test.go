@@ -129,6 +129,7 @@ func runProvider(ctx context.Context, t *testing.T, ns string, dial func(context
 		Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Client:     provider.ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -158,7 +158,7 @@ func RunProvider(ctx context.Context, cfg *rest.Config, names *podrun.Names, err
 	// Its event recorder logs through klog: failed event writes while
 	// the control plane stops would land on stderr.
 	klog.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Client: provider.ClientOptions()})
 	if err != nil {
 		return errors.Wrap(err, "cannot create provider-armada's manager")
 	}
