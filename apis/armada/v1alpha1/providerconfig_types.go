@@ -145,7 +145,8 @@ type ProviderConfigSpec struct {
 	// Credentials say how to authenticate.
 	Credentials Credentials `json:"credentials"`
 
-	// TimeoutSeconds bounds each call to Armada. Defaults to 10.
+	// TimeoutSeconds bounds each call to Armada, connecting included, and
+	// each OIDC token fetch. Defaults to 10.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=300
 	// +optional
