@@ -108,7 +108,9 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := []client.Object{
+	const unrelated = 50
+	objs := make([]client.Object, 0, 5+unrelated)
+	objs = append(objs,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
 		&corev1.Secret{
@@ -130,8 +132,8 @@ func TestRun(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
 			Spec:       v1alpha1.QueueSpec{ForProvider: v1alpha1.QueueParameters{PriorityFactor: "2"}},
 		},
-	}
-	for i := range 50 {
+	)
+	for i := range unrelated {
 		objs = append(objs, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: fmt.Sprintf("unrelated-%d", i)},
 			Data:       map[string][]byte{"key": []byte("value")},

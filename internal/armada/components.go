@@ -14,6 +14,10 @@ const (
 	dbScheduler = "scheduler"
 )
 
+// componentServer is the server's row name, which provider-armada's
+// link and the queue's provider config name too.
+const componentServer = "server"
+
 // keyMetricsPort is the metrics port key of most components' configs.
 const keyMetricsPort = "metricsPort"
 
@@ -149,7 +153,7 @@ type component struct {
 // components is the table of Armada's components, in dependency order.
 var components = []component{
 	{
-		Name: "server", Image: "armada-server", Args: []string{"--config", configPath},
+		Name: componentServer, Image: "armada-server", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort},
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authUsers,
 		Database: dbLookout, Migration: dbLookout, RedisKey: "eventsApiRedis", Pulsar: true, ControlPlaneTopic: true,
@@ -165,7 +169,7 @@ var components = []component{
 		GRPC:    true, HTTP: true, Probe: probeHTTP, Auth: authInternal,
 		Database: dbScheduler, Migration: dbScheduler, Pulsar: true,
 		KubeAPI: true, LeaderElected: true,
-		Clients:    []link{{Key: "armadaApi", Target: "server", User: userScheduler}},
+		Clients:    []link{{Key: "armadaApi", Target: componentServer, User: userScheduler}},
 		TLS:        []string{"grpc", "tls"},
 		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Scheduler },
 		Config:     schedulerConfig,

@@ -145,7 +145,7 @@ var internalUsers = []v1alpha1.BasicUser{
 // internal-queues (queues.go), and a replicated scheduler's followers
 // reach the leader as internal-server (schedulerConfig).
 var outsideLinks = []link{
-	{Key: "provider-armada", Target: "server", User: userQueues},
+	{Key: "provider-armada", Target: componentServer, User: userQueues},
 	{Key: "leader.leaderConnection", Target: "scheduler", User: userServer},
 }
 

@@ -48,14 +48,14 @@ func (in *Install) providerConfig() *armadav1.ProviderConfig {
 	if in.tlsOn() {
 		tls = armadav1.TLS{CASecretRef: &armadav1.SecretKeySelector{Name: in.tlsSecret(), Key: tlsCAFile}}
 		if in.certManager() {
-			tls.CASecretRef.Name = in.certificateSecret("server")
+			tls.CASecretRef.Name = in.certificateSecret(componentServer)
 		}
 	}
 	return &armadav1.ProviderConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: armadav1.SchemeGroupVersion.String(), Kind: "ProviderConfig"},
 		ObjectMeta: in.meta(in.ProviderConfigName(), "provider-armada"),
 		Spec: armadav1.ProviderConfigSpec{
-			Endpoint: in.grpcAddress("server"),
+			Endpoint: in.grpcAddress(componentServer),
 			TLS:      tls,
 			Credentials: armadav1.Credentials{
 				Source: armadav1.CredentialsBasic,

@@ -26,7 +26,7 @@ func TestTenantRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []*unstructured.Unstructured
+	objs := make([]*unstructured.Unstructured, 0, len(docs))
 	for _, d := range docs {
 		if d.GetKind() == "RoleBinding" {
 			d.SetNamespace(ns)
@@ -43,9 +43,11 @@ func TestTenantRole(t *testing.T) {
 	const user = "tenant-role-member"
 	groups := []string{group, "system:authenticated"}
 	const platform = "platform.armadaproject.io"
-	allowed := []access{}
-	for _, res := range []string{"armadaclaims", "armadaqueueclaims", "armadas", "armadaqueues"} {
-		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+	kinds := []string{"armadaclaims", "armadaqueueclaims", "armadas", "armadaqueues"}
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	allowed := make([]access, 0, len(kinds)*len(verbs)+2)
+	for _, res := range kinds {
+		for _, verb := range verbs {
 			allowed = append(allowed, access{verb: verb, group: platform, resource: res, ns: ns})
 		}
 	}

@@ -25,7 +25,7 @@ import (
 // reads, writes or closes it until the test ends: a peer that hangs.
 func stalled(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
