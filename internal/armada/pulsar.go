@@ -75,6 +75,9 @@ func (in *Install) pulsarRelease() (*unstructured.Unstructured, error) {
 		return nil, errors.Wrap(err, "spec.pulsar.inCluster.values")
 	}
 	values = mergeConfig(values, user)
+	// Applied over the user's values: validation refuses values that
+	// set auth.
+	values["auth"] = pulsarAuthValues()
 	return in.unstructuredObject(apiHelm, "Release", in.pulsarReleaseName(), "pulsar", in.protect(map[string]any{
 		"forProvider": map[string]any{
 			"chart": map[string]any{

@@ -2,11 +2,8 @@ package testenv
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -183,12 +180,7 @@ func (p *Pulsar) Token(subject string) string {
 	if p.tokenKey == nil {
 		panic("testenv: Token on a Pulsar broker started without TokenAuth")
 	}
-	claims, _ := json.Marshal(map[string]string{"sub": subject}) //nolint:errchkjson // A map of strings always marshals.
-	enc := base64.RawURLEncoding
-	unsigned := enc.EncodeToString([]byte(`{"alg":"HS256"}`)) + "." + enc.EncodeToString(claims)
-	mac := hmac.New(sha256.New, p.tokenKey)
-	mac.Write([]byte(unsigned))
-	return unsigned + "." + enc.EncodeToString(mac.Sum(nil))
+	return armada.PulsarToken(p.tokenKey, subject)
 }
 
 // Log returns the broker's log output.
