@@ -68,12 +68,13 @@ func (in *Install) pulsarTokenSecret(role string) string {
 // and authorization with the two superuser roles. The chart (4.1 and
 // later) takes no auth.authentication.provider.
 func pulsarAuthValues() map[string]any {
+	const enabled = "enabled"
 	return map[string]any{
 		"authentication": map[string]any{
-			"enabled": true,
-			"jwt":     map[string]any{"enabled": true, "usingSecretKey": true},
+			enabled: true,
+			"jwt":   map[string]any{enabled: true, "usingSecretKey": true},
 		},
-		"authorization": map[string]any{"enabled": true},
+		"authorization": map[string]any{enabled: true},
 		"superUsers": map[string]any{
 			"broker": pulsarRoleBroker, "client": pulsarRoleArmada, "proxy": "", "manager": "",
 		},
