@@ -107,7 +107,9 @@ const pulsarToken = "armada"
 // a broker of its own configured as the chart configures its brokers.
 func useBroker(t *testing.T, b *Brokers, r *Render, svc *Services, supplied map[SecretRef]string) {
 	t.Helper()
-	if opts, client, inCluster := chartBroker(t, r); inCluster && opts.TokenAuth {
+	opts, client, inCluster := chartBroker(t, r)
+	svc.PulsarInCluster = inCluster
+	if inCluster && opts.TokenAuth {
 		// A broker configured as the composed chart configures its
 		// own, for this example alone: its key is the render's.
 		svc.Pulsar = testenv.StartPulsarWithOptions(t, opts)

@@ -77,10 +77,14 @@ func chartBroker(t *testing.T, r *Render) (opts testenv.PulsarOptions, client st
 // on topic with the token Armada presents and refuses one without a
 // token, one with a token another key signed, and, with authorization,
 // one the key signed for a role that is no superuser: a forged event
-// needs Armada's token. It does nothing on a broker without token
-// authentication.
+// needs Armada's token. An in-cluster Pulsar without token authentication
+// fails the check; an external one without a token (the user's choice)
+// has nothing to check.
 func CheckPulsarRefusals(t *testing.T, svc *Services, topic string) {
 	t.Helper()
+	if svc.PulsarInCluster && svc.PulsarToken == "" {
+		t.Fatal("the render's in-cluster Pulsar does not turn on token authentication: any pod that reaches a broker may publish events")
+	}
 	if svc.Pulsar == nil || svc.PulsarToken == "" {
 		return
 	}

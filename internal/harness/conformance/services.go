@@ -41,6 +41,9 @@ type Services struct {
 	// PulsarAuthorization is set when the broker admits only superuser
 	// roles (a composed chart's, with auth.authorization).
 	PulsarAuthorization bool
+	// PulsarInCluster is set when the render composes the in-cluster
+	// Pulsar (the chart's Release).
+	PulsarInCluster bool
 }
 
 // StartStandIns serves the far ends of the links the test serves by name
