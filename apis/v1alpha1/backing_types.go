@@ -268,7 +268,10 @@ type PulsarInCluster struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	StorageClass string `json:"storageClass,omitempty"`
-	// Values are Helm values merged over the profile's; yours win.
+	// Values are Helm values merged over the profile's; yours win, except
+	// auth, fullnameOverride, nameOverride and clusterName, which the
+	// function sets (token authentication, and the names and labels its
+	// Services and NetworkPolicies use) and refuses.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional

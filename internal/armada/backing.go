@@ -233,6 +233,9 @@ func (r *renderer) pulsar() (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if err := r.pulsarAuth(); err != nil {
+			return false, err
+		}
 		up = o.Ready[keyPulsarRelease]
 		r.add(keyPulsarRelease, rel, up)
 	}

@@ -383,6 +383,7 @@ func (in *Install) resolveConnections() {
 	if s.Pulsar.Mode == modeInCluster {
 		s.Pulsar.URL = "pulsar://" + net.JoinHostPort(in.serviceHost("pulsar-broker"), "6650")
 		s.Pulsar.AdminURL = "http://" + net.JoinHostPort(in.serviceHost("pulsar-broker"), strconv.Itoa(pulsarAdminPort))
+		s.Pulsar.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: in.pulsarTokenSecret(pulsarRoleArmada), Key: pulsarTokenSecretK}
 	}
 }
 

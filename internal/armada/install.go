@@ -189,6 +189,9 @@ func (in *Install) passwordKeys() []string {
 	if in.Spec.Redis.Mode == modeInCluster {
 		keys = append(keys, redisPassword)
 	}
+	if in.Spec.Pulsar.Mode == modeInCluster {
+		keys = append(keys, pulsarTokenKey)
+	}
 	return keys
 }
 

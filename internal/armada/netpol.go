@@ -21,6 +21,13 @@ import (
 // an egress rule on its source's policy and, where the destination is one
 // of Armada's pods, an ingress rule on the destination's.
 //
+// The in-cluster Pulsar's pods (the Apache Pulsar chart's brokers,
+// bookies, ZooKeeper and autorecovery, and the chart's init Jobs) get two
+// ingress-only policies, selecting them by the labels the chart gives every
+// pod of the release: they accept connections from each other on any port,
+// and the brokers accept Armada's flows to Pulsar from exactly the pods the
+// flows name, on the flows' ports. Nothing else reaches them.
+//
 // What is allowed where the peer is not an Armada pod:
 //   - DNS: any pod in kube-system, port 53 UDP and TCP.
 //   - The Kubernetes API and external backing services: any destination on
@@ -55,6 +62,7 @@ const (
 	labelNamespaceName  = "kubernetes.io/metadata.name"
 	labelCNPGCluster    = "cnpg.io/cluster"
 	labelPulsarCluster  = "cluster"
+	labelPulsarRelease  = "release"
 	labelPulsarPart     = "component"
 	pulsarBroker        = "broker"
 	prometheusName      = "prometheus"
@@ -73,6 +81,9 @@ type flow struct {
 	Ports []networkingv1.NetworkPolicyPort
 	// Why the flow is needed.
 	Why string
+	// ToPulsar is set when the peer is the in-cluster Pulsar's brokers,
+	// whose policy then admits the flow.
+	ToPulsar bool
 }
 
 // tcp are TCP ports.
@@ -98,11 +109,13 @@ type endpoint struct {
 	Peers []networkingv1.NetworkPolicyPeer
 	Peer  string
 	Ports []int32
+	// Pulsar is set for the in-cluster Pulsar's brokers.
+	Pulsar bool
 }
 
 // flowTo is a flow from an Armada pod to an endpoint.
 func flowTo(from string, e endpoint, why string) flow {
-	return flow{From: from, To: e.Pod, Peers: e.Peers, Peer: e.Peer, Ports: tcp(e.Ports...), Why: why}
+	return flow{From: from, To: e.Pod, Peers: e.Peers, Peer: e.Peer, Ports: tcp(e.Ports...), Why: why, ToPulsar: e.Pulsar}
 }
 
 // localPods are the pods of this namespace: peers selected by labels.
@@ -153,11 +166,25 @@ func (in *Install) pulsarEndpoint(admin bool) endpoint {
 	port := urlPort(raw)
 	if in.Spec.Pulsar.Mode == modeInCluster {
 		return endpoint{
-			Peers: localPods(map[string]string{labelPulsarCluster: in.object(servicePulsar), labelPulsarPart: pulsarBroker}),
-			Peer:  "Pulsar brokers (" + in.object(servicePulsar) + ")", Ports: []int32{port},
+			Peers: localPods(in.pulsarBrokers()),
+			Peer:  "Pulsar brokers (" + in.object(servicePulsar) + ")", Ports: []int32{port}, Pulsar: true,
 		}
 	}
 	return anywhere(what, []int32{port})
+}
+
+// pulsarPods selects every pod of the in-cluster Pulsar release: the chart
+// labels each with its release and its cluster (the full name the
+// function sets).
+func (in *Install) pulsarPods() map[string]string {
+	return map[string]string{labelPulsarRelease: in.pulsarReleaseName(), labelPulsarCluster: in.object(servicePulsar)}
+}
+
+// pulsarBrokers selects the in-cluster Pulsar's brokers.
+func (in *Install) pulsarBrokers() map[string]string {
+	l := in.pulsarPods()
+	l[labelPulsarPart] = pulsarBroker
+	return l
 }
 
 // urlPort is a URL's port, or its scheme's default.
@@ -361,6 +388,30 @@ func (r *renderer) networkPolicies(insts []*instance) {
 		}
 		r.add("netpol-"+pod, np, r.exists("netpol-"+pod))
 	}
+	r.pulsarNetworkPolicies(flows)
+}
+
+// pulsarNetworkPolicies guard the in-cluster Pulsar's pods: ingress from
+// each other, and to the brokers from the flows that go there. Egress is
+// not restricted: the chart's pods are not Armada's to describe.
+func (r *renderer) pulsarNetworkPolicies(flows []flow) {
+	in := r.in
+	if in.Spec.Pulsar.Mode != modeInCluster {
+		return
+	}
+	ingressOnly := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	all := in.networkPolicy("netpol-pulsar", "netpol", in.pulsarPods())
+	all.Spec.PolicyTypes = ingressOnly
+	all.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: localPods(in.pulsarPods())}}
+	r.add("netpol-pulsar", all, r.exists("netpol-pulsar"))
+	brokers := in.networkPolicy("netpol-pulsar-broker", "netpol", in.pulsarBrokers())
+	brokers.Spec.PolicyTypes = ingressOnly
+	for _, f := range flows {
+		if f.ToPulsar {
+			brokers.Spec.Ingress = append(brokers.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: localPods(in.selector(f.From)), Ports: f.Ports})
+		}
+	}
+	r.add("netpol-pulsar-broker", brokers, r.exists("netpol-pulsar-broker"))
 }
 
 // networkPolicy is a policy for the pods a selector picks, denying

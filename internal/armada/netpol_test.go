@@ -58,6 +58,7 @@ const (
 	kindPostgres   = "postgres-pod"
 	kindPulsar     = "pulsar-broker"
 	kindZooKeeper  = "pulsar-zookeeper"
+	kindBookie     = "pulsar-bookie"
 	kindDNS        = "dns"
 	kindAPIServer  = "kube-apiserver"
 	kindExternal   = "external"
@@ -182,7 +183,7 @@ func (w *netWorld) backingPods(t *testing.T, key string, u *unstructured.Unstruc
 		}})
 	case keyPulsarRelease:
 		full, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "values", "fullnameOverride")
-		for kind, component := range map[string]string{kindPulsar: "broker", kindZooKeeper: "zookeeper"} {
+		for kind, component := range map[string]string{kindPulsar: "broker", kindZooKeeper: "zookeeper", kindBookie: "bookie"} {
 			w.add(kind, netEndpoint{Name: full + "-" + component + "-0", Namespace: w.in.Namespace, Labels: map[string]string{
 				"app": "pulsar", "release": u.GetName(), "cluster": full, "component": component,
 			}})
@@ -203,7 +204,7 @@ func (w *netWorld) instanceOf(name string) *instance {
 // ports are every port the network's checks try, over TCP and UDP.
 func (w *netWorld) ports() []int32 {
 	s := w.in.Spec
-	ps := []int32{portDNS, 443, 6443, portGRPC, portHTTP, portMetrics, 5432, redisPort, 6650, 6651, 80, 2181, s.Postgres.Port}
+	ps := []int32{portDNS, 443, 6443, portGRPC, portHTTP, portMetrics, 5432, redisPort, 6650, 6651, 80, 2181, 3181, 8000, pulsarAdminPort, s.Postgres.Port}
 	for _, a := range s.Redis.Addrs {
 		_, p, _ := net.SplitHostPort(a)
 		ps = append(ps, port32(p))
@@ -253,7 +254,7 @@ func (w *netWorld) needs(src netEndpoint) []tableNeed {
 	pulsar := func(raw string) []tableNeed {
 		u, _ := url.Parse(raw)
 		if s.Pulsar.Mode == modeInCluster {
-			return tcpTo(ofKind(kindPulsar), port32(u.Port()))
+			return []tableNeed{{dst: ofKind(kindPulsar), port: port32(u.Port()), proto: corev1.ProtocolTCP, pinned: true}}
 		}
 		return tcpTo(anyDst, port32(u.Port()))
 	}
@@ -327,11 +328,24 @@ func (w *netWorld) open(src, dst netEndpoint, port int32, proto corev1.Protocol)
 	return false
 }
 
+// isPulsar says whether an endpoint kind is one of the in-cluster
+// Pulsar's pods.
+func isPulsar(kind string) bool {
+	return kind == kindPulsar || kind == kindZooKeeper || kind == kindBookie
+}
+
+// guarded says whether the composed policies guard an endpoint kind: an
+// Armada pod or one of the in-cluster Pulsar's.
+func guarded(kind string) bool { return kind == kindArmada || isPulsar(kind) }
+
 // want is whether the table says src may connect to dst: src's egress
-// needs it, or src is not Armada's; and dst is not Armada's, is open, or
-// src needs dst in particular.
+// needs it, or src is not Armada's; and dst is not guarded, is open, is
+// one of Pulsar's pods reached from another, or src needs dst in
+// particular.
 func (w *netWorld) want(src, dst netEndpoint, port int32, proto corev1.Protocol) bool {
-	egress, ingress := w.kind[src.String()] != kindArmada, w.kind[dst.String()] != kindArmada || w.open(src, dst, port, proto)
+	sk, dk := w.kind[src.String()], w.kind[dst.String()]
+	egress := sk != kindArmada
+	ingress := !guarded(dk) || w.open(src, dst, port, proto) || (isPulsar(sk) && isPulsar(dk))
 	if w.kind[src.String()] == kindArmada && (!egress || !ingress) {
 		for _, n := range w.needs(src) {
 			if n.port == port && n.proto == proto && n.dst(dst) {
@@ -367,7 +381,10 @@ func exampleWorlds(t *testing.T) map[string]*netWorld {
 // NetworkPolicies of every example with the model of Kubernetes' semantics
 // over every pair of endpoints and every port, TCP and UDP: a connection to
 // or from one of Armada's pods is allowed exactly when the component table
-// says Armada needs it (or it reaches an API open to users).
+// says Armada needs it (or it reaches an API open to users), and one to the
+// in-cluster Pulsar's pods exactly when it comes from another of them or
+// is a flow of Armada's to its brokers: a stranger's pod, in Armada's
+// namespace or another, reaches no Pulsar pod on any port.
 func TestNetworkPoliciesAllowExactlyTheTable(t *testing.T) {
 	for name, w := range exampleWorlds(t) {
 		t.Run(name, func(t *testing.T) {
@@ -378,7 +395,7 @@ func TestNetworkPoliciesAllowExactlyTheTable(t *testing.T) {
 			allowed, denied := 0, 0
 			for _, src := range w.endpoints {
 				for _, dst := range w.endpoints {
-					if w.kind[src.String()] != kindArmada && w.kind[dst.String()] != kindArmada {
+					if !guarded(w.kind[src.String()]) && !guarded(w.kind[dst.String()]) {
 						continue
 					}
 					for _, port := range w.ports() {

@@ -75,7 +75,10 @@ func (in *Install) pulsarRelease() (*unstructured.Unstructured, error) {
 		return nil, errors.Wrap(err, "spec.pulsar.inCluster.values")
 	}
 	values = mergeConfig(values, user)
-	return in.unstructuredObject(apiHelm, "Release", in.object("pulsar"), "pulsar", in.protect(map[string]any{
+	// Applied over the user's values: validation refuses values that
+	// set auth.
+	values["auth"] = pulsarAuthValues()
+	return in.unstructuredObject(apiHelm, "Release", in.pulsarReleaseName(), "pulsar", in.protect(map[string]any{
 		"forProvider": map[string]any{
 			"chart": map[string]any{
 				"repository": pulsarChartRepository,
@@ -91,6 +94,11 @@ func (in *Install) pulsarRelease() (*unstructured.Unstructured, error) {
 		"providerConfigRef": map[string]any{"kind": kindClusterPCRef, "name": in.Spec.ProviderConfigs.Helm},
 	})), nil
 }
+
+// pulsarReleaseName is the Helm release's name (provider-helm installs a
+// Release under its object's name), which the chart puts in every pod's
+// release label and in the names of the token Secrets it mounts.
+func (in *Install) pulsarReleaseName() string { return in.object("pulsar") }
 
 // Mount points of the topic-init Job's optional credentials.
 const (

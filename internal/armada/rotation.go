@@ -126,7 +126,9 @@ func (in *Install) validateRotation() field.ErrorList {
 	}
 	var errs field.ErrorList
 	p := field.NewPath("spec", "rotation")
-	keys := in.passwordKeys()
+	// The in-cluster Pulsar's signing key is not rotated: its brokers
+	// read it only when they start.
+	keys := slices.DeleteFunc(in.passwordKeys(), func(k string) bool { return k == pulsarTokenKey })
 	for i := range in.Spec.Executors {
 		// A remote executor's identity (identityrotation.go).
 		if e := &in.Spec.Executors[i]; remoteCluster(e) != nil {

@@ -117,14 +117,17 @@ func ownNamespace(xr XR) field.ErrorList {
 // composes writes, in its namespace, by name, each with what it holds.
 func (in *Install) composedSecrets() map[string]string {
 	out := map[string]string{
-		in.credentialsSecret():                "the generated passwords",
-		in.tlsSecret():                        "the private CA's key and the TLS keys",
-		in.object("provider-armada"):          "provider-armada's password",
-		in.object("postgres-app"):             "the in-cluster PostgreSQL's password",
-		in.cnpgClusterName() + "-ca":          "the in-cluster PostgreSQL's CA key",
-		in.cnpgClusterName() + "-server":      "the in-cluster PostgreSQL's TLS key",
-		in.cnpgClusterName() + "-replication": "the in-cluster PostgreSQL's replication key",
-		in.cnpgClusterName() + "-superuser":   "the in-cluster PostgreSQL's superuser password",
+		in.credentialsSecret():                 "the generated passwords",
+		in.tlsSecret():                         "the private CA's key and the TLS keys",
+		in.object("provider-armada"):           "provider-armada's password",
+		in.object("postgres-app"):              "the in-cluster PostgreSQL's password",
+		in.cnpgClusterName() + "-ca":           "the in-cluster PostgreSQL's CA key",
+		in.cnpgClusterName() + "-server":       "the in-cluster PostgreSQL's TLS key",
+		in.cnpgClusterName() + "-replication":  "the in-cluster PostgreSQL's replication key",
+		in.cnpgClusterName() + "-superuser":    "the in-cluster PostgreSQL's superuser password",
+		in.pulsarKeySecret():                   "the in-cluster Pulsar's token signing key",
+		in.pulsarTokenSecret(pulsarRoleArmada): "the in-cluster Pulsar's token for Armada",
+		in.pulsarTokenSecret(pulsarRoleBroker): "the in-cluster Pulsar's brokers' token",
 	}
 	for _, m := range migrations {
 		out[in.object("migrate-"+m.Name+"-config")] = "the " + m.Name + " migration's config"

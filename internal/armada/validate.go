@@ -266,6 +266,31 @@ func validateRedis(p *field.Path, r *v1alpha1.Redis) field.ErrorList {
 	return errs
 }
 
+// pulsarOwnValues are the chart values the function sets and users may
+// not: token authentication, and the names and labels its Services,
+// Secrets and NetworkPolicies rely on.
+var pulsarOwnValues = map[string]string{
+	"auth":             "the function turns on token authentication and generates the tokens",
+	"fullnameOverride": "the function names the release's Services",
+	"nameOverride":     "the function's NetworkPolicies select the release's pods by the chart's labels",
+	"clusterName":      "the function's NetworkPolicies select the release's pods by their cluster label",
+}
+
+// validatePulsarValues refuses Helm values the function sets itself.
+func validatePulsarValues(p *field.Path, raw *runtime.RawExtension) field.ErrorList {
+	values, err := decodeConfig(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, "", "must be an object of the Apache Pulsar chart's values")}
+	}
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if why, ok := pulsarOwnValues[k]; ok {
+			errs = append(errs, field.Forbidden(p.Child(k), why+"; remove it"))
+		}
+	}
+	return errs
+}
+
 func validatePulsar(p *field.Path, ps *v1alpha1.Pulsar) field.ErrorList {
 	errs := validateMode(p, ps.Mode, ps.InCluster != nil, map[string]bool{
 		"url": ps.URL != "", "adminURL": ps.AdminURL != "", "tokenSecretRef": ps.TokenSecretRef != nil, "caSecretRef": ps.CASecretRef != nil,
@@ -280,6 +305,9 @@ func validatePulsar(p *field.Path, ps *v1alpha1.Pulsar) field.ErrorList {
 	}
 	if ic := ps.InCluster; ic != nil && !slices.Contains([]string{pulsarProfileSmall, pulsarProfileHA}, ic.Profile) {
 		errs = append(errs, field.NotSupported(p.Child("inCluster", "profile"), ic.Profile, []string{pulsarProfileSmall, pulsarProfileHA}))
+	}
+	if ic := ps.InCluster; ic != nil {
+		errs = append(errs, validatePulsarValues(p.Child("inCluster", "values"), ic.Values)...)
 	}
 	if !pulsarIdent.MatchString(ps.Tenant) {
 		errs = append(errs, field.Invalid(p.Child("tenant"), ps.Tenant, "must be 1-64 letters, digits, '_' or '-'"))

@@ -102,9 +102,20 @@ func (o ownedTB) TempDir() string          { return o.owner.TempDir() }
 const pulsarToken = "armada"
 
 // useBroker holds a broker for the example and, with a tokenSecretRef,
-// supplies a token it accepts in that Secret.
+// supplies a token it accepts in that Secret. An example with an
+// in-cluster Pulsar whose chart values turn on token authentication gets
+// a broker of its own configured as the chart configures its brokers.
 func useBroker(t *testing.T, b *Brokers, r *Render, svc *Services, supplied map[SecretRef]string) {
 	t.Helper()
+	opts, client, inCluster := chartBroker(t, r)
+	svc.PulsarInCluster = inCluster
+	if inCluster && opts.TokenAuth {
+		// A broker configured as the composed chart configures its
+		// own, for this example alone: its key is the render's.
+		svc.Pulsar = testenv.StartPulsarWithOptions(t, opts)
+		svc.PulsarToken, svc.PulsarAuthorization = client, len(opts.SuperUserRoles) > 0
+		return
+	}
 	ref, token := r.XRSecretRef("pulsar", "tokenSecretRef")
 	if token && !b.token {
 		t.Fatal("the claim gives spec.pulsar.tokenSecretRef, but no broker with token authentication was started")

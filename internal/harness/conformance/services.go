@@ -34,9 +34,16 @@ type Services struct {
 	// Pulsar is the real broker the example's Pulsar names reach.
 	Pulsar *testenv.Pulsar
 	// PulsarToken is the token the test puts in the user's
-	// spec.pulsar.tokenSecretRef Secret, signed by Pulsar's key; empty
-	// without one.
+	// spec.pulsar.tokenSecretRef Secret, signed by Pulsar's key, or the
+	// rendered token Armada presents to an in-cluster Pulsar; empty
+	// without token authentication.
 	PulsarToken string
+	// PulsarAuthorization is set when the broker admits only superuser
+	// roles (a composed chart's, with auth.authorization).
+	PulsarAuthorization bool
+	// PulsarInCluster is set when the render composes the in-cluster
+	// Pulsar (the chart's Release).
+	PulsarInCluster bool
 }
 
 // StartStandIns serves the far ends of the links the test serves by name

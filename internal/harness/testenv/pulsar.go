@@ -1,12 +1,10 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +91,9 @@ type Pulsar struct {
 	// adminToken is the token of the broker's own client and the harness's
 	// readiness checks.
 	adminToken string
+	// superUsers are the roles authorization admits; none without
+	// authorization.
+	superUsers []string
 }
 
 // PulsarOptions configure StartPulsarWithOptions.
@@ -101,6 +103,16 @@ type PulsarOptions struct {
 	// and the admin API must present a token Token signed; one without,
 	// or with another, is refused. Authorization stays off.
 	TokenAuth bool
+	// TokenKey, with TokenAuth, is the HS256 key instead of a random one:
+	// a broker configured as a composed one is, from its key Secret.
+	TokenKey []byte
+	// BrokerToken, with TokenAuth, is the token of the broker's own
+	// client and of Admin instead of one Token makes for role admin.
+	BrokerToken string
+	// SuperUserRoles, if any, turn on authorization
+	// (authorizationEnabled): only these roles may do anything, so a
+	// token the key signed for another role is refused too.
+	SuperUserRoles []string
 }
 
 // pulsarPaths are the jars and tools a broker runs with.
@@ -133,11 +145,18 @@ func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 		admin:      filepath.Join(dir, "pulsar-admin"),
 	}
 	if o.TokenAuth {
-		p.tokenKey = make([]byte, 32)
-		if _, err := rand.Read(p.tokenKey); err != nil {
-			tb.Fatalf("cannot generate the Pulsar token key: %v", err)
+		p.tokenKey = bytes.Clone(o.TokenKey)
+		if p.tokenKey == nil {
+			p.tokenKey = make([]byte, 32)
+			if _, err := rand.Read(p.tokenKey); err != nil {
+				tb.Fatalf("cannot generate the Pulsar token key: %v", err)
+			}
 		}
-		p.adminToken = p.Token("admin")
+		p.adminToken = o.BrokerToken
+		if p.adminToken == "" {
+			p.adminToken = p.Token("admin")
+		}
+		p.superUsers = slices.Clone(o.SuperUserRoles)
 	}
 	archive, err := pulsarAdminArchive(context.Background(), paths)
 	if err != nil {
@@ -183,12 +202,7 @@ func (p *Pulsar) Token(subject string) string {
 	if p.tokenKey == nil {
 		panic("testenv: Token on a Pulsar broker started without TokenAuth")
 	}
-	claims, _ := json.Marshal(map[string]string{"sub": subject}) //nolint:errchkjson // A map of strings always marshals.
-	enc := base64.RawURLEncoding
-	unsigned := enc.EncodeToString([]byte(`{"alg":"HS256"}`)) + "." + enc.EncodeToString(claims)
-	mac := hmac.New(sha256.New, p.tokenKey)
-	mac.Write([]byte(unsigned))
-	return unsigned + "." + enc.EncodeToString(mac.Sum(nil))
+	return armada.PulsarToken(p.tokenKey, subject)
 }
 
 // Log returns the broker's log output.
@@ -280,6 +294,12 @@ func (p *Pulsar) pulsarConfig(dir string) string {
 			// through it) authenticates like any other.
 			{"brokerClientAuthenticationPlugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken"},
 			{"brokerClientAuthenticationParameters", "token:" + p.adminToken},
+		}...)
+	}
+	if len(p.superUsers) > 0 {
+		kv = append(kv, [][2]string{
+			{"authorizationEnabled", "true"},
+			{"superUserRoles", strings.Join(p.superUsers, ",")},
 		}...)
 	}
 	var b strings.Builder
