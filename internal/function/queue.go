@@ -74,7 +74,16 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
-	out, errs := teamqueue.Render(xr, target)
+	policy, fetched, err := queuePolicy(req, oxr, xr)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return
+	}
+	if !fetched {
+		// Crossplane calls again with the policies.
+		return
+	}
+	out, errs := teamqueue.Render(xr, target, policy)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return

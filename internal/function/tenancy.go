@@ -2,6 +2,7 @@ package function
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -126,10 +127,24 @@ func checkQueueTarget(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespons
 	if !ok {
 		return err
 	}
-	if errs := p.CheckQueueTarget(q); len(errs) > 0 {
+	errs := p.CheckQueueTarget(q)
+	errs = append(errs, p.CheckJobNamespaces(tenant, field.NewPath("spec", "namespaces"), xr.Spec.Namespaces)...)
+	if len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	return nil
+}
+
+// queuePolicy is the tenancy policy a team queue's job namespaces are
+// composed under: its tenant's, or the built-in one for a queue without a
+// tenant; fetched is false until Crossplane has fetched the policies.
+func queuePolicy(req *fnv1.RunFunctionRequest, oxr *resource.Composite, xr teamqueue.XR) (p tenancy.Policy, fetched bool, err error) {
+	tenant := tenantNamespace(&oxr.Resource.Unstructured)
+	if tenant == "" {
+		return tenancy.Policy{}, true, nil
+	}
+	p, _, fetched, err = queueTenancy(req, tenant, xr)
+	return p, fetched, err
 }
 
 // checkQueueScope refuses the cluster-scope config a team queue would
