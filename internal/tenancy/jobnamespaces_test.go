@@ -96,8 +96,10 @@ func TestCheckJobNamespaces(t *testing.T) {
 		},
 		"Patterns": {
 			reason: "The policy's patterns replace the default: {namespace} is the tenant's namespace, * any run of characters.",
-			policy: policy(func(s *tenancyv1.TenancyPolicySpec) { s.JobNamespaces.Names = []string{"jobs-{namespace}", "shared-batch"} }),
-			names:  []string{"jobs-team-a", "shared-batch", "team-a-jobs"},
+			policy: policy(func(s *tenancyv1.TenancyPolicySpec) {
+				s.JobNamespaces.Names = []string{"jobs-{namespace}", "shared-batch"}
+			}),
+			names: []string{"jobs-team-a", "shared-batch", "team-a-jobs"},
 			want: field.ErrorList{field.Forbidden(fp.Index(2), "namespace team-a-jobs is not a name tenant team-a's job namespaces may have; "+
 				"name one matching jobs-team-a or shared-batch: not allowed by "+named+" spec.jobNamespaces.names")},
 		},
