@@ -116,35 +116,28 @@ func queueTenancy(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR) 
 }
 
 // checkQueueTarget asks for the tenancy policies of a team queue's tenant
-// and refuses a queue on an Armada the policy does not list, before the
-// function asks for that Armada.
-func checkQueueTarget(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite, xr teamqueue.XR) error {
-	tenant := tenantNamespace(&oxr.Resource.Unstructured)
-	if tenant != "" {
-		requireTenancyPolicies(rsp, tenant)
-	}
-	p, q, ok, err := queueTenancy(req, tenant, xr)
-	if !ok {
-		return err
-	}
-	errs := p.CheckQueueTarget(q)
-	errs = append(errs, p.CheckJobNamespaces(tenant, field.NewPath("spec", "namespaces"), xr.Spec.Namespaces)...)
-	if len(errs) > 0 {
-		return errs.ToAggregate()
-	}
-	return nil
-}
-
-// queuePolicy is the tenancy policy a team queue's job namespaces are
-// composed under: its tenant's, or the built-in one for a queue without a
-// tenant; fetched is false until Crossplane has fetched the policies.
-func queuePolicy(req *fnv1.RunFunctionRequest, oxr *resource.Composite, xr teamqueue.XR) (p tenancy.Policy, fetched bool, err error) {
+// and refuses a queue on an Armada the policy does not list, or with job
+// namespace names it does not allow, before the function asks for that
+// Armada or those names. It returns the policy the queue's job namespaces
+// are composed under: its tenant's, or the built-in one for a queue
+// without a tenant; fetched is false until Crossplane has fetched the
+// policies.
+func checkQueueTarget(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite, xr teamqueue.XR) (tenancy.Policy, bool, error) {
 	tenant := tenantNamespace(&oxr.Resource.Unstructured)
 	if tenant == "" {
 		return tenancy.Policy{}, true, nil
 	}
-	p, _, fetched, err = queueTenancy(req, tenant, xr)
-	return p, fetched, err
+	requireTenancyPolicies(rsp, tenant)
+	p, q, fetched, err := queueTenancy(req, tenant, xr)
+	if !fetched {
+		return p, false, err
+	}
+	errs := p.CheckQueueTarget(q)
+	errs = append(errs, p.CheckJobNamespaces(tenant, field.NewPath("spec", "namespaces"), xr.Spec.Namespaces)...)
+	if len(errs) > 0 {
+		return p, true, errs.ToAggregate()
+	}
+	return p, true, nil
 }
 
 // checkQueueScope refuses the cluster-scope config a team queue would

@@ -28,7 +28,8 @@ func guardsOf(t *testing.T, objs []armada.Object) map[string]guarded {
 	t.Helper()
 	out := map[string]guarded{}
 	for _, o := range objs {
-		m, cluster := map[string]any{}, ""
+		var m map[string]any
+		cluster := ""
 		if u, ok := o.Object.(*unstructured.Unstructured); ok && u.GetKind() == "Object" {
 			m, _, _ = unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest")
 			cluster, _, _ = unstructured.NestedString(u.Object, "spec", "providerConfigRef", "name")

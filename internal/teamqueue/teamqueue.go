@@ -170,50 +170,59 @@ func Render(xr XR, target *armada.Install, policy tenancy.Policy) (*Output, fiel
 	queue := target.Queue(name, p, "team-queue")
 	owner.Stamp(queue)
 	out.Objects = append(out.Objects, xr.queueObject(target, ref, queue))
+	for _, ns := range xr.Spec.Namespaces {
+		out.Objects = append(out.Objects, xr.jobNamespace(target, ref, policy, name, ns)...)
+	}
+	return out, nil
+}
+
+// jobNamespace composes job namespace ns of queue name on target: the
+// namespace with the policy's guard rails (a Pod Security level on it, its
+// ResourceQuota and LimitRange in it), here and in every worker cluster,
+// and the RoleBindings there for the Armada's executors and binoculars. A
+// namespaced queue composes what is in this cluster through Objects of
+// ref in its own namespace.
+func (xr XR) jobNamespace(target *armada.Install, ref *v1alpha1.ProviderConfigRef, policy tenancy.Policy, name, ns string) []armada.Object {
 	home := target.Namespace
 	if xr.Namespace != "" {
 		home = xr.Namespace
 	}
-	for _, ns := range xr.Spec.Namespaces {
-		// The policy's guard rails: a Pod Security level on the
-		// namespace, its ResourceQuota and LimitRange in it.
-		guard := policy.JobNamespace(ns)
-		labels := map[string]string{
-			LabelQueue:                     name,
-			"app.kubernetes.io/managed-by": "function-armada",
-			"app.kubernetes.io/part-of":    "armada",
+	here := func(o armada.Object) armada.Object {
+		if xr.Namespace != "" {
+			return target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
 		}
-		maps.Copy(labels, guard.Labels)
-		obj := &corev1.Namespace{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
-		}
-		key := keyNamespacePrefix + ns
-		objs := []armada.Object{{Key: key, Object: obj}}
-		for _, g := range guard.Objects {
-			objs = append(objs, armada.Object{Key: key + g.Suffix, Object: g.Object})
-		}
-		for _, o := range objs {
-			owner.Stamp(o.Object)
-			if xr.Namespace != "" {
-				out.Objects = append(out.Objects, target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false))
-			} else {
-				out.Objects = append(out.Objects, o)
-			}
-			// Jobs run wherever the Armada has executors: the namespace
-			// and its guard rails must exist in each worker cluster too.
-			out.Objects = append(out.Objects, target.InWorkerClusters(home, "team-"+name+"-"+o.Key, o.Object)...)
-		}
-		// The Armada's executors and binoculars may work in it, and in no
-		// namespace that is not a job namespace.
-		local, remote := target.JobAccess(home, ns, key+"-")
-		for _, o := range local {
-			if xr.Namespace != "" {
-				o = target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
-			}
-			out.Objects = append(out.Objects, o)
-		}
-		out.Objects = append(out.Objects, remote...)
+		return o
 	}
-	return out, nil
+	guard := policy.JobNamespace(ns)
+	labels := map[string]string{
+		LabelQueue:                     name,
+		"app.kubernetes.io/managed-by": "function-armada",
+		"app.kubernetes.io/part-of":    "armada",
+	}
+	maps.Copy(labels, guard.Labels)
+	key := keyNamespacePrefix + ns
+	objs := make([]armada.Object, 0, 1+len(guard.Objects))
+	objs = append(objs, armada.Object{Key: key, Object: &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
+	}})
+	for _, g := range guard.Objects {
+		objs = append(objs, armada.Object{Key: key + g.Suffix, Object: g.Object})
+	}
+	owner := xr.Owner()
+	var out []armada.Object
+	for _, o := range objs {
+		owner.Stamp(o.Object)
+		out = append(out, here(o))
+		// Jobs run wherever the Armada has executors: the namespace and
+		// its guard rails must exist in each worker cluster too.
+		out = append(out, target.InWorkerClusters(home, "team-"+name+"-"+o.Key, o.Object)...)
+	}
+	// The Armada's executors and binoculars may work in it, and in no
+	// namespace that is not a job namespace.
+	local, remote := target.JobAccess(home, ns, key+"-")
+	for _, o := range local {
+		out = append(out, here(o))
+	}
+	return append(out, remote...)
 }

@@ -129,7 +129,7 @@ func TestJobNamespaceGuards(t *testing.T) {
 		if err := kube().Create(ctx, got); err != nil {
 			t.Fatalf("pod %s refused: %v", p.Name, err)
 		}
-		t.Cleanup(func() { _ = kube().Delete(context.Background(), got) })
+		t.Cleanup(func() { _ = kube().Delete(ctx, got) })
 		return got
 	}
 

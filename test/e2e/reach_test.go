@@ -72,7 +72,7 @@ func TestTenantReach(t *testing.T) {
 		// (TestJobNamespaceGuards/NameRefused), so what is refused below is
 		// that they exist and are not the queue's.
 		tenancyPolicy(t, ns, map[string]any{
-			"queueArmadas": []any{map[string]any{"namespace": target.GetNamespace(), "name": target.GetName()}},
+			"queueArmadas":  []any{map[string]any{"namespace": target.GetNamespace(), "name": target.GetName()}},
 			"jobNamespaces": map[string]any{"names": []any{"{namespace}-*", victim, target.GetNamespace()}},
 		})
 		member := tenant(t, ns)
