@@ -17,6 +17,7 @@ import (
 // TestJobNamespaceGuards: the job namespaces a team queue composes hold
 // the line the platform's ArmadaTenancyPolicy draws (spec.jobNamespaces),
 // against the real admission of kube-apiserver:
+//   - the policy's schema refuses an unknown level and a bad name pattern;
 //   - a job namespace outside the policy's names (by default the tenant's
 //     namespace as a prefix) is refused on the claim naming the field and
 //     the setting, and nothing is composed;
@@ -48,6 +49,25 @@ func TestJobNamespaceGuards(t *testing.T) {
 		}
 		return map[string]any{"jobNamespaces": jn}
 	}
+	t.Run("PolicySchema", func(t *testing.T) {
+		// The CRD refuses a level Pod Security does not have and a name
+		// pattern with anything but [a-z0-9*-] and {namespace}.
+		bad := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": claimAPIVersion, "kind": "ArmadaTenancyPolicy", "metadata": map[string]any{"name": ns + "-bad"},
+			"spec": map[string]any{"jobNamespaces": map[string]any{"podSecurity": "root", "names": []any{"{tenant}_jobs"}}},
+		}}
+		err := kube().Create(ctx, bad)
+		if err == nil {
+			_ = kube().Delete(ctx, bad)
+			t.Fatal("a policy with podSecurity root and the name pattern {tenant}_jobs was accepted")
+		}
+		for _, want := range []string{`spec.jobNamespaces.podSecurity: Unsupported value: "root"`, "spec.jobNamespaces.names[0]: Invalid value"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the bad policy: %v, want it naming %q", err, want)
+			}
+		}
+		t.Logf("the bad policy: %v", err)
+	})
 	tenancyPolicy(t, ns, guards(""))
 	target := applyExample(t, "minimal", ns)
 	claimAccepted(t, target, "True")
