@@ -143,13 +143,15 @@ func TestJobNamespaceGuards(t *testing.T) {
 		}
 		t.Logf("pod %s refused: %v", p.Name, err)
 	}
+	// Admitted pods stay until the whole test ends: the quota counts them.
+	top := t
 	admitted := func(t *testing.T, p *corev1.Pod) *corev1.Pod {
 		t.Helper()
 		got := p.DeepCopy()
 		if err := kube().Create(ctx, got); err != nil {
 			t.Fatalf("pod %s refused: %v", p.Name, err)
 		}
-		t.Cleanup(func() { _ = kube().Delete(ctx, got) })
+		top.Cleanup(func() { _ = kube().Delete(ctx, got) })
 		return got
 	}
 
