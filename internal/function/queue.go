@@ -31,12 +31,12 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, err)
 		return
 	}
-	name, ns := xr.Target()
 	kind := oxr.Resource.GetKind()
-	if refuse(rsp, kind, checkQueueTarget(req, rsp, oxr, xr)) {
+	policy, policyFetched, err := checkQueueTarget(req, rsp, oxr, xr)
+	if refuse(rsp, kind, err) {
 		return
 	}
-	sel := map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr, name, ns)}
+	sel := map[string]*fnv1.ResourceSelector{targetRequirement: targetSelector(xr)}
 	namespaceSelectors(xr, sel)
 	for k, v := range sel {
 		require(rsp, k, v)
@@ -47,8 +47,8 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		return
 	}
 	targets, fetched := required[targetRequirement]
-	if !fetched {
-		// Crossplane calls again with the target.
+	if !fetched || !policyFetched {
+		// Crossplane calls again with the target and the policies.
 		return
 	}
 	target, err := targetInstall(xr, kind, targets)
@@ -74,7 +74,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
-	out, errs := teamqueue.Render(xr, target)
+	out, errs := teamqueue.Render(xr, target, policy)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
@@ -153,9 +153,10 @@ func decodeTeamQueue(oxr *resource.Composite) (teamqueue.XR, error) {
 	return xr, nil
 }
 
-// targetSelector finds the queue's Armada: the XArmada of an ArmadaClaim
+// targetSelector finds the queue's Armada (xr.Target): the XArmada of an ArmadaClaim
 // for an XArmadaQueue, the namespaced Armada for an ArmadaQueue.
-func targetSelector(xr teamqueue.XR, name, ns string) *fnv1.ResourceSelector {
+func targetSelector(xr teamqueue.XR) *fnv1.ResourceSelector {
+	name, ns := xr.Target()
 	if xr.Namespace != "" {
 		return &fnv1.ResourceSelector{
 			ApiVersion: "platform.armadaproject.io/v1alpha1",

@@ -32,6 +32,17 @@ func queueMRJSON(labels string, conditions ...string) string {
 		`"status": {"conditions": [` + strings.Join(conditions, ", ") + `]}}`
 }
 
+// anyName is team-ml's test policy, allowing any job namespace name.
+const anyName = `{"apiVersion": "platform.armadaproject.io/v1alpha1", "kind": "ArmadaTenancyPolicy", "metadata": {"name": "team-ml"},
+	"spec": {"queueArmadas": [{"namespace": "armada", "name": "armada"}], "jobNamespaces": {"names": ["*"]}}}`
+
+// guarded is team-ml's test policy, with a ResourceQuota and a LimitRange
+// for its job namespaces.
+const guarded = `{"apiVersion": "platform.armadaproject.io/v1alpha1", "kind": "ArmadaTenancyPolicy", "metadata": {"name": "team-ml"},
+	"spec": {"queueArmadas": [{"namespace": "armada", "name": "armada"}], "jobNamespaces": {
+	  "podSecurity": "baseline", "resourceQuota": {"hard": {"pods": "10"}},
+	  "limitRange": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}}}}`
+
 func TestRunFunctionTeamQueue(t *testing.T) {
 	// request is the team queue xr with required resources by requirement
 	// name; a requirement absent from required is not fetched yet.
@@ -122,19 +133,30 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 			want: want{requested: all, desired: composed},
 		},
 		"ArmadasNamespace": {
-			reason: "The target Armada's own namespace is never a team's job namespace.",
-			req:    request(namespaces("armada"), map[string][]string{targetRequirement: {validXR}, "namespace-armada": {namespaceJSON("armada", "")}, queueRequirement: nil}),
+			reason: "The target Armada's own namespace is never a team's job namespace, even where the policy allows any name.",
+			req:    withPolicies(request(namespaces("armada"), map[string][]string{targetRequirement: {validXR}, "namespace-armada": {namespaceJSON("armada", "")}, queueRequirement: nil}), anyName),
 			want: want{requested: append([]string{"namespace-armada", queueRequirement, targetRequirement}, policies...), desired: []string{}, fatal: "invalid XArmadaQueue: " +
 				"spec.namespaces[0]: Forbidden: namespace armada is Armada armada/armada's own; name a namespace for the team's jobs that does not exist yet"},
 		},
 		"PlatformNamespaces": {
-			reason: "Kubernetes' and Crossplane's namespaces are never a team's job namespaces, existing or not.",
-			req: request(namespaces("kube-system", "crossplane-system"), map[string][]string{
+			reason: "Kubernetes' and Crossplane's namespaces are never a team's job namespaces, existing or not, even where the policy allows any name.",
+			req: withPolicies(request(namespaces("kube-system", "crossplane-system"), map[string][]string{
 				targetRequirement: {validXR}, "namespace-kube-system": nil, "namespace-crossplane-system": nil, queueRequirement: nil,
-			}),
+			}), anyName),
 			want: want{requested: append([]string{"namespace-crossplane-system", "namespace-kube-system", queueRequirement, targetRequirement}, policies...), desired: []string{}, fatal: "invalid XArmadaQueue: " +
 				"[spec.namespaces[0]: Forbidden: namespace kube-system is the platform's; name a namespace for the team's jobs that does not exist yet, " +
 				"spec.namespaces[1]: Forbidden: namespace crossplane-system is the platform's; name a namespace for the team's jobs that does not exist yet]"},
+		},
+		"NameOutsidePolicy": {
+			reason: "A job namespace the tenant's policy does not allow (by default, one without the tenant's namespace as prefix) is refused before the function asks for the target or the name.",
+			req:    request(namespaces("team-ml-jobs", "victim"), free(validXR)),
+			want: want{requested: policies, desired: []string{}, fatal: "invalid XArmadaQueue: spec.namespaces[1]: Forbidden: namespace victim is not a name " +
+				`tenant team-ml's job namespaces may have; name one matching team-ml-*: not allowed by ArmadaTenancyPolicy "team-ml" spec.jobNamespaces.names`},
+		},
+		"Guarded": {
+			reason: "The policy's ResourceQuota and LimitRange are composed in the job namespace, beside it.",
+			req:    withPolicies(request(teamQueueXR, free(validXR)), guarded),
+			want:   want{requested: all, desired: append([]string{"namespace-team-ml-jobs-limits", "namespace-team-ml-jobs-quota"}, composed...)},
 		},
 		"QueueOfAnotherClaim": {
 			reason: "A Queue of the same name another claim composed is refused, not adopted.",
@@ -185,6 +207,7 @@ func TestRunFunctionTeamQueueUnsynced(t *testing.T) {
 		targetRequirement:        {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(validXR)}}},
 		"namespace-team-ml-jobs": {}, queueRequirement: {},
 	}
+	req = withPolicies(req, testPolicies...)
 	why := "observe failed: queue ml already exists in Armada and this Queue did not create it: it is not adopted (nor ever deleted)"
 	req.Observed.Resources = map[string]*fnv1.Resource{"queue": {Resource: resource.MustStructJSON(queueMRJSON(`"crossplane.io/composite": "ml-x2"`,
 		`{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "`+why+`"}`))}}

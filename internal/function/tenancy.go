@@ -2,6 +2,7 @@ package function
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -115,21 +116,28 @@ func queueTenancy(req *fnv1.RunFunctionRequest, tenant string, xr teamqueue.XR) 
 }
 
 // checkQueueTarget asks for the tenancy policies of a team queue's tenant
-// and refuses a queue on an Armada the policy does not list, before the
-// function asks for that Armada.
-func checkQueueTarget(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite, xr teamqueue.XR) error {
+// and refuses a queue on an Armada the policy does not list, or with job
+// namespace names it does not allow, before the function asks for that
+// Armada or those names. It returns the policy the queue's job namespaces
+// are composed under: its tenant's, or the built-in one for a queue
+// without a tenant; fetched is false until Crossplane has fetched the
+// policies.
+func checkQueueTarget(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite, xr teamqueue.XR) (tenancy.Policy, bool, error) {
 	tenant := tenantNamespace(&oxr.Resource.Unstructured)
-	if tenant != "" {
-		requireTenancyPolicies(rsp, tenant)
+	if tenant == "" {
+		return tenancy.Policy{}, true, nil
 	}
-	p, q, ok, err := queueTenancy(req, tenant, xr)
-	if !ok {
-		return err
+	requireTenancyPolicies(rsp, tenant)
+	p, q, fetched, err := queueTenancy(req, tenant, xr)
+	if !fetched {
+		return p, false, err
 	}
-	if errs := p.CheckQueueTarget(q); len(errs) > 0 {
-		return errs.ToAggregate()
+	errs := p.CheckQueueTarget(q)
+	errs = append(errs, p.CheckJobNamespaces(tenant, field.NewPath("spec", "namespaces"), xr.Spec.Namespaces)...)
+	if len(errs) > 0 {
+		return p, true, errs.ToAggregate()
 	}
-	return nil
+	return p, true, nil
 }
 
 // checkQueueScope refuses the cluster-scope config a team queue would

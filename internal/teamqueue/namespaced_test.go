@@ -8,6 +8,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/tenancy"
 )
 
 // namespacedTarget is a namespaced Armada "armada" in namespace "armada",
@@ -74,7 +75,7 @@ func TestRenderNamespaced(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, errs := Render(tc.xr, tc.target)
+			out, errs := Render(tc.xr, tc.target, tenancy.Policy{})
 			if diff := cmp.Diff(tc.errs, errs); diff != "" {
 				t.Fatalf("%s\nRender(...): -want errs, +got errs:\n%s", tc.reason, diff)
 			}

@@ -19,6 +19,7 @@ import (
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/tenancy"
 )
 
 // Labels Crossplane puts on an XR created from a claim.
@@ -106,8 +107,10 @@ func (xr XR) queueObject(target *armada.Install, ref *v1alpha1.ProviderConfigRef
 }
 
 // Render composes the team's queue on target, the defaulted install of the
-// target Armada. Every rejection names its field.
-func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
+// target Armada, under policy, the tenancy policy of the queue's tenant
+// (the built-in one for a queue without a tenant), which sets what every
+// job namespace carries. Every rejection names its field.
+func Render(xr XR, target *armada.Install, policy tenancy.Policy) (*Output, field.ErrorList) {
 	sp := field.NewPath("spec")
 	name := xr.QueueName()
 	var errs field.ErrorList
@@ -167,39 +170,59 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 	queue := target.Queue(name, p, "team-queue")
 	owner.Stamp(queue)
 	out.Objects = append(out.Objects, xr.queueObject(target, ref, queue))
+	for _, ns := range xr.Spec.Namespaces {
+		out.Objects = append(out.Objects, xr.jobNamespace(target, ref, policy, name, ns)...)
+	}
+	return out, nil
+}
+
+// jobNamespace composes job namespace ns of queue name on target: the
+// namespace with the policy's guard rails (a Pod Security level on it, its
+// ResourceQuota and LimitRange in it), here and in every worker cluster,
+// and the RoleBindings there for the Armada's executors and binoculars. A
+// namespaced queue composes what is in this cluster through Objects of
+// ref in its own namespace.
+func (xr XR) jobNamespace(target *armada.Install, ref *v1alpha1.ProviderConfigRef, policy tenancy.Policy, name, ns string) []armada.Object {
 	home := target.Namespace
 	if xr.Namespace != "" {
 		home = xr.Namespace
 	}
-	for _, ns := range xr.Spec.Namespaces {
-		obj := &corev1.Namespace{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-				LabelQueue:                     name,
-				"app.kubernetes.io/managed-by": "function-armada",
-				"app.kubernetes.io/part-of":    "armada",
-			}},
-		}
-		owner.Stamp(obj)
-		key := keyNamespacePrefix + ns
+	here := func(o armada.Object) armada.Object {
 		if xr.Namespace != "" {
-			out.Objects = append(out.Objects, target.ObjectIn(home, xr.Name+"-"+key, key, *ref, obj, false))
-		} else {
-			out.Objects = append(out.Objects, armada.Object{Key: key, Object: obj})
+			return target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
 		}
-		// Jobs run wherever the Armada has executors: the namespace must
-		// exist in each worker cluster too.
-		out.Objects = append(out.Objects, target.InWorkerClusters(home, "team-"+name+"-"+key, obj)...)
-		// The Armada's executors and binoculars may work in it, and in no
-		// namespace that is not a job namespace.
-		local, remote := target.JobAccess(home, ns, key+"-")
-		for _, o := range local {
-			if xr.Namespace != "" {
-				o = target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
-			}
-			out.Objects = append(out.Objects, o)
-		}
-		out.Objects = append(out.Objects, remote...)
+		return o
 	}
-	return out, nil
+	guard := policy.JobNamespace(ns)
+	labels := map[string]string{
+		LabelQueue:                     name,
+		"app.kubernetes.io/managed-by": "function-armada",
+		"app.kubernetes.io/part-of":    "armada",
+	}
+	maps.Copy(labels, guard.Labels)
+	key := keyNamespacePrefix + ns
+	objs := make([]armada.Object, 0, 1+len(guard.Objects))
+	objs = append(objs, armada.Object{Key: key, Object: &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
+	}})
+	for _, g := range guard.Objects {
+		objs = append(objs, armada.Object{Key: key + g.Suffix, Object: g.Object})
+	}
+	owner := xr.Owner()
+	var out []armada.Object
+	for _, o := range objs {
+		owner.Stamp(o.Object)
+		out = append(out, here(o))
+		// Jobs run wherever the Armada has executors: the namespace and
+		// its guard rails must exist in each worker cluster too.
+		out = append(out, target.InWorkerClusters(home, "team-"+name+"-"+o.Key, o.Object)...)
+	}
+	// The Armada's executors and binoculars may work in it, and in no
+	// namespace that is not a job namespace.
+	local, remote := target.JobAccess(home, ns, key+"-")
+	for _, o := range local {
+		out = append(out, here(o))
+	}
+	return append(out, remote...)
 }

@@ -12,6 +12,7 @@ import (
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/tenancy"
 )
 
 // target is a shared Armada "armada" in namespace "armada" with a
@@ -110,7 +111,7 @@ func TestRender(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, errs := Render(tc.xr, target(t))
+			out, errs := Render(tc.xr, target(t), tenancy.Policy{})
 			if diff := cmp.Diff(tc.want.errs, errs, cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail")); diff != "" {
 				t.Fatalf("%s\nRender(...) errors: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -156,7 +157,7 @@ func TestNamespacesInWorkerClusters(t *testing.T) {
 			{ClusterID: "b", Cluster: &v1alpha1.ExecutorCluster{ProviderConfigRef: v1alpha1.ProviderConfigRef{Kind: "ProviderConfig", Name: "worker-b"}}},
 		}
 	})
-	out, errs := Render(claim(nil), in)
+	out, errs := Render(claim(nil), in, tenancy.Policy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

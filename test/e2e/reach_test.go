@@ -67,11 +67,14 @@ func TestTenantReach(t *testing.T) {
 		const ns = "e2e-tenant-q"
 		namespace(t, ns)
 		// The platform's policy lets this tenant's queues attach to the
-		// Armada in another namespace, so what is refused below is the
-		// namespace, not the target (TestTenancyPolicy/QueueTarget).
-		tenancyPolicy(t, ns, map[string]any{"queueArmadas": []any{
-			map[string]any{"namespace": target.GetNamespace(), "name": target.GetName()},
-		}})
+		// Armada in another namespace (TestTenancyPolicy/QueueTarget), and
+		// name the victim's and the Armada's namespaces as job namespaces
+		// (TestJobNamespaceGuards/NameRefused), so what is refused below is
+		// that they exist and are not the queue's.
+		tenancyPolicy(t, ns, map[string]any{
+			"queueArmadas":  []any{map[string]any{"namespace": target.GetNamespace(), "name": target.GetName()}},
+			"jobNamespaces": map[string]any{"names": []any{"{namespace}-*", victim, target.GetNamespace()}},
+		})
 		member := tenant(t, ns)
 		queue := teamQueueClaim(target.GetNamespace(), ns, target.GetName())
 		_ = unstructured.SetNestedStringSlice(queue.Object, []string{victim}, "spec", "namespaces")

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,6 +95,59 @@ type TenancyPolicySpec struct {
 	// +listType=atomic
 	// +optional
 	QueueArmadas []ArmadaRef `json:"queueArmadas,omitempty"`
+
+	// JobNamespaces are the guard rails of every job namespace the
+	// tenant's claims compose (a team queue's spec.namespaces): the Pod
+	// Security level it enforces, its ResourceQuota and LimitRange, and
+	// the names it may have.
+	// +optional
+	JobNamespaces JobNamespacePolicy `json:"jobNamespaces,omitempty"`
+}
+
+// Pod Security Standards levels a job namespace may enforce.
+const (
+	PodSecurityRestricted = "restricted"
+	PodSecurityBaseline   = "baseline"
+	PodSecurityPrivileged = "privileged"
+)
+
+// JobNamespacePolicy is what every job namespace of a tenant carries, and
+// which names it may have.
+type JobNamespacePolicy struct {
+	// PodSecurity is the Pod Security Standards level every job namespace
+	// enforces (pod-security.kubernetes.io/enforce, and warn and audit at
+	// the same level, each at version "latest"): Kubernetes' Pod Security
+	// admission refuses a pod that breaks it, whoever creates the pod,
+	// Armada's executor included. Defaults to restricted; only the
+	// platform's policy can lower it.
+	// +kubebuilder:validation:Enum=restricted;baseline;privileged
+	// +optional
+	PodSecurity string `json:"podSecurity,omitempty"`
+
+	// ResourceQuota, when set, is the spec of a ResourceQuota composed in
+	// every job namespace: the most the namespace's pods may request
+	// together.
+	// +optional
+	ResourceQuota *corev1.ResourceQuotaSpec `json:"resourceQuota,omitempty"`
+
+	// LimitRange, when set, is the spec of a LimitRange composed in every
+	// job namespace: defaults and bounds for each pod's and container's
+	// resources.
+	// +optional
+	LimitRange *corev1.LimitRangeSpec `json:"limitRange,omitempty"`
+
+	// Names are the names the tenant's job namespaces may have, as
+	// patterns: "*" matches any run of characters, and "{namespace}"
+	// stands for the tenant's namespace. A name is allowed when it
+	// matches an entry. Defaults to ["{namespace}-*"]: names prefixed
+	// with the tenant's namespace and a dash.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9*-]|\{namespace\})+$`
+	// +listType=set
+	// +optional
+	Names []string `json:"names,omitempty"`
 }
 
 // ProviderConfigPolicy lists the provider configs a tenant may name, by

@@ -171,12 +171,14 @@ func (c *ControlPlane) writeKubeconfig() error {
 // garbage collector (which deletes composed resources when their XR goes),
 // the namespace controller, the service-account token controller
 // (which fills service-account-token Secrets, such as a remote executor's
-// identity in a worker cluster) and the ClusterRole aggregation controller
-// (Crossplane's ClusterRole aggregates its rules), and waits for its
+// identity in a worker cluster), the ClusterRole aggregation controller
+// (Crossplane's ClusterRole aggregates its rules) and the resource quota
+// controller (a ResourceQuota counts only once it computed the quota's
+// status: job namespaces carry the tenancy policy's), and waits for its
 // /healthz.
 func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 	port := strconv.Itoa(c.ports.controllerManager)
-	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller"
+	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,resourcequota-controller"
 	if c.opts.JobFlow {
 		controllers += "," + jobFlowControllers
 	}
