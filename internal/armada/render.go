@@ -184,6 +184,8 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	r.cluster()
+	r.jobNamespaces()
+	r.admissionPolicies()
 	r.networkPolicies(insts)
 	r.remoteClusterObjects()
 	r.queues(r.passwords[userQueues])

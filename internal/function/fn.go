@@ -114,7 +114,12 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
+	if errs := in.CheckJobNamespaces(requiredByName(req, jobNamespaceRequirement), observedKeys(observed, armada.KeyJobNamespacePrefix)); len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+		return
+	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
+	requireJobNamespaces(rsp, in.JobNamespaces())
 	if refuse(rsp, kind, checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr)) {
 		return
 	}
@@ -174,6 +179,22 @@ func requirePriorityClasses(rsp *fnv1.RunFunctionResponse, names []string) {
 		}
 	}
 	rsp.Requirements = &fnv1.Requirements{Resources: sel}
+}
+
+// jobNamespaceRequirement prefixes the requirement names of the claim's
+// job namespaces.
+const jobNamespaceRequirement = "jobnamespace-"
+
+// requireJobNamespaces asks Crossplane for the claim's job namespaces, so
+// the function sees which exist before it composes them.
+func requireJobNamespaces(rsp *fnv1.RunFunctionResponse, names []string) {
+	for _, n := range names {
+		require(rsp, jobNamespaceRequirement+n, &fnv1.ResourceSelector{
+			ApiVersion: "v1",
+			Kind:       "Namespace",
+			Match:      &fnv1.ResourceSelector_MatchName{MatchName: n},
+		})
+	}
 }
 
 // decodeXR reads the fields rendering needs from an XR of either shape: a

@@ -12,8 +12,6 @@ import (
 	"maps"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
@@ -172,27 +170,14 @@ func Render(xr XR, target *armada.Install) (*Output, field.ErrorList) {
 		home = xr.Namespace
 	}
 	for _, ns := range xr.Spec.Namespaces {
-		obj := &corev1.Namespace{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-				LabelQueue:                     name,
-				"app.kubernetes.io/managed-by": "function-armada",
-				"app.kubernetes.io/part-of":    "armada",
-			}},
-		}
-		owner.Stamp(obj)
+		// The shared job-namespace builder: the Namespace (for this
+		// queue's jobs only), its default ServiceAccount and the Armada's
+		// executors' and binoculars' RoleBindings there, here and (jobs
+		// run wherever the Armada has executors) in each worker cluster.
 		key := keyNamespacePrefix + ns
-		if xr.Namespace != "" {
-			out.Objects = append(out.Objects, target.ObjectIn(home, xr.Name+"-"+key, key, *ref, obj, false))
-		} else {
-			out.Objects = append(out.Objects, armada.Object{Key: key, Object: obj})
-		}
-		// Jobs run wherever the Armada has executors: the namespace must
-		// exist in each worker cluster too.
-		out.Objects = append(out.Objects, target.InWorkerClusters(home, "team-"+name+"-"+key, obj)...)
-		// The Armada's executors and binoculars may work in it, and in no
-		// namespace that is not a job namespace.
-		local, remote := target.JobAccess(home, ns, key+"-")
+		local, remote := target.JobNamespaceObjects(owner, home, armada.JobNamespaceSpec{
+			Name: ns, Queues: []string{name}, Labels: map[string]string{LabelQueue: name}, Key: key, WorkerKey: "team-" + name + "-" + key,
+		})
 		for _, o := range local {
 			if xr.Namespace != "" {
 				o = target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
