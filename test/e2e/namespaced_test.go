@@ -312,13 +312,13 @@ func TestNamespaced(t *testing.T) {
 			"spec": map[string]any{
 				"armada":      map[string]any{"name": "armada", "namespace": teams[0]},
 				"groupOwners": []any{"team-research"},
-				"namespaces":  []any{teams[1] + "-jobs"},
+				"namespaces":  []any{teams[1] + "-research"},
 			},
 		}}
 		if err := members[teams[1]].Create(context.Background(), q); err != nil {
 			t.Fatalf("a member with only namespace rights cannot create their ArmadaQueue: %v", err)
 		}
-		jobs, queue := teams[1]+"-jobs", "armada-queue-research"
+		jobs, queue := teams[1]+"-research", "armada-queue-research"
 		waitFor(t, "team b's queue composed", func() (bool, string) {
 			u := get(t, claimAPIVersion, "ArmadaQueue", teams[1], "research")
 			s, r, m := condition(u, "Accepted")
@@ -334,10 +334,11 @@ func TestNamespaced(t *testing.T) {
 				t.Errorf("team b's ArmadaQueue composed a %v directly, want only provider-kubernetes Objects", k)
 			}
 		}
-		// The queue, the namespace, and the RoleBindings there of team a's
-		// executor and binoculars (docs/guides/least-privilege.md).
-		if len(raw) != 4 {
-			t.Errorf("team b's ArmadaQueue composed %d resources, want 4 Objects (queue, namespace and two RoleBindings)", len(raw))
+		// The queue, the namespace, its default ServiceAccount and the
+		// RoleBindings there of team a's executor and binoculars
+		// (docs/guides/least-privilege.md).
+		if len(raw) != 5 {
+			t.Errorf("team b's ArmadaQueue composed %d resources, want 5 Objects (queue, namespace, ServiceAccount and two RoleBindings)", len(raw))
 		}
 		waitFor(t, "team a's executor and binoculars bound in team b's job namespace", func() (bool, string) {
 			rbs := &rbacv1.RoleBindingList{}
