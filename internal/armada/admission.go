@@ -135,7 +135,8 @@ func (in *Install) admissionPolicy(users []string) *admissionv1.ValidatingAdmiss
 					Reason:     forbidden,
 					Message: ruleMessage(RuleJobNamespace, fmt.Sprintf("Armada %s runs a job only in a job namespace of its queue "+
 						"(the claim's spec.jobNamespaces for its spec.queues, a team queue's spec.namespaces for that queue); submit it with one as its namespace", ref)),
-					MessageExpression: fmt.Sprintf("%q + request.namespace + %q + (variables.queue == '' ? '(none)' : variables.queue) + %q", "rule "+RuleJobNamespace+": namespace ",
+					MessageExpression: fmt.Sprintf("%q + request.namespace + %q + (variables.queue == '' ? '(none)' : variables.queue) + %q",
+						"rule "+RuleJobNamespace+": namespace ",
 						" is not a job namespace of queue ", fmt.Sprintf(" on Armada %s (the claim's spec.jobNamespaces for its spec.queues, "+
 							"a team queue's spec.namespaces for that queue); submit the job with one as its namespace", ref)),
 				},

@@ -2,6 +2,7 @@ package armada
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,6 +37,8 @@ const (
 	// KeyJobNamespacePrefix prefixes the composition resource names of
 	// the claim's job namespaces.
 	KeyJobNamespacePrefix = "jobnamespace-"
+	// partOfArmada is the part-of label of what the function composes.
+	partOfArmada = "armada"
 	// defaultServiceAccount is the ServiceAccount a pod without one runs
 	// as.
 	defaultServiceAccount = "default"
@@ -79,10 +82,8 @@ func (in *Install) checkJobNamespaces() field.ErrorList {
 // JobNamespace is a job namespace ns where the jobs of queues run, marked
 // for owner. labels are added to the Armada's own.
 func (in *Install) JobNamespace(owner Owner, ns string, queues []string, labels map[string]string) *corev1.Namespace {
-	l := map[string]string{labelPartOf: "armada", labelManagedBy: "function-armada"}
-	for k, v := range labels {
-		l[k] = v
-	}
+	l := jobObjectLabels()
+	maps.Copy(l, labels)
 	q := slices.Clone(queues)
 	slices.Sort(q)
 	obj := &corev1.Namespace{
@@ -96,13 +97,19 @@ func (in *Install) JobNamespace(owner Owner, ns string, queues []string, labels 
 	return obj
 }
 
+// jobObjectLabels are a job namespace's labels, and its ServiceAccount's:
+// not a component's, whose Services and NetworkPolicies select on them.
+func jobObjectLabels() map[string]string {
+	return map[string]string{labelPartOf: partOfArmada, labelManagedBy: "function-armada"}
+}
+
 // jobServiceAccount is a job namespace's default ServiceAccount: a job's
 // pod runs as it and mounts no token (the admission policy refuses a pod
 // with one).
 func jobServiceAccount(ns string) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta:                   metav1.ObjectMeta{Name: defaultServiceAccount, Namespace: ns, Labels: map[string]string{labelPartOf: "armada", labelManagedBy: "function-armada"}},
+		ObjectMeta:                   metav1.ObjectMeta{Name: defaultServiceAccount, Namespace: ns, Labels: jobObjectLabels()},
 		AutomountServiceAccountToken: ptr.To(false),
 	}
 }

@@ -19,6 +19,7 @@ import (
 // well-behaved job in the job namespace still succeeds (the Succeeded
 // subtest).
 func testAttackJobs(t *testing.T, f *flow, submitterPassword string) {
+	t.Helper()
 	ctx := t.Context()
 	a := f.a
 	withPod := func(ns string, mod func(job, pod map[string]any)) map[string]any {
