@@ -344,13 +344,13 @@ func LookoutJobs(ctx context.Context, l Lookout, user, password, jobSet string) 
 	return out.Jobs, nil
 }
 
-// LookoutJobError is the error Lookout shows for a job (its API's
-// getJobError): a failed job's failure reason.
-func LookoutJobError(ctx context.Context, l Lookout, user, password, jobID string) (string, error) {
+// LookoutRunError is the error Lookout shows for a job's run (its API's
+// getJobRunError): why a failed run failed.
+func LookoutRunError(ctx context.Context, l Lookout, user, password, runID string) (string, error) {
 	var out struct {
 		ErrorString string `json:"errorString"`
 	}
-	if err := lookoutPost(ctx, l, user, password, "/api/v1/jobError", fmt.Sprintf(`{"jobId":%q}`, jobID), &out); err != nil {
+	if err := lookoutPost(ctx, l, user, password, "/api/v1/jobRunError", fmt.Sprintf(`{"runId":%q}`, runID), &out); err != nil {
 		return "", err
 	}
 	return out.ErrorString, nil
