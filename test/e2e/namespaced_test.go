@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,6 +151,35 @@ func clusterScoped(t *testing.T, ns, name string) []string {
 	for _, crb := range crbs.Items {
 		if strings.HasPrefix(crb.Name, "armada:"+ns+":") {
 			out = append(out, "ClusterRoleBinding "+crb.Name)
+		}
+	}
+	// Its job namespaces, annotated for it, and its admission policy and
+	// binding, named for it.
+	nss := &corev1.NamespaceList{}
+	vaps := &admissionv1.ValidatingAdmissionPolicyList{}
+	vapbs := &admissionv1.ValidatingAdmissionPolicyBindingList{}
+	if err := kube().List(ctx, nss); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []client.ObjectList{vaps, vapbs} {
+		if err := kube().List(ctx, l, sel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nss.Items {
+		if n.Annotations[armada.AnnotationArmada] == ns+"/"+name && n.DeletionTimestamp == nil {
+			out = append(out, "Namespace "+n.Name)
+		}
+	}
+	policy := name + "." + ns + ".jobs.armadaproject.io"
+	for _, p := range vaps.Items {
+		if p.Name == policy {
+			out = append(out, "ValidatingAdmissionPolicy "+p.Name)
+		}
+	}
+	for _, b := range vapbs.Items {
+		if b.Name == policy {
+			out = append(out, "ValidatingAdmissionPolicyBinding "+b.Name)
 		}
 	}
 	sort.Strings(out)
