@@ -114,6 +114,23 @@ type ArmadaSpec struct {
 	// +optional
 	Queues []ArmadaQueue `json:"queues,omitempty"`
 
+	// JobNamespaces are the namespaces the jobs of spec.queues run in,
+	// created for that purpose (never adopted: each must not exist yet, or
+	// be this Armada's own) in this cluster and in every worker cluster,
+	// each with a default ServiceAccount that mounts no token. The
+	// executor may create pods only there (and in team queues' own
+	// namespaces), and an admission policy admits a job's pod only in a
+	// job namespace of its queue. Never the Armada's own namespace nor the
+	// platform's (kube-*, default, crossplane-system). Defaults to one
+	// namespace, <Armada's namespace>-jobs.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.all(n, !n.startsWith('kube-') && n != 'default' && n != 'crossplane-system')",message="spec.jobNamespaces cannot name the platform's namespaces (kube-*, default, crossplane-system): name namespaces for the jobs that do not exist yet"
+	// +listType=set
+	// +optional
+	JobNamespaces []string `json:"jobNamespaces,omitempty"`
+
 	// Ingress exposes the server's gRPC and REST APIs and Lookout.
 	// +optional
 	Ingress *Ingress `json:"ingress,omitempty"`

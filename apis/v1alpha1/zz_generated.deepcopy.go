@@ -146,6 +146,11 @@ func (in *ArmadaSpec) DeepCopyInto(out *ArmadaSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.JobNamespaces != nil {
+		in, out := &in.JobNamespaces, &out.JobNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Ingress != nil {
 		in, out := &in.Ingress, &out.Ingress
 		*out = new(Ingress)

@@ -177,7 +177,12 @@ func checkComposedRBAC(t *testing.T, what string, in *Install, c composedRBAC, f
 	for cluster, bs := range c.rbs {
 		for _, b := range bs {
 			subjectsOK("RoleBinding "+b.Namespace+"/"+b.Name, b.Subjects)
-			if !slices.Contains(jobNS, b.Namespace) {
+			switch {
+			case b.RoleRef.Kind == "Role" && b.Namespace == in.Namespace:
+				// The scheduler's lease Role, beside it.
+			case b.Namespace == in.Namespace:
+				t.Errorf("%s: RoleBinding %s (cluster %q) binds %s in the Armada's own namespace, where jobs never run", what, b.Name, cluster, b.RoleRef.Name)
+			case !slices.Contains(jobNS, b.Namespace):
 				t.Errorf("%s: RoleBinding %s (cluster %q) is in namespace %s, not a job namespace %v", what, b.Name, cluster, b.Namespace, jobNS)
 			}
 			var rules []rbacv1.PolicyRule
@@ -237,7 +242,7 @@ func TestComposedSubjectsLeastPrivilege(t *testing.T) {
 			for _, bs := range c.rbs {
 				bindings += len(bs)
 			}
-			checkComposedRBAC(t, what, in, c, fixed, in.Namespace)
+			checkComposedRBAC(t, what, in, c, fixed, in.JobNamespaces()...)
 
 			local, remote := in.JobAccess(in.Namespace, "team-jobs", "ns-")
 			team := decodeRBAC(t, append(local, remote...), "")

@@ -14,8 +14,8 @@ import (
 //
 // The executor reads pods, nodes, events, services, ingresses and
 // endpointslices in every namespace (its informers are cluster-wide), and
-// writes only in the Armada's job namespaces: the Armada's own and those
-// of the team queues attached to it. So each component with Kubernetes
+// writes only in the Armada's job namespaces: the claim's (never the
+// Armada's own, see jobns.go) and those of the team queues attached to it. So each component with Kubernetes
 // rights has up to two fixed ClusterRoles: armada-crossplane:<component>
 // with its cluster-wide reads, bound by a ClusterRoleBinding, and
 // armada-crossplane:<component>-jobs with its writes, bound only by
@@ -112,19 +112,14 @@ func (in *Install) jobRoleBinding(ns, role, instance string) *rbacv1.RoleBinding
 	}
 }
 
-// instanceRBAC composes an instance's bindings: its cluster-wide reads,
-// and its job rules in the Armada's own namespace, the first of its job
-// namespaces (team queues compose theirs, see JobAccess). While rendering
-// for a worker cluster (to) they go there.
+// instanceRBAC composes an instance's cluster-wide reads. While rendering
+// for a worker cluster (to) they go there. Its job rules are bound only in
+// job namespaces, never in the Armada's own (JobNamespaceObjects).
 func (r *renderer) instanceRBAC(inst *instance, to *clusterRef) {
 	in, name := r.in, inst.Name
 	if len(inst.ClusterRules) > 0 {
 		key := name + "-clusterrolebinding"
 		r.addClusterScoped(to, key, in.clusterRoleBinding(in.instanceClusterRole(inst), name), r.exists(key))
-	}
-	if len(inst.JobRules) > 0 {
-		key := name + jobsSuffix + "-rolebinding"
-		r.addTo(to, key, in.jobRoleBinding(in.Namespace, in.instanceJobRole(inst), name), r.exists(key))
 	}
 }
 

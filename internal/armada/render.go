@@ -11,6 +11,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/tenancy"
 )
 
 // Composition resource names that observation depends on.
@@ -90,6 +91,10 @@ type Options struct {
 	// clock (a manifest rendered offline): certificates are then those of
 	// the first window, leaves valid as long as the CA.
 	Now time.Time
+	// Tenancy is the ArmadaTenancyPolicy of the claim's tenant, whose
+	// spec.jobNamespaces the claim's job namespaces carry (tenancy.Policy's
+	// JobNamespace); the zero value is the built-in default.
+	Tenancy tenancy.Policy
 }
 
 // renderer accumulates one render.
@@ -184,6 +189,8 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	r.cluster()
+	r.jobNamespaces()
+	r.admissionPolicies()
 	r.networkPolicies(insts)
 	r.remoteClusterObjects()
 	r.queues(r.passwords[userQueues])

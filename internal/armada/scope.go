@@ -2,6 +2,7 @@ package armada
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,15 +77,14 @@ func (in *Install) clusterScoped() []string {
 			break
 		}
 	}
+	if in.hasLocalExecutor() {
+		kinds = append(kinds, "job Namespaces", "ValidatingAdmissionPolicies")
+	}
 	return kinds
 }
 
 func (in *Install) clusterScopedSummary() string {
-	kinds := in.clusterScoped()
-	if len(kinds) == 2 {
-		return kinds[0] + ", " + kinds[1]
-	}
-	return kinds[0]
+	return strings.Join(in.clusterScoped(), ", ")
 }
 
 // Namespaced says whether the install is a namespaced XR's.

@@ -95,6 +95,7 @@ func New(xr XR) (*Install, field.ErrorList) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), in.Name, msg))
 	}
 	errs = append(errs, in.checkComposedNames()...)
+	errs = append(errs, in.checkJobNamespaces()...)
 	errs = append(errs, in.validateRotation()...)
 	return in, errs
 }

@@ -33,7 +33,7 @@ func (in *Install) selector(component string) map[string]string {
 // labels are an object's labels: its selector labels plus ownership.
 func (in *Install) labels(component string) map[string]string {
 	l := in.selector(component)
-	l[labelPartOf] = "armada"
+	l[labelPartOf] = partOfArmada
 	l[labelManagedBy] = "function-armada"
 	return l
 }

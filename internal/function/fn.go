@@ -114,8 +114,14 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
+	if errs := in.CheckJobNamespaces(requiredByName(req, jobNamespaceRequirement), observedKeys(observed, armada.KeyJobNamespacePrefix)); len(errs) > 0 {
+		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
+		return
+	}
 	requirePriorityClasses(rsp, in.PriorityClasses())
-	if refuse(rsp, kind, checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr)) {
+	requireJobNamespaces(rsp, in.JobNamespaces())
+	policy, err := checkArmadaTenancy(req, rsp, &oxr.Resource.Unstructured, in, xr)
+	if refuse(rsp, kind, err) {
 		return
 	}
 
@@ -127,6 +133,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		TLSMemo: f.tls,
 		Created: oxr.Resource.GetCreationTimestamp().Time,
 		Now:     f.certTime(),
+		Tenancy: policy,
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
@@ -174,6 +181,22 @@ func requirePriorityClasses(rsp *fnv1.RunFunctionResponse, names []string) {
 		}
 	}
 	rsp.Requirements = &fnv1.Requirements{Resources: sel}
+}
+
+// jobNamespaceRequirement prefixes the requirement names of the claim's
+// job namespaces.
+const jobNamespaceRequirement = "jobnamespace-"
+
+// requireJobNamespaces asks Crossplane for the claim's job namespaces, so
+// the function sees which exist before it composes them.
+func requireJobNamespaces(rsp *fnv1.RunFunctionResponse, names []string) {
+	for _, n := range names {
+		require(rsp, jobNamespaceRequirement+n, &fnv1.ResourceSelector{
+			ApiVersion: "v1",
+			Kind:       "Namespace",
+			Match:      &fnv1.ResourceSelector_MatchName{MatchName: n},
+		})
+	}
 }
 
 // decodeXR reads the fields rendering needs from an XR of either shape: a

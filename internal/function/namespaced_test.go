@@ -48,7 +48,7 @@ func TestRunFunctionNamespaced(t *testing.T) {
 			reason: "Without spec.clusterScope the function refuses, saying what to configure.",
 			xr:     strings.Replace(namespacedXR, `"clusterScope": {"providerConfigRef": {"name": "in-cluster"}},`, "", 1),
 			refusal: "invalid Armada: spec.clusterScope.providerConfigRef: Required value: a namespaced Armada composes its cluster-scoped " +
-				"objects (PriorityClasses, ClusterRoleBindings) as provider-kubernetes Objects in namespace team-a; " +
+				"objects (PriorityClasses, ClusterRoleBindings, job Namespaces, ValidatingAdmissionPolicies) as provider-kubernetes Objects in namespace team-a; " +
 				"name the kubernetes.m.crossplane.io ClusterProviderConfig (or a ProviderConfig in this namespace) that reaches this cluster",
 		},
 		"SpecNamespace": {
@@ -154,6 +154,7 @@ func TestRunFunctionNamespacedTeamQueue(t *testing.T) {
 	}
 	want := []obj{
 		{Key: "namespace-team-ml-jobs", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs", Manifest: "Namespace", ProviderConfig: "in-cluster"},
+		{Key: "namespace-team-ml-jobs-serviceaccount", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs-serviceaccount", Manifest: "ServiceAccount", ManifestNamespace: "team-ml-jobs", ProviderConfig: "in-cluster"},
 		{Key: "namespace-team-ml-jobs-binoculars-jobs", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs-binoculars-jobs", Manifest: "RoleBinding", ManifestNamespace: "team-ml-jobs", ProviderConfig: "in-cluster"},
 		{Key: "namespace-team-ml-jobs-executor-local-jobs", Kind: "Object", Namespace: "team-ml", Name: "ml-namespace-team-ml-jobs-executor-local-jobs", Manifest: "RoleBinding", ManifestNamespace: "team-ml-jobs", ProviderConfig: "in-cluster"},
 		{Key: "queue", Kind: "Object", Namespace: "team-ml", Name: "ml-queue", Manifest: "Queue", ManifestNamespace: "team-a", ProviderConfig: "in-cluster"},

@@ -87,7 +87,9 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 	all := append([]string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}, policies...)
 	// composed is what a team queue composes: its job namespace, the
 	// executor's and binoculars' RoleBindings there, and its Queue.
-	composed := []string{"namespace-team-ml-jobs", "namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs", "queue"}
+	composed := []string{
+		"namespace-team-ml-jobs", "namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs", "namespace-team-ml-jobs-serviceaccount", "queue",
+	}
 	cases := map[string]struct {
 		reason string
 		req    *fnv1.RunFunctionRequest
@@ -137,6 +139,15 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 			req:    withPolicies(request(namespaces("armada"), map[string][]string{targetRequirement: {validXR}, "namespace-armada": {namespaceJSON("armada", "")}, queueRequirement: nil}), anyName),
 			want: want{requested: append([]string{"namespace-armada", queueRequirement, targetRequirement}, policies...), desired: []string{}, fatal: "invalid XArmadaQueue: " +
 				"spec.namespaces[0]: Forbidden: namespace armada is Armada armada/armada's own; name a namespace for the team's jobs that does not exist yet"},
+		},
+		"ArmadasJobNamespace": {
+			reason: "The target Armada's own queues' job namespace is never a team's, existing or not, even where the policy allows any name: its queue's jobs would run there.",
+			req: withPolicies(request(namespaces("armada-jobs"), map[string][]string{
+				targetRequirement: {validXR}, "namespace-armada-jobs": nil, queueRequirement: nil,
+			}), anyName),
+			want: want{requested: append([]string{"namespace-armada-jobs", queueRequirement, targetRequirement}, policies...), desired: []string{}, fatal: "invalid XArmadaQueue: " +
+				"spec.namespaces[0]: Forbidden: namespace armada-jobs is a job namespace of Armada armada/armada's own queues (its spec.jobNamespaces); " +
+				"name a namespace for the team's jobs that does not exist yet"},
 		},
 		"PlatformNamespaces": {
 			reason: "Kubernetes' and Crossplane's namespaces are never a team's job namespaces, existing or not, even where the policy allows any name.",

@@ -84,22 +84,25 @@ func tenantNamespace(obj *unstructured.Unstructured) string {
 }
 
 // checkArmadaTenancy asks for the tenancy policies of the Armada's tenant
-// and refuses what the policy does not allow.
-func checkArmadaTenancy(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj *unstructured.Unstructured, in *armada.Install, xr armada.XR) error {
+// and refuses what the policy does not allow (the claim's job namespace
+// names among it). It returns the policy the claim's job namespaces are
+// composed under, the built-in one until Crossplane has fetched it.
+func checkArmadaTenancy(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj *unstructured.Unstructured, in *armada.Install, xr armada.XR) (tenancy.Policy, error) {
 	tenant := tenantNamespace(obj)
 	if tenant == "" {
-		return nil
+		return tenancy.Policy{}, nil
 	}
 	requireTenancyPolicies(rsp, tenant)
 	p, fetched, err := tenancyPolicy(req, tenant)
 	if !fetched {
-		return err
+		return p, err
 	}
 	errs := p.CheckArmada(tenancy.Armada{Namespace: tenant, Spec: &in.Spec, Written: &xr.Spec, ClusterScope: armada.ClusterScopeRef(xr.ClusterScope)})
+	errs = append(errs, p.CheckJobNamespaces(tenant, field.NewPath("spec", "jobNamespaces"), in.JobNamespaces())...)
 	if len(errs) > 0 {
-		return errs.ToAggregate()
+		return p, errs.ToAggregate()
 	}
-	return nil
+	return p, nil
 }
 
 // queueTenancy is the tenancy policy of a team queue's tenant and what it

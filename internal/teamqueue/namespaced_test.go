@@ -48,6 +48,7 @@ func TestRenderNamespaced(t *testing.T) {
 			want: []obj{
 				{Key: "queue", Kind: "Queue", Namespace: "armada"},
 				{Key: "namespace-team-ml-jobs", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
+				{Key: "namespace-team-ml-jobs-serviceaccount", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
 				{Key: "namespace-team-ml-jobs-binoculars-jobs", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
 				{Key: "namespace-team-ml-jobs-executor-local-jobs", Kind: "Object", Namespace: "armada", ProviderConfig: "ClusterProviderConfig/in-cluster"},
 			},
@@ -59,6 +60,7 @@ func TestRenderNamespaced(t *testing.T) {
 			want: []obj{
 				{Key: "queue", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
 				{Key: "namespace-team-ml-jobs", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
+				{Key: "namespace-team-ml-jobs-serviceaccount", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
 				{Key: "namespace-team-ml-jobs-binoculars-jobs", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
 				{Key: "namespace-team-ml-jobs-executor-local-jobs", Kind: "Object", Namespace: "team-ml", ProviderConfig: "ProviderConfig/team"},
 			},

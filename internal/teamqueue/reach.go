@@ -56,6 +56,11 @@ func CheckReach(xr XR, target *armada.Install, found Existing) field.ErrorList {
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf(
 				"namespace %s is Armada %s/%s's own; name a namespace for the team's jobs that does not exist yet", ns, target.Namespace, target.Name)))
 			continue
+		case slices.Contains(target.JobNamespaces(), ns):
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf(
+				"namespace %s is a job namespace of Armada %s/%s's own queues (its spec.jobNamespaces); name a namespace for the team's jobs that does not exist yet",
+				ns, target.Namespace, target.Name)))
+			continue
 		case strings.HasPrefix(ns, kubePrefix) || slices.Contains(platformNamespaces, ns):
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf(
 				"namespace %s is the platform's; name a namespace for the team's jobs that does not exist yet", ns)))

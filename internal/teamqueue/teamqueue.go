@@ -12,8 +12,6 @@ import (
 	"maps"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
@@ -176,10 +174,12 @@ func Render(xr XR, target *armada.Install, policy tenancy.Policy) (*Output, fiel
 	return out, nil
 }
 
-// jobNamespace composes job namespace ns of queue name on target: the
-// namespace with the policy's guard rails (a Pod Security level on it, its
-// ResourceQuota and LimitRange in it), here and in every worker cluster,
-// and the RoleBindings there for the Armada's executors and binoculars. A
+// jobNamespace composes job namespace ns of queue name on target through
+// the shared job-namespace builder: the Namespace (for this queue's jobs
+// only) with the policy's guard rails (a Pod Security level on it, its
+// ResourceQuota and LimitRange in it), its default ServiceAccount and the
+// Armada's executors' and binoculars' RoleBindings there, here and (jobs
+// run wherever the Armada has executors) in each worker cluster. A
 // namespaced queue composes what is in this cluster through Objects of
 // ref in its own namespace.
 func (xr XR) jobNamespace(target *armada.Install, ref *v1alpha1.ProviderConfigRef, policy tenancy.Policy, name, ns string) []armada.Object {
@@ -187,42 +187,17 @@ func (xr XR) jobNamespace(target *armada.Install, ref *v1alpha1.ProviderConfigRe
 	if xr.Namespace != "" {
 		home = xr.Namespace
 	}
-	here := func(o armada.Object) armada.Object {
-		if xr.Namespace != "" {
-			return target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
-		}
-		return o
-	}
-	guard := policy.JobNamespace(ns)
-	labels := map[string]string{
-		LabelQueue:                     name,
-		"app.kubernetes.io/managed-by": "function-armada",
-		"app.kubernetes.io/part-of":    "armada",
-	}
-	maps.Copy(labels, guard.Labels)
 	key := keyNamespacePrefix + ns
-	objs := make([]armada.Object, 0, 1+len(guard.Objects))
-	objs = append(objs, armada.Object{Key: key, Object: &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
-	}})
-	for _, g := range guard.Objects {
-		objs = append(objs, armada.Object{Key: key + g.Suffix, Object: g.Object})
-	}
-	owner := xr.Owner()
-	var out []armada.Object
-	for _, o := range objs {
-		owner.Stamp(o.Object)
-		out = append(out, here(o))
-		// Jobs run wherever the Armada has executors: the namespace and
-		// its guard rails must exist in each worker cluster too.
-		out = append(out, target.InWorkerClusters(home, "team-"+name+"-"+o.Key, o.Object)...)
-	}
-	// The Armada's executors and binoculars may work in it, and in no
-	// namespace that is not a job namespace.
-	local, remote := target.JobAccess(home, ns, key+"-")
+	local, remote := target.JobNamespaceObjects(xr.Owner(), home, armada.JobNamespaceSpec{
+		Name: ns, Queues: []string{name}, Labels: map[string]string{LabelQueue: name}, Key: key, WorkerKey: "team-" + name + "-" + key,
+		Guard: policy.JobNamespace(ns),
+	})
+	out := make([]armada.Object, 0, len(local)+len(remote))
 	for _, o := range local {
-		out = append(out, here(o))
+		if xr.Namespace != "" {
+			o = target.ObjectIn(home, xr.Name+"-"+o.Key, o.Key, *ref, o.Object, false)
+		}
+		out = append(out, o)
 	}
 	return append(out, remote...)
 }

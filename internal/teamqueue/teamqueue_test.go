@@ -80,7 +80,10 @@ func TestRender(t *testing.T) {
 						"armada-armada-0abc57-default": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "0.25"}},
 					},
 				},
-				keys: []string{KeyQueue, "namespace-team-ml-jobs", "namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs"},
+				keys: []string{
+					KeyQueue, "namespace-team-ml-jobs", "namespace-team-ml-jobs-serviceaccount",
+					"namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs",
+				},
 				status: v1alpha1.ArmadaQueueStatus{
 					Queue: "ml", Armada: "armada/armada", Endpoint: "armada-server.armada.svc:50051", Namespaces: []string{"team-ml-jobs"},
 				},
@@ -133,8 +136,20 @@ func TestRender(t *testing.T) {
 				t.Errorf("%s\nqueue %s/%s (external name %q) uses ProviderConfig %q; want armada/…, ml, armada-armada",
 					tc.reason, q.Namespace, q.Name, q.Annotations["crossplane.io/external-name"], q.Spec.ProviderConfigReference.Name)
 			}
-			if ns := out.Objects[1].Object.(*corev1.Namespace); ns.Labels[LabelQueue] != "ml" {
+			ns := out.Objects[1].Object.(*corev1.Namespace)
+			if ns.Labels[LabelQueue] != "ml" {
 				t.Errorf("%s\nnamespace %s labels %v, want %s=ml", tc.reason, ns.Name, ns.Labels, LabelQueue)
+			}
+			// What the Armada's admission policy reads: only queue ml's
+			// jobs of Armada armada/armada run there.
+			wantAnn := map[string]string{armada.AnnotationArmada: "armada/armada", armada.AnnotationQueues: "ml", armada.AnnotationOwner: "ArmadaQueueClaim team-ml/ml"}
+			if diff := cmp.Diff(wantAnn, ns.Annotations); diff != "" {
+				t.Errorf("%s\nnamespace annotations: -want, +got:\n%s", tc.reason, diff)
+			}
+			sa := out.Objects[2].Object.(*corev1.ServiceAccount)
+			if sa.Name != "default" || sa.Namespace != "team-ml-jobs" || sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+				t.Errorf("%s\nServiceAccount %s/%s automounts a token (%v); want team-ml-jobs/default with automountServiceAccountToken false",
+					tc.reason, sa.Namespace, sa.Name, sa.AutomountServiceAccountToken)
 			}
 			if diff := cmp.Diff(tc.want.status, out.Status); diff != "" {
 				t.Errorf("%s\nstatus: -want, +got:\n%s", tc.reason, diff)
@@ -174,6 +189,9 @@ func TestNamespacesInWorkerClusters(t *testing.T) {
 	want := map[string]string{
 		"cluster-worker-a-team-ml-namespace-team-ml-jobs":    "worker-a:team-ml-jobs",
 		"cluster-pc-worker-b-team-ml-namespace-team-ml-jobs": "worker-b:team-ml-jobs",
+		// Its default ServiceAccount, which mounts no token, too.
+		"cluster-worker-a-team-ml-namespace-team-ml-jobs-serviceaccount":    "worker-a:default",
+		"cluster-pc-worker-b-team-ml-namespace-team-ml-jobs-serviceaccount": "worker-b:default",
 		// Each remote executor may work in it in its own cluster.
 		"cluster-worker-a-namespace-team-ml-jobs-executor-a-jobs":    "worker-a:armada:armada:armada-executor-a-jobs",
 		"cluster-worker-a-namespace-team-ml-jobs-executor-a2-jobs":   "worker-a:armada:armada:armada-executor-a2-jobs",

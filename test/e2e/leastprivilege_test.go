@@ -94,8 +94,11 @@ func beyondReach(ns, other string, own bool) []access {
 		{verb: "create", group: rbacv1.GroupName, resource: "rolebindings", ns: other},
 	}
 	if !own {
-		// Only the tenant's edit role grants these in its own namespace.
+		// Only the tenant's edit role grants these in its own namespace,
+		// and no composed identity may place a pod in the Armada's own
+		// namespace: jobs never run beside the Armada.
 		out = append(out,
+			access{verb: "create", resource: "pods", ns: ns},
 			access{verb: "impersonate", resource: "serviceaccounts", ns: ns},
 			access{verb: "create", resource: "serviceaccounts", sub: "token", ns: ns},
 			access{verb: "get", resource: "secrets", ns: ns},
@@ -124,7 +127,8 @@ func TestComposedIdentitiesLeastPrivilege(t *testing.T) {
 	queue := teamQueueClaim(ns, ns, claim.GetName())
 	apply(t, queue)
 	t.Cleanup(func() { _ = kube().Delete(ctx, queue) })
-	jobs := ns + "-jobs"
+	// The claim's own job namespace and the team queue's.
+	jobs, team := ns+"-jobs", ns+"-ml"
 
 	executorSA := claim.GetName() + "-executor-team-a"
 	binocularsSA := claim.GetName() + "-binoculars"
@@ -134,14 +138,14 @@ func TestComposedIdentitiesLeastPrivilege(t *testing.T) {
 			{verb: "list", resource: "pods"},
 			{verb: "watch", resource: "nodes"},
 			{verb: "list", resource: "events"},
-			{verb: "create", resource: "pods", ns: ns},
-			{verb: "delete", resource: "pods", ns: ns},
 			{verb: "create", resource: "pods", ns: jobs},
+			{verb: "delete", resource: "pods", ns: jobs},
 			{verb: "patch", resource: "pods", ns: jobs},
 			{verb: "create", resource: "services", ns: jobs},
 			{verb: "create", group: "networking.k8s.io", resource: "ingresses", ns: jobs},
+			{verb: "create", resource: "pods", ns: team},
 		},
-		binocularsSA: {{verb: "get", resource: "pods", sub: "log", ns: ns}, {verb: "get", resource: "pods", sub: "log", ns: jobs}},
+		binocularsSA: {{verb: "get", resource: "pods", sub: "log", ns: jobs}, {verb: "get", resource: "pods", sub: "log", ns: team}},
 	}
 	waitFor(t, "the composed identities bound in the Armada's job namespaces", func() (bool, string) {
 		for sa, as := range needs {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,6 +151,35 @@ func clusterScoped(t *testing.T, ns, name string) []string {
 	for _, crb := range crbs.Items {
 		if strings.HasPrefix(crb.Name, "armada:"+ns+":") {
 			out = append(out, "ClusterRoleBinding "+crb.Name)
+		}
+	}
+	// Its job namespaces, annotated for it, and its admission policy and
+	// binding, named for it.
+	nss := &corev1.NamespaceList{}
+	vaps := &admissionv1.ValidatingAdmissionPolicyList{}
+	vapbs := &admissionv1.ValidatingAdmissionPolicyBindingList{}
+	if err := kube().List(ctx, nss); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []client.ObjectList{vaps, vapbs} {
+		if err := kube().List(ctx, l, sel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nss.Items {
+		if n.Annotations[armada.AnnotationArmada] == ns+"/"+name && n.DeletionTimestamp == nil {
+			out = append(out, "Namespace "+n.Name)
+		}
+	}
+	policy := name + "." + ns + ".jobs.armadaproject.io"
+	for _, p := range vaps.Items {
+		if p.Name == policy {
+			out = append(out, "ValidatingAdmissionPolicy "+p.Name)
+		}
+	}
+	for _, b := range vapbs.Items {
+		if b.Name == policy {
+			out = append(out, "ValidatingAdmissionPolicyBinding "+b.Name)
 		}
 	}
 	sort.Strings(out)
@@ -312,13 +343,13 @@ func TestNamespaced(t *testing.T) {
 			"spec": map[string]any{
 				"armada":      map[string]any{"name": "armada", "namespace": teams[0]},
 				"groupOwners": []any{"team-research"},
-				"namespaces":  []any{teams[1] + "-jobs"},
+				"namespaces":  []any{teams[1] + "-research"},
 			},
 		}}
 		if err := members[teams[1]].Create(context.Background(), q); err != nil {
 			t.Fatalf("a member with only namespace rights cannot create their ArmadaQueue: %v", err)
 		}
-		jobs, queue := teams[1]+"-jobs", "armada-queue-research"
+		jobs, queue := teams[1]+"-research", "armada-queue-research"
 		waitFor(t, "team b's queue composed", func() (bool, string) {
 			u := get(t, claimAPIVersion, "ArmadaQueue", teams[1], "research")
 			s, r, m := condition(u, "Accepted")
@@ -334,10 +365,11 @@ func TestNamespaced(t *testing.T) {
 				t.Errorf("team b's ArmadaQueue composed a %v directly, want only provider-kubernetes Objects", k)
 			}
 		}
-		// The queue, the namespace, and the RoleBindings there of team a's
-		// executor and binoculars (docs/guides/least-privilege.md).
-		if len(raw) != 4 {
-			t.Errorf("team b's ArmadaQueue composed %d resources, want 4 Objects (queue, namespace and two RoleBindings)", len(raw))
+		// The queue, the namespace, its default ServiceAccount and the
+		// RoleBindings there of team a's executor and binoculars
+		// (docs/guides/least-privilege.md).
+		if len(raw) != 5 {
+			t.Errorf("team b's ArmadaQueue composed %d resources, want 5 Objects (queue, namespace, ServiceAccount and two RoleBindings)", len(raw))
 		}
 		waitFor(t, "team a's executor and binoculars bound in team b's job namespace", func() (bool, string) {
 			rbs := &rbacv1.RoleBindingList{}

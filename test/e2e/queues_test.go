@@ -109,7 +109,9 @@ func teamQueueClaim(armadaNS, ns, armada string) *unstructured.Unstructured {
 		"spec": map[string]any{
 			"armada":      map[string]any{"name": armada, "namespace": armadaNS},
 			"groupOwners": []any{"team-ml"},
-			"namespaces":  []any{ns + "-jobs"},
+			// Not <ns>-jobs: that is an ArmadaClaim's default job
+			// namespace, which a team queue may not name.
+			"namespaces": []any{ns + "-ml"},
 		},
 	}}
 }

@@ -182,8 +182,8 @@ func TestTenancyPolicy(t *testing.T) {
 		if refs := queueRefs(t, q); len(refs) != 0 {
 			t.Errorf("the refused queue composed %v", refs)
 		}
-		if ns := get(t, "v1", "Namespace", "", nsB+"-jobs"); ns != nil {
-			t.Errorf("the refused queue's namespace %s exists", nsB+"-jobs")
+		if ns := get(t, "v1", "Namespace", "", nsB+"-ml"); ns != nil {
+			t.Errorf("the refused queue's namespace %s exists", nsB+"-ml")
 		}
 		unchanged(t, before, snapshot(t, a, b))
 
@@ -194,8 +194,8 @@ func TestTenancyPolicy(t *testing.T) {
 		accepted(t, "ArmadaQueueClaim", q, "True")
 		// Its job namespace, the RoleBindings there for tenant a's executor
 		// and binoculars, and its Queue, by composition resource name.
-		jobs := "namespace-" + nsB + "-jobs"
-		want := []string{jobs, jobs + "-binoculars-jobs", jobs + "-executor-local-jobs", "queue"}
+		jobs := "namespace-" + nsB + "-ml"
+		want := []string{jobs, jobs + "-binoculars-jobs", jobs + "-executor-local-jobs", jobs + "-serviceaccount", "queue"}
 		waitFor(t, "the allowed queue composed", func() (bool, string) {
 			d := cmp.Diff(want, queueComposed(t, q))
 			return d == "", "composed (-want +got):\n" + d

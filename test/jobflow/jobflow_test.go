@@ -31,9 +31,9 @@ const (
 	// queue is the queue provider-armada creates from the claim.
 	queue = "jobflow"
 	// jobsNamespace holds the jobs' pods: the claim's own queues run their
-	// jobs in the install's namespace, the one job namespace its executor's
-	// composed RoleBinding grants (team queues bring their own).
-	jobsNamespace = ns
+	// jobs in its default job namespace, <namespace>-jobs, never in the
+	// Armada's own (team queues bring their own).
+	jobsNamespace = ns + "-jobs"
 	// executorCluster is the in-cluster executor's clusterId, as the claim
 	// names it.
 	executorCluster = "kwok"
@@ -106,6 +106,8 @@ func TestJobFlow(t *testing.T) {
 			t.Errorf("lookout: job %s's run has exit code %v, want 3 (the job's kwok.armadaproject.io/exit-code)", jobs[0].JobID, deref(code))
 		}
 	})
+
+	t.Run("AttackJobsFail", func(t *testing.T) { testAttackJobs(t, f, submitterPassword) })
 
 	t.Run("Cancelled", func(t *testing.T) {
 		jobSet := "cancelled"

@@ -335,6 +335,30 @@ type Lookout struct {
 // status.endpoints.lookout names it) for a job set's jobs, as user.
 func LookoutJobs(ctx context.Context, l Lookout, user, password, jobSet string) ([]LookoutJob, error) {
 	body := fmt.Sprintf(`{"filters":[{"field":"jobSet","value":%q,"match":"exact"}],"order":{"field":"jobId","direction":"ASC"},"take":1000}`, jobSet)
+	var out struct {
+		Jobs []LookoutJob `json:"jobs"`
+	}
+	if err := lookoutPost(ctx, l, user, password, "/api/v1/jobs", body, &out); err != nil {
+		return nil, err
+	}
+	return out.Jobs, nil
+}
+
+// LookoutRunError is the error Lookout shows for a job's run (its API's
+// getJobRunError): why a failed run failed.
+func LookoutRunError(ctx context.Context, l Lookout, user, password, runID string) (string, error) {
+	var out struct {
+		ErrorString string `json:"errorString"`
+	}
+	if err := lookoutPost(ctx, l, user, password, "/api/v1/jobRunError", fmt.Sprintf(`{"runId":%q}`, runID), &out); err != nil {
+		return "", err
+	}
+	return out.ErrorString, nil
+}
+
+// lookoutPost posts body to Lookout's API at path as user and decodes
+// the answer into out.
+func lookoutPost(ctx context.Context, l Lookout, user, password, path, body string, out any) error {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			return l.Names.Dial(ctx, addr)
@@ -343,33 +367,26 @@ func LookoutJobs(ctx context.Context, l Lookout, user, password, jobSet string) 
 	if len(l.CA) > 0 {
 		roots := x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(l.CA) {
-			return nil, errors.New("cannot parse Lookout's CA: no PEM certificate")
+			return errors.New("cannot parse Lookout's CA: no PEM certificate")
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
-	url := l.URL
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/v1/jobs", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.URL+path, strings.NewReader(body))
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot build Lookout's request")
+		return errors.Wrap(err, "cannot build Lookout's request")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth(user, password)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot ask Lookout")
+		return errors.Wrap(err, "cannot ask Lookout")
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return nil, errors.Errorf("lookout answered %s: %s", resp.Status, b.String())
+		return errors.Errorf("lookout answered %s: %s", resp.Status, b.String())
 	}
-	var out struct {
-		Jobs []LookoutJob `json:"jobs"`
-	}
-	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
-		return nil, errors.Wrapf(err, "cannot parse lookout's answer %q", b.String())
-	}
-	return out.Jobs, nil
+	return errors.Wrapf(json.Unmarshal(b.Bytes(), out), "cannot parse lookout's answer %q", b.String())
 }

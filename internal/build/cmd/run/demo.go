@@ -147,7 +147,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 	password := cl.Credential(demoUser)
 	fmt.Printf("\nSubmitting one job to queue %s, job set %s, as %s (armadactl %s)...\n", queue, demoJobSet, demoUser, version)
 	submitted := time.Now()
-	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, jobflow.JobSpec(o.claim.GetNamespace(), nil)); err != nil {
+	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, jobflow.JobSpec(firstJobNamespace(o.claim), nil)); err != nil {
 		s.Fatalf("%s: %v\n%s", a.Command("submit", "demo.yaml"), err, out)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -284,6 +284,17 @@ func firstQueue(claim *unstructured.Unstructured) string {
 	m, _ := qs[0].(map[string]any)
 	name, _ := m["name"].(string)
 	return name
+}
+
+// firstJobNamespace is the first namespace the jobs of the claim's queues
+// run in: spec.jobNamespaces[0], else the default <namespace>-jobs. Never
+// the claim's own namespace: the Armada's admission policy refuses a job
+// there.
+func firstJobNamespace(claim *unstructured.Unstructured) string {
+	if ns, _, _ := unstructured.NestedStringSlice(claim.Object, "spec", "jobNamespaces"); len(ns) > 0 {
+		return ns[0]
+	}
+	return claim.GetNamespace() + "-jobs"
 }
 
 func firstLine(s string) string {
