@@ -70,6 +70,9 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
 		return
 	}
+	if refuse(rsp, kind, checkComposed(observed, oxr, xr.Owner())) {
+		return
+	}
 	if errs := teamqueue.CheckReach(xr, target, queueExisting(required, observed)); len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
