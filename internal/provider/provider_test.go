@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
@@ -212,9 +213,7 @@ func TestQueue(t *testing.T) {
 		if d := cmp.Diff("mine", queue.Created(q)); d != "" {
 			t.Errorf("annotation %s: -want, +got:\n%s", queue.AnnotationCreated, d)
 		}
-		e.update(ctx, t, ns, "mine", func(q *v1alpha1.Queue) {
-			q.SetAnnotations(map[string]string{"crossplane.io/external-name": "theirs"})
-		})
+		e.update(ctx, t, ns, "mine", func(q *v1alpha1.Queue) { meta.SetExternalName(q, "theirs") })
 		e.waitFor(ctx, t, ns, "mine", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileError,
 			"observe failed: this Queue created queue mine in Armada and now names queue theirs (crossplane.io/external-name): "+
 				"a Queue's queue name cannot change"))
