@@ -222,6 +222,18 @@ func TestQueueClaimRename(t *testing.T) {
 	change("setting spec.queueName to team y's queue (the claim's name was the default)", "x", func(c *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(c.Object, "ml", "spec", "queueName")
 	}, "spec.queueName is immutable", "the queue is x")
+	// Writing down the name it defaulted to changes nothing, and is allowed.
+	for {
+		c := get(t, claimAPIVersion, "ArmadaQueueClaim", "e2e-qrename-x", "x")
+		_ = unstructured.SetNestedField(c.Object, "x", "spec", "queueName")
+		err := tenant.Update(context.Background(), c)
+		if err == nil {
+			break
+		}
+		if !kerrors.IsConflict(err) {
+			t.Fatalf("setting spec.queueName to the claim's own name: %v", err)
+		}
+	}
 	change("changing spec.armada", "x", func(c *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(c.Object, "other", "spec", "armada", "name")
 	}, "spec.armada is immutable")
