@@ -3,6 +3,7 @@ package armada
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -19,7 +20,7 @@ import (
 
 // notAdoptedKinds are the kinds of manifest NotAdopted guards, each with
 // how messages name it.
-var notAdoptedKinds = map[string]string{"Namespace": "namespace", "PriorityClass": "PriorityClass"}
+var notAdoptedKinds = map[string]string{"Namespace": strings.ToLower("Namespace"), "PriorityClass": "PriorityClass"}
 
 // annotationCreateSucceeded is where crossplane-runtime records that a
 // managed resource created its external resource.

@@ -87,8 +87,8 @@ func TestNotAdoptedPriorityClass(t *testing.T) {
 	out := render(t, remoteSpec(), Observed{})
 	var key, name string
 	for _, o := range out.Objects {
-		if strings.HasPrefix(o.Key, "cluster-worker-a-priorityclass-") {
-			key, name = o.Key, strings.TrimPrefix(o.Key, "cluster-worker-a-priorityclass-")
+		if n, ok := strings.CutPrefix(o.Key, "cluster-worker-a-priorityclass-"); ok {
+			key, name = o.Key, n
 			break
 		}
 	}

@@ -5,10 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/function-sdk-go/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
@@ -47,6 +51,23 @@ func checkComposed(observed map[resource.Name]resource.ObservedComposed, oxr *re
 	return errors.Errorf("%s: Invalid value: names %s, which this %s did not compose: Crossplane would pass it to the "+
 		"function as composed, to be changed and deleted with it; remove it from %s (nothing is applied or deleted until then)",
 		refs, strings.Join(foreign, ", "), oxr.Resource.GetKind(), refs)
+}
+
+// ownObserved returns the XR's observed composed resources, or false after
+// a fatal result when they cannot be read or include one the XR did not
+// compose (checkComposed).
+func ownObserved(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, oxr *resource.Composite,
+	owner armada.Owner,
+) (map[resource.Name]resource.ObservedComposed, bool) {
+	observed, err := request.GetObservedComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
+		return nil, false
+	}
+	if refuse(rsp, oxr.Resource.GetKind(), checkComposed(observed, oxr, owner)) {
+		return nil, false
+	}
+	return observed, true
 }
 
 // composedBy says whether the XR with uid composed u: u carries the XR's

@@ -293,11 +293,13 @@ func TestResourceRefsCannotAdopt(t *testing.T) {
 	parallel(t)
 	ns, pcName := "e2e-adopt", "e2e-platform-high"
 	pc := &schedulingv1.PriorityClass{
-		ObjectMeta: metav1.ObjectMeta{Name: pcName, Labels: map[string]string{"owner": "platform"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pcName, Labels: map[string]string{"owner": "platform"},
 			// As a PriorityClass an Armada composed and left behind
 			// (deletionPolicy Orphan) carries it: Crossplane observes a
 			// referenced resource only with a composition resource name.
-			Annotations: map[string]string{"crossplane.io/composition-resource-name": "priorityclass-" + pcName}},
+			Annotations: map[string]string{"crossplane.io/composition-resource-name": "priorityclass-" + pcName},
+		},
 		Value: 100000,
 	}
 	if err := kube().Create(context.Background(), pc); err != nil {
