@@ -36,11 +36,16 @@ type XArmadaQueue struct {
 
 // ArmadaQueueSpec is a team's queue on a shared Armada.
 type ArmadaQueueSpec struct {
-	// Armada names the ArmadaClaim whose Armada holds the queue.
+	// Armada names the ArmadaClaim whose Armada holds the queue. It cannot
+	// change: create another queue claim for a queue on another Armada.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.armada is immutable: create another ArmadaQueueClaim (or ArmadaQueue) for a queue on another Armada"
 	Armada ArmadaReference `json:"armada"`
 
 	// QueueName is the queue's name in Armada. Defaults to the claim's
-	// name.
+	// name. It cannot change, nor be set or removed so the queue's name
+	// changes (cluster/admission refuses those): create another queue
+	// claim for another queue.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.queueName is immutable: create another ArmadaQueueClaim (or ArmadaQueue) for another queue"
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional

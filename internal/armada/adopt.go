@@ -3,19 +3,24 @@ package armada
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Namespaces composed in another cluster, through a provider-kubernetes
-// Object, cannot be looked up before they are composed: the function reads
-// only this cluster. provider-kubernetes would take over a namespace that
-// exists there already (apply its manifest, and delete it with the
+// Namespaces and PriorityClasses composed in another cluster, through a
+// provider-kubernetes Object, cannot be looked up before they are composed:
+// the function reads only this cluster. provider-kubernetes would take over
+// one that exists there already (apply its manifest, and delete it with the
 // Object). So such an Object never updates or deletes until it is known to
-// have created its namespace itself: crossplane-runtime records on the
-// Object when its Create succeeded, and Create runs only when the namespace
-// did not exist. An Object that found its namespace already there only
-// observes it, for good.
+// have created its object itself: crossplane-runtime records on the Object
+// when its Create succeeded, and Create runs only when the object did not
+// exist. An Object that found its object already there only observes it,
+// for good.
+
+// notAdoptedKinds are the kinds of manifest NotAdopted guards, each with
+// how messages name it.
+var notAdoptedKinds = map[string]string{"Namespace": strings.ToLower("Namespace"), "PriorityClass": "PriorityClass"}
 
 // annotationCreateSucceeded is where crossplane-runtime records that a
 // managed resource created its external resource.
@@ -29,12 +34,12 @@ var (
 )
 
 // NotAdopted makes every provider-kubernetes Object among objs that carries
-// a Namespace leave a namespace it did not create untouched: until the
-// observed Object (observed, by composition resource name) shows it
-// created its namespace, it may only observe and create; once it has, it
+// a Namespace or a PriorityClass leave one it did not create untouched:
+// until the observed Object (observed, by composition resource name) shows
+// it created its object, it may only observe and create; once it has, it
 // keeps the management policies it was composed with; if it found the
-// namespace already there (and still sees it), it only observes. It
-// returns a message for each namespace found already there.
+// object already there (and still sees it), it only observes. It returns a
+// message for each object found already there.
 func NotAdopted(objs []Object, observed map[string]*unstructured.Unstructured) []string {
 	var foreign []string
 	for _, o := range objs {
@@ -43,7 +48,8 @@ func NotAdopted(objs []Object, observed map[string]*unstructured.Unstructured) [
 			continue
 		}
 		kind, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "manifest", "kind")
-		if kind != "Namespace" {
+		what, guarded := notAdoptedKinds[kind]
+		if !guarded {
 			continue
 		}
 		seen := observed[o.Key]
@@ -54,8 +60,8 @@ func NotAdopted(objs []Object, observed map[string]*unstructured.Unstructured) [
 			_ = unstructured.SetNestedSlice(u.Object, slices.Clone(observeOnly), "spec", "managementPolicies")
 			name, _, _ := unstructured.NestedString(u.Object, "spec", "forProvider", "manifest", "metadata", "name")
 			pc, _, _ := unstructured.NestedString(u.Object, "spec", "providerConfigRef", "name")
-			foreign = append(foreign, fmt.Sprintf("namespace %s already exists in the cluster of provider config %s and was not created here: "+
-				"it is observed only, never changed or deleted", name, pc))
+			foreign = append(foreign, fmt.Sprintf("%s %s already exists in the cluster of provider config %s and was not created here: "+
+				"it is observed only, never changed or deleted", what, name, pc))
 		default:
 			_ = unstructured.SetNestedSlice(u.Object, slices.Clone(createOnly), "spec", "managementPolicies")
 		}

@@ -1,6 +1,8 @@
 package armada
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,6 +77,54 @@ func TestNotAdopted(t *testing.T) {
 			}
 			got := want{policies: policies(ns), rolePolicies: policies(role), foreign: foreign}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nNotAdopted(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNotAdoptedPriorityClass(t *testing.T) {
+	out := render(t, remoteSpec(), Observed{})
+	var key, name string
+	for _, o := range out.Objects {
+		if n, ok := strings.CutPrefix(o.Key, "cluster-worker-a-priorityclass-"); ok {
+			key, name = o.Key, n
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("no PriorityClass composed in worker cluster worker-a")
+	}
+	there := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiK8sObject, "kind": "Object", "status": map[string]any{
+		"atProvider": map[string]any{"manifest": map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": map[string]any{"name": name}}},
+	}}}
+	type want struct {
+		policies []any
+		foreign  []string
+	}
+	cases := map[string]struct {
+		reason   string
+		observed map[string]*unstructured.Unstructured
+		want     want
+	}{
+		"NotObservedYet": {
+			reason: "Until the Object is known to have created its PriorityClass, it may only observe and create it.",
+			want:   want{policies: createOnly},
+		},
+		"FoundThere": {
+			reason:   "A PriorityClass the worker cluster already has (another Armada's, the platform's) is observed only, and reported.",
+			observed: map[string]*unstructured.Unstructured{key: there},
+			want: want{policies: observeOnly, foreign: []string{"PriorityClass " + name +
+				" already exists in the cluster of provider config worker-a and was not created here: it is observed only, never changed or deleted"}},
+		},
+	}
+	for cname, tc := range cases {
+		t.Run(cname, func(t *testing.T) {
+			out := render(t, remoteSpec(), Observed{})
+			foreign := NotAdopted(out.Objects, tc.observed)
+			foreign = slices.DeleteFunc(foreign, func(m string) bool { return strings.HasPrefix(m, "namespace ") })
+			p, _, _ := unstructured.NestedSlice(find(out, key).Object.(*unstructured.Unstructured).Object, "spec", "managementPolicies")
+			if diff := cmp.Diff(tc.want, want{policies: p, foreign: foreign}, cmp.AllowUnexported(want{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nNotAdopted(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -101,15 +101,21 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		response.Fatal(rsp, err)
 		return
 	}
-	xr.ComposedPriorityClasses = append(xr.ComposedPriorityClasses, observedPriorityClasses(observed)...)
-
 	kind := xrKind(oxr)
+	if refuse(rsp, kind, checkComposed(observed, oxr, armada.NewOwner(armada.ArmadaKinds, xr.Name, xr.Namespace, xr.Labels))) {
+		return
+	}
+	// What the XR composes: only observed resources, which checkComposed
+	// found to be its own. Its resource references, which a namespaced
+	// XR's author writes, only keep the default names an existing Armada
+	// was created with.
+	composedPCs := slices.Concat(observedPriorityClasses(observed), observedKeys(observed, priorityClassRequirement))
+	xr.ComposedPriorityClasses = append(xr.ComposedPriorityClasses, composedPCs...)
 	in, errs := armada.New(xr)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return
 	}
-	composedPCs := slices.Concat(xr.ComposedPriorityClasses, observedKeys(observed, priorityClassRequirement))
 	if errs := in.CheckPriorityClasses(requiredByName(req, priorityClassRequirement), composedPCs); len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
 		return

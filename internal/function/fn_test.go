@@ -258,7 +258,7 @@ func TestRunFunctionPriorityClassNames(t *testing.T) {
 	perArmada := []string{"armada-armada-0abc57-default", "armada-armada-0abc57-preemptible"}
 	observedLegacy := &fnv1.State{Resources: map[string]*fnv1.Resource{
 		"priorityclass-armada-default": {Resource: resource.MustStructJSON(`{
-			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "armada-default"}, "value": 1000}`)},
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "armada-default", "labels": {"crossplane.io/composite": "armada-x1"}}, "value": 1000}`)},
 	}}
 	cases := map[string]struct {
 		reason   string

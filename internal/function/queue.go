@@ -65,9 +65,8 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 		// Crossplane calls again with what exists of the names.
 		return
 	}
-	observed, err := request.GetObservedComposedResources(req)
-	if err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot get observed composed resources"))
+	observed, ok := ownObserved(req, rsp, oxr, xr.Owner())
+	if !ok {
 		return
 	}
 	if errs := teamqueue.CheckReach(xr, target, queueExisting(required, observed)); len(errs) > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
@@ -197,6 +198,36 @@ func TestQueue(t *testing.T) {
 			}
 			return ""
 		})
+	})
+
+	t.Run("ExternalNameChanged", func(t *testing.T) {
+		// A Queue acts only on the queue it created: pointed at another
+		// queue by a new external name, it is refused and neither changes
+		// nor deletes that queue; deleting it deletes its own.
+		s := startArmada(ctx, t)
+		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
+		s.SetQueue(&api.Queue{Name: "theirs", PriorityFactor: 5})
+		theirs, _ := s.Queue("theirs")
+		e.create(ctx, t, newQueue(ns, "mine", v1alpha1.QueueParameters{PriorityFactor: "1"}))
+		q := e.waitFor(ctx, t, ns, "mine", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
+		if d := cmp.Diff("mine", queue.Created(q)); d != "" {
+			t.Errorf("annotation %s: -want, +got:\n%s", queue.AnnotationCreated, d)
+		}
+		e.update(ctx, t, ns, "mine", func(q *v1alpha1.Queue) { meta.SetExternalName(q, "theirs") })
+		e.waitFor(ctx, t, ns, "mine", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileError,
+			"observe failed: this Queue created queue mine in Armada and now names queue theirs (crossplane.io/external-name): "+
+				"a Queue's queue name cannot change"))
+		if err := e.kube.Delete(ctx, newQueue(ns, "mine", v1alpha1.QueueParameters{})); err != nil {
+			t.Fatalf("cannot delete Queue: %v", err)
+		}
+		e.waitFor(ctx, t, ns, "mine", gone)
+		got, ok := s.Queue("theirs")
+		if d := cmp.Diff(theirs, got); !ok || d != "" {
+			t.Errorf("Armada's queue theirs after another Queue was renamed to it and deleted (found %t): -before, +after:\n%s", ok, d)
+		}
+		if _, ok := s.Queue("mine"); ok {
+			t.Error("Armada still has queue mine after the Queue that created it was deleted")
+		}
 	})
 
 	t.Run("OrphanWithoutDeletePolicy", func(t *testing.T) {

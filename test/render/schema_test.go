@@ -290,7 +290,7 @@ func TestExamplesValidate(t *testing.T) {
 
 // TestPackageManifestsValidate checks the hand-written manifests the
 // package and docs/guides/install.md ship (the activation policy, the RBAC for
-// Crossplane) against Crossplane's CRDs and Kubernetes' schemas.
+// Crossplane, the claims' admission policy) against Crossplane's CRDs and Kubernetes' schemas.
 func TestPackageManifestsValidate(t *testing.T) {
 	tools, err := xprender.FindTools()
 	if err != nil {
@@ -312,6 +312,7 @@ func TestPackageManifestsValidate(t *testing.T) {
 		filepath.Join(root, "package", "xarmada", "namespaced-queue-composition.yaml"),
 		filepath.Join(root, "cluster", "rbac", "crossplane-armada.yaml"),
 		filepath.Join(root, "cluster", "rbac", "armada-crossplane-roles.yaml"),
+		filepath.Join(root, "cluster", "admission", "claims.yaml"),
 	} {
 		if out, err := tools.Validate(ctx, []string{filepath.Join(dir, "cluster", "crds")}, f, nil); err != nil {
 			t.Errorf("%s does not validate: %v", f, err)

@@ -109,7 +109,19 @@ func (c *ControlPlane) applyCRDs(ctx context.Context) error {
 	for _, crd := range crds {
 		names = append(names, crd.GetName())
 	}
-	return c.waitCRDsEstablished(ctx, names...)
+	if err := c.waitCRDsEstablished(ctx, names...); err != nil {
+		return err
+	}
+	if c.opts.KubernetesOnly {
+		return nil
+	}
+	// The platform's admission policies (cluster/admission), long before
+	// the first claim.
+	admission, err := manifest.ReadDir(filepath.Join(c.opts.RepoRoot, "cluster", "admission"))
+	if err != nil {
+		return err
+	}
+	return c.apply(ctx, admission...)
 }
 
 // crossplaneArgs returns Crossplane core's command line.

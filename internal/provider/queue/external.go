@@ -57,7 +57,7 @@ func (e *External) Get(ctx context.Context, name string) (*api.Queue, error) {
 // being unavailable, is returned, so the reconciler never concludes the
 // queue is gone when it merely cannot see it.
 func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalObservation, error) {
-	name, err := Name(cr)
+	name, err := target(cr)
 	if err != nil && meta.WasDeleted(cr) {
 		// A queue with a name Armada cannot hold was never created, so
 		// there is nothing to delete.
@@ -65,6 +65,13 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.Ext
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, err
+	}
+	// A Queue that created its queue before it recorded the name (an
+	// older provider) records the name it has now, once.
+	recorded := false
+	if !meta.GetExternalCreateSucceeded(cr).IsZero() && Created(cr) == "" {
+		meta.AddAnnotations(cr, map[string]string{AnnotationCreated: name})
+		recorded = true
 	}
 	if g := e.going; g != nil && (g.cause != nil || g.expired(e.now())) {
 		return g.release(ctx, cr, g.cause)
@@ -98,7 +105,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.Ext
 	return managed.ExternalObservation{
 		ResourceExists:          true,
 		ResourceUpToDate:        len(diff) == 0,
-		ResourceLateInitialized: li,
+		ResourceLateInitialized: li || recorded,
 		Diff:                    strings.Join(diff, ", "),
 	}, nil
 }
@@ -114,7 +121,12 @@ func (e *External) Create(ctx context.Context, cr *v1alpha1.Queue) (managed.Exte
 		_, err := e.conn.Queues.CreateQueue(ctx, q)
 		return err
 	})
-	return managed.ExternalCreation{}, errors.Wrap(err, "cannot create queue")
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, "cannot create queue")
+	}
+	// crossplane-runtime persists the annotations once Create succeeds.
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreated: q.GetName()})
+	return managed.ExternalCreation{}, nil
 }
 
 // Update makes Armada's queue match the spec.
@@ -133,7 +145,7 @@ func (e *External) Update(ctx context.Context, cr *v1alpha1.Queue) (managed.Exte
 // Delete deletes the queue. A queue that is already gone is deleted.
 func (e *External) Delete(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalDelete, error) {
 	cr.SetConditions(xpv2.Deleting())
-	name, err := Name(cr)
+	name, err := target(cr)
 	if err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, "cannot delete queue")
 	}
@@ -157,7 +169,7 @@ func (e *External) Disconnect(context.Context) error {
 
 // desired returns the queue cr asks for.
 func (e *External) desired(cr *v1alpha1.Queue) (*api.Queue, error) {
-	name, err := Name(cr)
+	name, err := target(cr)
 	if err != nil {
 		return nil, err
 	}

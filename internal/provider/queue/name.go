@@ -29,3 +29,30 @@ func Name(cr *v1alpha1.Queue) (string, error) {
 	}
 	return name, nil
 }
+
+// AnnotationCreated on a Queue records the name of the queue it created in
+// Armada. The provider acts only on that queue: a Queue whose external
+// name later names another queue is refused, and deleting it deletes the
+// queue it created, never the one it now names.
+const AnnotationCreated = "armadaproject.io/created-queue"
+
+// Created returns the name of the queue cr created, empty if it created
+// none (or did so before the provider recorded the name).
+func Created(cr *v1alpha1.Queue) string { return cr.GetAnnotations()[AnnotationCreated] }
+
+// target returns the queue the provider may act on for cr: its Name,
+// unless cr created a queue under another name. Then a Queue being
+// deleted deletes the queue it created, and any other is refused.
+func target(cr *v1alpha1.Queue) (string, error) {
+	name, err := Name(cr)
+	created := Created(cr)
+	switch {
+	case created == "" || created == name:
+		return name, err
+	case meta.WasDeleted(cr):
+		return created, nil
+	}
+	return "", errors.Errorf("this Queue created queue %s in Armada and now names queue %s (crossplane.io/external-name): a Queue's "+
+		"queue name cannot change, and the provider neither changes nor deletes a queue it did not create; set the external name "+
+		"back to %s, or create another Queue for queue %s", created, name, created, name)
+}

@@ -168,7 +168,7 @@ func existingCluster(ctx context.Context, kubeconfig string) (client.Client, err
 	}
 	for _, f := range []string{
 		"cluster/rbac/crossplane-armada.yaml", "cluster/rbac/armada-crossplane-roles.yaml",
-		"cluster/tenancy/platform.armadaproject.io_armadatenancypolicies.yaml",
+		"cluster/tenancy/platform.armadaproject.io_armadatenancypolicies.yaml", "cluster/admission/claims.yaml",
 		"package/xarmada/definition.yaml", "package/xarmada/composition.yaml", "package/xarmada/activation.yaml",
 		"package/xarmada/queue-definition.yaml", "package/xarmada/queue-composition.yaml",
 	} {
