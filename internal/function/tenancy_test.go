@@ -242,3 +242,61 @@ func TestRunFunctionQueueScopeTenancy(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFunctionClaimJobNamespaces checks the claim's own job namespaces
+// are composed under its tenant's policy, as team queues' are: the
+// policy's Pod Security level on the namespace, its ResourceQuota in it,
+// and a name the policy does not allow refused on the claim.
+func TestRunFunctionClaimJobNamespaces(t *testing.T) {
+	policy := func(jobNamespaces string) string {
+		return `{"apiVersion": "platform.armadaproject.io/v1alpha1", "kind": "ArmadaTenancyPolicy", "metadata": {"name": "armada"},
+			"spec": {"jobNamespaces": ` + jobNamespaces + `}}`
+	}
+	type want struct {
+		refusal string
+		// enforce is the job namespace's Pod Security level; quota whether
+		// its ResourceQuota is composed.
+		enforce string
+		quota   bool
+	}
+	cases := map[string]struct {
+		reason string
+		req    *fnv1.RunFunctionRequest
+		want   want
+	}{
+		"BuiltIn": {
+			reason: "Without a policy the claim's job namespace enforces restricted, with no quota.",
+			req:    withPolicies(requestFor(validXR)),
+			want:   want{enforce: "restricted"},
+		},
+		"PolicyGuards": {
+			reason: "The tenant's policy sets the level and the ResourceQuota of the claim's job namespace.",
+			req:    withPolicies(requestFor(validXR), policy(`{"podSecurity": "baseline", "resourceQuota": {"hard": {"pods": "10"}}}`)),
+			want:   want{enforce: "baseline", quota: true},
+		},
+		"NameNotAllowed": {
+			reason: "A job namespace name outside the policy's names is refused, naming the field and the setting.",
+			req:    withPolicies(requestFor(validXR), policy(`{"names": ["jobs-*"]}`)),
+			want: want{refusal: `invalid XArmada: spec.jobNamespaces[0]: Forbidden: namespace armada-jobs is not a name tenant armada's job namespaces ` +
+				`may have; name one matching jobs-*: not allowed by ArmadaTenancyPolicy "armada" spec.jobNamespaces.names`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp, err := runFunction(t, newFunction(t), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{refusal: refusalOf(rsp)}
+			desired := rsp.GetDesired().GetResources()
+			if ns := desired["jobnamespace-armada-jobs"]; ns != nil {
+				got.enforce = ns.GetResource().GetFields()["metadata"].GetStructValue().GetFields()["labels"].GetStructValue().
+					GetFields()["pod-security.kubernetes.io/enforce"].GetStringValue()
+			}
+			_, got.quota = desired["jobnamespace-armada-jobs-quota"]
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
