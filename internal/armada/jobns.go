@@ -155,7 +155,8 @@ func (in *Install) JobNamespaceObjects(owner Owner, home string, spec JobNamespa
 	if workerKey == "" {
 		workerKey = spec.Key
 	}
-	objs := []tenancy.NamespaceObject{{Object: obj}, {Suffix: "-serviceaccount", Object: jobServiceAccount(spec.Name)}}
+	objs := make([]tenancy.NamespaceObject, 0, 2+len(spec.Guard.Objects))
+	objs = append(objs, tenancy.NamespaceObject{Object: obj}, tenancy.NamespaceObject{Suffix: "-serviceaccount", Object: jobServiceAccount(spec.Name)})
 	for _, g := range spec.Guard.Objects {
 		owner.Stamp(g.Object)
 		objs = append(objs, g)

@@ -87,7 +87,9 @@ func tenantNamespace(obj *unstructured.Unstructured) string {
 // and refuses what the policy does not allow (the claim's job namespace
 // names among it). It returns the policy the claim's job namespaces are
 // composed under, the built-in one until Crossplane has fetched it.
-func checkArmadaTenancy(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj *unstructured.Unstructured, in *armada.Install, xr armada.XR) (tenancy.Policy, error) {
+func checkArmadaTenancy(
+	req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj *unstructured.Unstructured, in *armada.Install, xr armada.XR,
+) (tenancy.Policy, error) {
 	tenant := tenantNamespace(obj)
 	if tenant == "" {
 		return tenancy.Policy{}, nil
