@@ -227,3 +227,31 @@ func (in *Install) CheckJobNamespaces(existing map[string]metav1.Object, compose
 	}
 	return errs
 }
+
+// NamespacesFirst holds back the objects that live in a namespace the same
+// output composes until Crossplane has observed that Namespace: Crossplane
+// applies desired resources in no set order and stops at the first that
+// fails, so a RoleBinding tried before its new namespace would fail the
+// whole apply, again and again (seen in the e2e suite: a claim that never
+// converged in 90 s). An object already observed is always kept: it is
+// never dropped for a missing observation. observed are the composition
+// resource names observed.
+func NamespacesFirst(objs []Object, observed map[string]bool) []Object {
+	pending := map[string]bool{}
+	for _, o := range objs {
+		if o.Object.GetObjectKind().GroupVersionKind().Kind == "Namespace" && !observed[o.Key] {
+			pending[o.Object.GetName()] = true
+		}
+	}
+	if len(pending) == 0 {
+		return objs
+	}
+	out := make([]Object, 0, len(objs))
+	for _, o := range objs {
+		if ns := o.Object.GetNamespace(); ns != "" && pending[ns] && !observed[o.Key] {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}

@@ -131,21 +131,23 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 		return
 	}
 
+	obs := armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)).
+		WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
+			statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running"))
 	out, err := armada.Render(in, armada.Options{
-		Observed: armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)).
-			WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
-				statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running")),
-		Rand:    armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
-		TLSMemo: f.tls,
-		Created: oxr.Resource.GetCreationTimestamp().Time,
-		Now:     f.certTime(),
-		Tenancy: policy,
+		Observed: obs,
+		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),
+		TLSMemo:  f.tls,
+		Created:  oxr.Resource.GetCreationTimestamp().Time,
+		Now:      f.certTime(),
+		Tenancy:  policy,
 	})
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot render Armada"))
 		return
 	}
 	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
+	out.Objects = armada.NamespacesFirst(out.Objects, obs.Keys)
 	if err := setDesired(rsp, out.Objects, out.Status, out.Ready); err != nil {
 		response.Fatal(rsp, err)
 		return

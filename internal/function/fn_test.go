@@ -348,7 +348,8 @@ func TestRunFunctionComposes(t *testing.T) {
 		"credentials", "earlier-step",
 		"event-ingester-config", "event-ingester-pdb", "event-ingester-service", "event-ingester-serviceaccount",
 		"executor-local-clusterrolebinding", "executor-local-config", "executor-local-service", "executor-local-serviceaccount", "executor-local-workload",
-		"jobnamespace-armada-jobs", "jobnamespace-armada-jobs-binoculars-jobs", "jobnamespace-armada-jobs-executor-local-jobs", "jobnamespace-armada-jobs-serviceaccount",
+		// The job namespace first: what lives in it follows once it is observed (NamespacesFirst).
+		"jobnamespace-armada-jobs",
 		"jobs-admissionpolicy", "jobs-admissionpolicybinding",
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-service", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
 		"migrate-lookout-0-22-8-894802", "migrate-lookout-config", "migrate-scheduler-0-22-8-ee1a3d", "migrate-scheduler-config",

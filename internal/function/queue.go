@@ -84,6 +84,7 @@ func (f *Function) runTeamQueue(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunct
 	}
 	ready := o.Ready[teamqueue.KeyQueue]
 	warnNotAdopted(rsp, armada.NotAdopted(out.Objects, unstructuredOf(observed)))
+	out.Objects = armada.NamespacesFirst(out.Objects, o.Keys)
 	if err := setDesired(rsp, out.Objects, out.Status, ready); err != nil {
 		response.Fatal(rsp, err)
 		return

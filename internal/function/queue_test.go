@@ -87,8 +87,10 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 	all := append([]string{"namespace-team-ml-jobs", queueRequirement, targetRequirement}, policies...)
 	// composed is what a team queue composes: its job namespace, the
 	// executor's and binoculars' RoleBindings there, and its Queue.
+	// composed is the first reconcile's: the job namespace first, what
+	// lives in it once it is observed (armada.NamespacesFirst).
 	composed := []string{
-		"namespace-team-ml-jobs", "namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs", "namespace-team-ml-jobs-serviceaccount", "queue",
+		"namespace-team-ml-jobs", "queue",
 	}
 	cases := map[string]struct {
 		reason string
@@ -165,9 +167,10 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 				`tenant team-ml's job namespaces may have; name one matching team-ml-*: not allowed by ArmadaTenancyPolicy "team-ml" spec.jobNamespaces.names`},
 		},
 		"Guarded": {
-			reason: "The policy's ResourceQuota and LimitRange are composed in the job namespace, beside it.",
-			req:    withPolicies(request(teamQueueXR, free(validXR)), guarded),
-			want:   want{requested: all, desired: append([]string{"namespace-team-ml-jobs-limits", "namespace-team-ml-jobs-quota"}, composed...)},
+			reason: "Once the job namespace is observed, its ServiceAccount, RoleBindings and the policy's ResourceQuota and LimitRange are composed in it.",
+			req:    withObservedNamespace(withPolicies(request(teamQueueXR, free(validXR)), guarded), "namespace-team-ml-jobs", "team-ml-jobs", "ml-x2"),
+			want: want{requested: all, desired: append([]string{"namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs",
+				"namespace-team-ml-jobs-limits", "namespace-team-ml-jobs-quota", "namespace-team-ml-jobs-serviceaccount"}, composed...)},
 		},
 		"QueueOfAnotherClaim": {
 			reason: "A Queue of the same name another claim composed is refused, not adopted.",

@@ -270,9 +270,10 @@ func TestRunFunctionClaimJobNamespaces(t *testing.T) {
 			want:   want{enforce: "restricted"},
 		},
 		"PolicyGuards": {
-			reason: "The tenant's policy sets the level and the ResourceQuota of the claim's job namespace.",
-			req:    withPolicies(requestFor(validXR), policy(`{"podSecurity": "baseline", "resourceQuota": {"hard": {"pods": "10"}}}`)),
-			want:   want{enforce: "baseline", quota: true},
+			reason: "The tenant's policy sets the level and (once the namespace is observed) the ResourceQuota of the claim's job namespace.",
+			req: withObservedNamespace(withPolicies(requestFor(validXR), policy(`{"podSecurity": "baseline", "resourceQuota": {"hard": {"pods": "10"}}}`)),
+				"jobnamespace-armada-jobs", "armada-jobs", "armada-x1"),
+			want: want{enforce: "baseline", quota: true},
 		},
 		"NameNotAllowed": {
 			reason: "A job namespace name outside the policy's names is refused, naming the field and the setting.",
@@ -299,4 +300,16 @@ func TestRunFunctionClaimJobNamespaces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withObservedNamespace adds to a request an observed Namespace name,
+// composed as key by XR composite: what lives in a job namespace is
+// composed once Crossplane has observed the namespace.
+func withObservedNamespace(req *fnv1.RunFunctionRequest, key, name, composite string) *fnv1.RunFunctionRequest {
+	if req.Observed.Resources == nil {
+		req.Observed.Resources = map[string]*fnv1.Resource{}
+	}
+	req.Observed.Resources[key] = &fnv1.Resource{Resource: resource.MustStructJSON(`{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": {"name": "` + name + `", "labels": {"crossplane.io/composite": "` + composite + `"}}}`)}
+	return req
 }

@@ -35,7 +35,7 @@ func TestJobNamespaceGuards(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
 	const ns = "e2e-nsguard"
-	jobs := ns + "-jobs"
+	jobs := ns + "-ml" // not ns-jobs, the Armada's own default job namespace
 	guards := func(level string) map[string]any {
 		jn := map[string]any{
 			"resourceQuota": map[string]any{"hard": map[string]any{"pods": "2"}},
