@@ -169,8 +169,10 @@ func TestRunFunctionTeamQueue(t *testing.T) {
 		"Guarded": {
 			reason: "Once the job namespace is observed, its ServiceAccount, RoleBindings and the policy's ResourceQuota and LimitRange are composed in it.",
 			req:    withObservedNamespace(withPolicies(request(teamQueueXR, free(validXR)), guarded), "namespace-team-ml-jobs", "team-ml-jobs", "ml-x2"),
-			want: want{requested: all, desired: append([]string{"namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs",
-				"namespace-team-ml-jobs-limits", "namespace-team-ml-jobs-quota", "namespace-team-ml-jobs-serviceaccount"}, composed...)},
+			want: want{requested: all, desired: append([]string{
+				"namespace-team-ml-jobs-binoculars-jobs", "namespace-team-ml-jobs-executor-local-jobs",
+				"namespace-team-ml-jobs-limits", "namespace-team-ml-jobs-quota", "namespace-team-ml-jobs-serviceaccount",
+			}, composed...)},
 		},
 		"QueueOfAnotherClaim": {
 			reason: "A Queue of the same name another claim composed is refused, not adopted.",
