@@ -159,6 +159,11 @@ func TestCrossplaneLeastPrivilege(t *testing.T) {
 // their managed-by label), the XR is Synced without them.
 func TestOldClusterRolesRemoved(t *testing.T) {
 	claim := install(t, "minimal", "e2e-rbac-upgrade")
+	// Converged: what lives in the job namespace follows the namespace
+	// by one reconcile.
+	waitFor(t, "the job namespace's ServiceAccount", func() (bool, string) {
+		return get(t, "v1", "ServiceAccount", claim.GetNamespace()+"-jobs", "default") != nil, "not yet"
+	})
 	xr, refs := composed(t, claim)
 	name := "armada:" + claim.GetNamespace() + ":" + claim.GetName() + "-binoculars"
 	labels := maps.Clone(xr.GetLabels())

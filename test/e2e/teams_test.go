@@ -248,7 +248,10 @@ func TestManyTeams(t *testing.T) {
 				continue
 			}
 			refs, _, _ := unstructured.NestedSlice(xr.Object, "spec", "resourceRefs")
-			if s, _, _ := condition(xr, "Synced"); s == "True" && len(refs) > 0 {
+			// Composed: Synced, and what lives in the job namespace, which
+			// follows the namespace by one reconcile, there too.
+			if s, _, _ := condition(xr, "Synced"); s == "True" && len(refs) > 0 &&
+				get(t, "v1", "ServiceAccount", c.GetNamespace()+"-jobs", "default") != nil {
 				done++
 			}
 		}

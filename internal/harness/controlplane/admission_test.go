@@ -114,7 +114,16 @@ func TestAdmissionPolicy(t *testing.T) {
 	job := func(ns string, mods ...func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "job-", Namespace: ns, Labels: map[string]string{"armada_queue_id": "jobflow", "armada_job_id": "j"}},
-			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "work", Image: "busybox"}}},
+			// Restricted, as the job namespaces' Pod Security level asks.
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				SecurityContext: &corev1.PodSecurityContext{
+					RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+				Containers: []corev1.Container{{Name: "work", Image: "busybox", SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				}}},
+			},
 		}
 		for _, m := range mods {
 			m(p)
