@@ -35,6 +35,20 @@ func uids(t *testing.T, xr *unstructured.Unstructured) map[string]types.UID {
 
 // refused checks err is the API server's refusal of a write, naming every
 // one of parts.
+// updateRefused updates kind ns/name through c after mutate, as often as
+// Crossplane's own writes conflict, and expects the refusal naming parts.
+func updateRefused(t *testing.T, c client.Client, what, kind, ns, name string, mutate func(*unstructured.Unstructured), parts ...string) {
+	t.Helper()
+	for {
+		u := get(t, claimAPIVersion, kind, ns, name)
+		mutate(u)
+		if err := c.Update(context.Background(), u); !kerrors.IsConflict(err) {
+			refused(t, what, err, parts...)
+			return
+		}
+	}
+}
+
 func refused(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
 	if err == nil {
@@ -124,10 +138,10 @@ func TestClaimCannotBindPlatformXR(t *testing.T) {
 		ownXR, _, _ = unstructured.NestedString(c.Object, "spec", "resourceRef", "name")
 		return ownXR != "" && ownXR != "e2e-plat", "spec.resourceRef.name " + ownXR
 	})
-	c := get(t, claimAPIVersion, "ArmadaClaim", tenantNS, "own")
-	_ = unstructured.SetNestedField(c.Object, "e2e-plat", "spec", "resourceRef", "name")
-	refused(t, "the tenant repointing its claim's spec.resourceRef at XArmada e2e-plat", tenant.Update(context.Background(), c),
-		"spec.resourceRef", "may not update xarmadas e2e-plat")
+	updateRefused(t, tenant, "the tenant repointing its claim's spec.resourceRef at XArmada e2e-plat", "ArmadaClaim", tenantNS, "own",
+		func(c *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(c.Object, "e2e-plat", "spec", "resourceRef", "name")
+		}, "spec.resourceRef", "may not update xarmadas e2e-plat")
 
 	// Deleting the tenant's claims leaves the platform's XR as it was.
 	deleteClaim(t, own)
@@ -207,17 +221,10 @@ func TestQueueClaimRename(t *testing.T) {
 	theirOwners := owners(theirs)
 
 	tenant := teamMember(t, "e2e-qrename-x", "e2e-renamer")
-	// change updates team x's claim name as the tenant, as often as
-	// Crossplane's own writes conflict, and expects the refusal.
+	// change updates team x's claim name as the tenant.
 	change := func(what, name string, mutate func(*unstructured.Unstructured), parts ...string) {
-		for {
-			c := get(t, claimAPIVersion, "ArmadaQueueClaim", "e2e-qrename-x", name)
-			mutate(c)
-			if err := tenant.Update(context.Background(), c); !kerrors.IsConflict(err) {
-				refused(t, what, err, parts...)
-				return
-			}
-		}
+		t.Helper()
+		updateRefused(t, tenant, what, "ArmadaQueueClaim", "e2e-qrename-x", name, mutate, parts...)
 	}
 	change("setting spec.queueName to team y's queue (the claim's name was the default)", "x", func(c *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(c.Object, "ml", "spec", "queueName")
