@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
@@ -124,7 +122,6 @@ func teamQueueClaim(armadaNS, ns, armada string) *unstructured.Unstructured {
 // ProviderConfigs, which then outlive their Armadas once it stops.
 func runProvider(ctx context.Context, t *testing.T, ns string, dial func(context.Context, string) (net.Conn, error)) {
 	t.Helper()
-	ctrllog.SetLogger(logr.Discard())
 	// Each test that runs provider-armada starts its own manager in this
 	// one process; controller-runtime refuses a controller name twice.
 	mgr, err := ctrl.NewManager(cp.RESTConfig(), ctrl.Options{
