@@ -166,6 +166,11 @@ type ArmadaSpec struct {
 	// generation replaces the secret and rolls the pods that use it.
 	// +optional
 	Rotation *Rotation `json:"rotation,omitempty"`
+
+	// Retention prunes finished jobs from the scheduler and lookout
+	// databases on a schedule, as Armada's charts do. On by default.
+	// +optional
+	Retention Retention `json:"retention,omitempty"`
 }
 
 // TLS configures encryption of Armada's internal links.

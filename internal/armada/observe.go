@@ -86,6 +86,9 @@ type Observed struct {
 	// ProviderConfig, kept while its Databases are observed (see
 	// renderer.postgres); nil if none is observed.
 	SQLProviderConfig map[string]any
+	// Pruners are the observed database pruner CronJobs, by composition
+	// resource name (pruning.go); nil if none.
+	Pruners map[string]PrunerObserved
 }
 
 // BackupObserved is an observed CloudNativePG Backup.
@@ -220,6 +223,8 @@ func observeContent(o *Observed, key string, u *unstructured.Unstructured) {
 		}
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
 		o.Backups[u.GetName()] = backupObserved(u)
+	case u.GetKind() == "CronJob":
+		observePruner(o, key, u)
 	case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":
 		recoveryWindows(u, o.RecoveryWindows)
 	case u.GetKind() == "Job":

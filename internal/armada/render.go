@@ -175,7 +175,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	migrated, err := r.migrations(g, r.backups())
+	migrated, err := r.migrations(g, r.pruneHold(r.backups()))
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +184,9 @@ func Render(in *Install, opt Options) (*Output, error) {
 		if err := r.instance(inst, g, migrated); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.pruning(migrated); err != nil {
+		return nil, err
 	}
 	if err := r.monitoring(insts); err != nil {
 		return nil, err
