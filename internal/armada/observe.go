@@ -159,6 +159,8 @@ type Workload struct {
 	Ready bool
 	// ConfigHash is its pod template's config-hash annotation.
 	ConfigHash string
+	// Restart is its pod template's restart annotation (actions.go).
+	Restart string
 }
 
 // Observe extracts what rendering needs from observed composed resources,
@@ -378,7 +380,8 @@ func workload(u *unstructured.Unstructured) Workload {
 	updated, _ := number(u.Object, "status", "updatedReplicas")
 	observedGen, _ := number(u.Object, "status", "observedGeneration")
 	hash, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", annotationConfigHash)
-	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration(), ConfigHash: hash}
+	restart, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", annotationRestart)
+	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration(), ConfigHash: hash, Restart: restart}
 }
 
 // number reads an integer field. Observed resources arrive through
