@@ -3,16 +3,15 @@ package v1alpha1
 // Actions are everyday operator actions, declared on the claim: each runs
 // once per token, so applying the same spec again does nothing, and a new
 // token runs it again. status.actions reports each when done.
-// +kubebuilder:validation:XValidation:rule="!has(self.restart) || self.restart.all(k, k == 'all' || k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="spec.actions.restart keys are all or a component name (server, scheduler, scheduler-ingester, lookout, lookout-ingester, event-ingester, binoculars, executor-<clusterId>)"
 type Actions struct {
 	// Restart rolls the pods of components, as kubectl rollout restart
 	// does, by stamping a token on their pod templates. Keys are "all" or
 	// a component's name as status.components lists it; changing a key's
-	// token rolls the pods it names once.
+	// token rolls the pods it names once. The function refuses a key that
+	// names no component.
 	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="spec.actions.restart tokens are 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	// +optional
-	Restart map[string]string `json:"restart,omitempty"`
+	Restart map[string]RestartToken `json:"restart,omitempty"`
 	// Backup takes an on-demand backup of the in-cluster PostgreSQL
 	// (spec.postgres.backup must be set): a CloudNativePG Backup named
 	// <name>-postgres-now-<token>, taken once. Set a new token to take
@@ -22,6 +21,13 @@ type Actions struct {
 	// +optional
 	Backup string `json:"backup,omitempty"`
 }
+
+// RestartToken is a restart's token: 1 to 63 letters, digits, '-', '_'
+// or '.', starting and ending with a letter or digit, e.g. a timestamp.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+type RestartToken string
 
 // ActionsStatus reports the operator actions of spec.actions.
 type ActionsStatus struct {

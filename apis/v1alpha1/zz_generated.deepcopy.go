@@ -15,7 +15,7 @@ func (in *Actions) DeepCopyInto(out *Actions) {
 	*out = *in
 	if in.Restart != nil {
 		in, out := &in.Restart, &out.Restart
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]RestartToken, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

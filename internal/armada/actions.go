@@ -89,7 +89,7 @@ func (in *Install) restartToken(name string) string {
 	if in.Spec.Actions == nil {
 		return ""
 	}
-	all, own := in.Spec.Actions.Restart[restartAll], in.Spec.Actions.Restart[name]
+	all, own := string(in.Spec.Actions.Restart[restartAll]), string(in.Spec.Actions.Restart[name])
 	switch {
 	case all == "":
 		return own
@@ -115,7 +115,7 @@ func (r *renderer) actions() {
 	}
 	st := &v1alpha1.ActionsStatus{}
 	for _, k := range sortedKeys(a.Restart) {
-		rs := v1alpha1.RestartStatus{Token: a.Restart[k]}
+		rs := v1alpha1.RestartStatus{Token: string(a.Restart[k])}
 		for _, name := range in.instanceNames() {
 			if k != restartAll && k != name {
 				continue

@@ -39,7 +39,7 @@ func running(out *Output) map[string]Workload {
 func TestRestart(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
-		restart map[string]string
+		restart map[string]v1alpha1.RestartToken
 		want    map[string]string
 	}{
 		"None": {
@@ -48,12 +48,12 @@ func TestRestart(t *testing.T) {
 		},
 		"One": {
 			reason:  "A component's token rolls that component only.",
-			restart: map[string]string{"scheduler": "1"},
+			restart: map[string]v1alpha1.RestartToken{"scheduler": "1"},
 			want:    map[string]string{"scheduler": "1"},
 		},
 		"All": {
 			reason:  "The all token rolls every workload, a component's own token stays on it.",
-			restart: map[string]string{"all": "a", "lookout": "2"},
+			restart: map[string]v1alpha1.RestartToken{"all": "a", "lookout": "2"},
 			want: map[string]string{
 				"server": "all=a", "scheduler": "all=a", "scheduler-ingester": "all=a", "lookout": "all=a,lookout=2",
 				"lookout-ingester": "all=a", "event-ingester": "all=a", "binoculars": "all=a", "executor-local": "all=a",
@@ -83,7 +83,7 @@ func TestRestartStatus(t *testing.T) {
 	jobs := migrated(t, s)
 	before := render(t, s, Observed{Jobs: jobs})
 	restarted := spec(func(s *v1alpha1.ArmadaSpec) {
-		s.Actions = &v1alpha1.Actions{Restart: map[string]string{"scheduler": "r1"}}
+		s.Actions = &v1alpha1.Actions{Restart: map[string]v1alpha1.RestartToken{"scheduler": "r1"}}
 	})
 
 	out := render(t, restarted, Observed{Jobs: jobs, Workloads: running(before)})
@@ -162,13 +162,13 @@ func TestValidateActions(t *testing.T) {
 		"Valid": {
 			reason: "all, components and executors by clusterId are restart keys; backups need the in-cluster PostgreSQL's.",
 			spec: backupSpec(DefaultVersion, func(s *v1alpha1.ArmadaSpec) {
-				s.Actions = &v1alpha1.Actions{Restart: map[string]string{"all": "1", "scheduler-ingester": "1", "executor-local": "1"}, Backup: "b"}
+				s.Actions = &v1alpha1.Actions{Restart: map[string]v1alpha1.RestartToken{"all": "1", "scheduler-ingester": "1", "executor-local": "1"}, Backup: "b"}
 			}),
 		},
 		"UnknownComponent": {
 			reason: "A key that names no component would restart nothing.",
 			spec: spec(func(s *v1alpha1.ArmadaSpec) {
-				s.Actions = &v1alpha1.Actions{Restart: map[string]string{"schedulr": "1"}}
+				s.Actions = &v1alpha1.Actions{Restart: map[string]v1alpha1.RestartToken{"schedulr": "1"}}
 			}),
 			want: field.ErrorList{field.NotSupported[string](p.Child("restart").Key("schedulr"), "schedulr", nil)},
 		},
