@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +150,79 @@ func TestArmadaPruning(t *testing.T) {
 		t.Logf("%s database: migrated %s; with %d expired jobs %s; after the prune (%s) %s; after VACUUM FULL %s",
 			c, mib(s[0]), expiredJobs, mib(s[1]), took[c].Round(10*time.Millisecond), mib(s[2]), mib(s[3]))
 	}
+}
+
+// TestArmadaPrunersOnEveryRender runs, for every render golden file that
+// composes pruners (test/render/testdata and its versions directory), its
+// migration Jobs and then each pruner CronJob's container once with the
+// binaries of the Armada release it renders, on a private PostgreSQL:
+// each must exit 0 and use every key of its rendered config, whatever the
+// example's database (External or in-cluster), settings and release.
+func TestArmadaPrunersOnEveryRender(t *testing.T) {
+	var files []string
+	for _, p := range []string{"*.yaml", filepath.Join("versions", "*.yaml")} {
+		m, _ := filepath.Glob(filepath.Join("..", "render", "testdata", p))
+		files = append(files, m...)
+	}
+	envs := map[string]*conformance.Env{}
+	ran := 0
+	for _, f := range files {
+		r, err := conformance.LoadRender(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prune, err := r.CronJobs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prune) == 0 {
+			continue
+		}
+		v := r.XRString("", "status", "version", "desired")
+		if envs[v] == nil {
+			envs[v] = conformance.NewEnv(t, v)
+		}
+		e := envs[v]
+		ran++
+		t.Run(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), func(t *testing.T) {
+			t.Parallel()
+			all, err := r.Workloads()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var workloads []podrun.Workload
+			for _, w := range all {
+				if w.Kind == "Job" && strings.Contains(w.Name, "-migrate-") && w.Cluster == "" {
+					workloads = append(workloads, w)
+				}
+			}
+			workloads = append(workloads, prune...)
+			svc, supplied := conformance.StartDatabase(t, r, workloads)
+			runs, _, topics, _ := conformance.NewRuns(t, e, r, workloads, supplied)
+			if len(topics) != 0 {
+				t.Fatalf("%d Pulsar topic Jobs among the migrations and pruners", len(topics))
+			}
+			conformance.PrepareDatabases(t, r, svc, runs)
+			free := conformance.NewPorts(t).Free
+			pruned := 0
+			for _, rn := range runs {
+				if rn.Inv.Tag != v {
+					t.Errorf("%s runs image tag %s, want the render's release %s", rn.ID(), rn.Inv.Tag, v)
+				}
+				conformance.RunOnce(t, e, svc, free, rn, pruneTimeout)
+				if strings.Contains(rn.Inv.Workload, "-prune-") {
+					pruned++
+				}
+			}
+			if pruned != len(prune) {
+				t.Errorf("ran %d pruner containers, want one per CronJob (%d)", pruned, len(prune))
+			}
+		})
+	}
+	if ran == 0 {
+		t.Fatal("no render golden file composes pruners")
+	}
+	t.Logf("%d renders' pruners run, at releases %v", ran, slices.Sorted(maps.Keys(envs)))
 }
 
 // mib is a size in MiB.
