@@ -44,6 +44,9 @@ type ArmadaStatus struct {
 	// is on without spec.tls.issuerRef.
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
+	// Actions reports spec.actions.
+	// +optional
+	Actions *ActionsStatus `json:"actions,omitempty"`
 }
 
 // TLSStatus reports the expiry of the generated CA and certificates. The

@@ -25,6 +25,7 @@ type XArmada struct {
 // ArmadaSpec is the desired state of one Armada installation.
 // +kubebuilder:validation:XValidation:rule="self.auth.anonymous || (has(self.auth.basicUsers) && size(self.auth.basicUsers) > 0) || has(self.auth.oidc)",message="spec.auth needs at least one user-facing method: basicUsers, oidc, or anonymous: true"
 // +kubebuilder:validation:XValidation:rule="!has(self.executors) || !self.executors.exists(e, has(e.cluster)) || (has(self.executorApi) && has(self.executorApi.url)) || (has(self.ingress) && has(self.ingress.executorApiHost))",message="spec.executors[].cluster: executors in other clusters dial the scheduler's executor API; set spec.executorApi.url or spec.ingress.executorApiHost"
+// +kubebuilder:validation:XValidation:rule="!has(self.actions) || !has(self.actions.backup) || (has(self.postgres.mode) && self.postgres.mode == 'InCluster' && has(self.postgres.backup))",message="spec.actions.backup backs up the in-cluster PostgreSQL: it needs spec.postgres.mode InCluster and spec.postgres.backup"
 // +kubebuilder:validation:XValidation:rule="!has(self.executors) || self.executors.all(e, !has(e.pool) || (has(self.scheduling) && has(self.scheduling.pools) ? self.scheduling.pools.exists(p, p.name == e.pool) : e.pool == 'default'))",message="every spec.executors[].pool must name a pool in spec.scheduling.pools"
 type ArmadaSpec struct {
 	// Version is the Armada release to run, without the leading "v". It selects
@@ -166,6 +167,16 @@ type ArmadaSpec struct {
 	// generation replaces the secret and rolls the pods that use it.
 	// +optional
 	Rotation *Rotation `json:"rotation,omitempty"`
+
+	// Retention prunes finished jobs from the scheduler and lookout
+	// databases on a schedule, as Armada's charts do. On by default.
+	// +optional
+	Retention Retention `json:"retention,omitempty"`
+
+	// Actions are operator actions: restart components, back up now.
+	// Pausing is Crossplane's: annotate the XR crossplane.io/paused=true.
+	// +optional
+	Actions *Actions `json:"actions,omitempty"`
 }
 
 // TLS configures encryption of Armada's internal links.

@@ -237,6 +237,7 @@ func applyDefaults(s *v1alpha1.ArmadaSpec, priorityClassPrefix string) {
 	}
 	defaultBackingServices(s)
 	defaultMonitoring(&s.Monitoring)
+	defaultRetention(&s.Retention)
 	if s.NetworkPolicies == nil {
 		s.NetworkPolicies = ptr.To(true)
 	}

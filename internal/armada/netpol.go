@@ -238,6 +238,7 @@ func (in *Install) flows(insts []*instance) []flow {
 		name := "migrate-" + m.Name
 		out = append(out, dnsFlow(name), flowTo(name, in.postgresEndpoint(), "postgres"))
 	}
+	out = append(out, in.prunerFlows()...)
 	out = append(out, in.sentinelFlows()...)
 	return append(out, dnsFlow(podTopics), flowTo(podTopics, in.pulsarEndpoint(true), "ADMIN_URL"))
 }
@@ -349,6 +350,7 @@ func (in *Install) policyPods(insts []*instance) []string {
 	for _, m := range migrations {
 		out = append(out, "migrate-"+m.Name)
 	}
+	out = append(out, in.prunerPods()...)
 	out = append(out, podTopics)
 	if in.Spec.Redis.Mode == modeInCluster {
 		out = append(out, serviceRedis)

@@ -86,6 +86,9 @@ type Observed struct {
 	// ProviderConfig, kept while its Databases are observed (see
 	// renderer.postgres); nil if none is observed.
 	SQLProviderConfig map[string]any
+	// Pruners are the observed database pruner CronJobs, by composition
+	// resource name (pruning.go); nil if none.
+	Pruners map[string]PrunerObserved
 }
 
 // BackupObserved is an observed CloudNativePG Backup.
@@ -156,6 +159,8 @@ type Workload struct {
 	Ready bool
 	// ConfigHash is its pod template's config-hash annotation.
 	ConfigHash string
+	// Restart is its pod template's restart annotation (actions.go).
+	Restart string
 }
 
 // Observe extracts what rendering needs from observed composed resources,
@@ -220,6 +225,8 @@ func observeContent(o *Observed, key string, u *unstructured.Unstructured) {
 		}
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
 		o.Backups[u.GetName()] = backupObserved(u)
+	case u.GetKind() == "CronJob":
+		observePruner(o, key, u)
 	case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":
 		recoveryWindows(u, o.RecoveryWindows)
 	case u.GetKind() == "Job":
@@ -373,7 +380,8 @@ func workload(u *unstructured.Unstructured) Workload {
 	updated, _ := number(u.Object, "status", "updatedReplicas")
 	observedGen, _ := number(u.Object, "status", "observedGeneration")
 	hash, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", annotationConfigHash)
-	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration(), ConfigHash: hash}
+	restart, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", annotationRestart)
+	return Workload{Version: version, Ready: ready >= want && updated >= want && observedGen >= u.GetGeneration(), ConfigHash: hash, Restart: restart}
 }
 
 // number reads an integer field. Observed resources arrive through

@@ -175,7 +175,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	migrated, err := r.migrations(g, r.backups())
+	migrated, err := r.migrations(g, r.pruneHold(r.backups()))
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +185,10 @@ func Render(in *Install, opt Options) (*Output, error) {
 			return nil, err
 		}
 	}
+	if err := r.pruning(migrated); err != nil {
+		return nil, err
+	}
+	r.actions()
 	if err := r.monitoring(insts); err != nil {
 		return nil, err
 	}
@@ -371,6 +375,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 			TopologySpreadConstraints: inst.Settings.TopologySpreadConstraints,
 		},
 	})
+	in.withRestart(&tpl, name)
 	ready := running && observed.Ready && observed.Version == version
 	if reason == "" && !ready {
 		reason = "Waiting for the workload to become available"

@@ -132,6 +132,9 @@ func (in *Install) composedSecrets() map[string]string {
 	for _, m := range migrations {
 		out[in.object("migrate-"+m.Name+"-config")] = "the " + m.Name + " migration's config"
 	}
+	for _, p := range pruners {
+		out[in.object(pruneName(p.Database)+"-config")] = "the " + p.Database + " pruner's config"
+	}
 	for _, inst := range instances(in) {
 		out[in.object(inst.Name+"-config")] = "the " + inst.Name + " config"
 		out[in.certificateSecret(inst.Name)] = "the " + inst.Name + " TLS key"

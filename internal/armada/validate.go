@@ -143,6 +143,8 @@ func validateSpec(p *field.Path, s *v1alpha1.ArmadaSpec) field.ErrorList {
 	errs = append(errs, validateComponents(p.Child("components"), s)...)
 	errs = append(errs, validateQueues(p.Child("queues"), s.Queues, s.Scheduling.PriorityClasses)...)
 	errs = append(errs, validateTLS(p.Child("tls"), s.TLS)...)
+	errs = append(errs, validateRetention(p.Child("retention"), &s.Retention)...)
+	errs = append(errs, validateActions(p.Child("actions"), s)...)
 	if ing := s.Ingress; ing != nil {
 		ip := p.Child("ingress")
 		for name, host := range map[string]string{"grpcHost": ing.GRPCHost, "restHost": ing.RESTHost, "lookoutHost": ing.LookoutHost} {

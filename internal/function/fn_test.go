@@ -354,7 +354,7 @@ func TestRunFunctionComposes(t *testing.T) {
 		"lookout-config", "lookout-ingester-config", "lookout-ingester-pdb", "lookout-ingester-service", "lookout-ingester-serviceaccount", "lookout-pdb", "lookout-service", "lookout-serviceaccount",
 		"migrate-lookout-0-22-8-894802", "migrate-lookout-config", "migrate-scheduler-0-22-8-ee1a3d", "migrate-scheduler-config",
 		"netpol-binoculars", "netpol-default-deny", "netpol-event-ingester", "netpol-executor-local", "netpol-lookout",
-		"netpol-lookout-ingester", "netpol-migrate-lookout", "netpol-migrate-scheduler", "netpol-pulsar-topics",
+		"netpol-lookout-ingester", "netpol-migrate-lookout", "netpol-migrate-scheduler", "netpol-prune-lookout", "netpol-prune-scheduler", "netpol-pulsar-topics",
 		"netpol-scheduler", "netpol-scheduler-ingester", "netpol-server",
 		"priorityclass-armada-armada-0abc57-default", "priorityclass-armada-armada-0abc57-preemptible", "pulsar-topics",
 		"scheduler-config", "scheduler-headless", "scheduler-ingester-config", "scheduler-ingester-pdb", "scheduler-ingester-service", "scheduler-ingester-serviceaccount",
