@@ -110,9 +110,10 @@ e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite aga
 
 # UNIT_PKGS are the packages whose tests start no server and need no tool
 # binary: not internal/provider (a kube-apiserver), internal/harness/testenv (etcd,
-# kube-apiserver, PostgreSQL and Redis) nor internal/build/docscheck (the
-# Crossplane CLI and Graphviz; make docs-check runs it).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$')
+# kube-apiserver, PostgreSQL and Redis), internal/harness/node (a control plane
+# and a real node: containerd, runc, CNI, kubelet) nor internal/build/docscheck
+# (the Crossplane CLI and Graphviz; make docs-check runs it).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/harness/node$$' -e '/internal/build/docscheck$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
