@@ -250,6 +250,9 @@ func waitPod(t *testing.T, cs kubernetes.Interface, ns, name, what string, ok fu
 			if ok(p) {
 				return p
 			}
+			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				t.Fatalf("pod %s/%s ended (%s) without being %s; status: %+v", ns, name, p.Status.Phase, what, terminated(p))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -257,6 +260,17 @@ func waitPod(t *testing.T, cs kubernetes.Interface, ns, name, what string, ok fu
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// terminated is how each of the pod's containers ended.
+func terminated(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil {
+			out = append(out, fmt.Sprintf("%s: exit code %d (%s)", c.Name, t.ExitCode, t.Reason))
+		}
+	}
+	return out
 }
 
 func statusOf(p *corev1.Pod) any {
