@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 )
 
@@ -56,7 +57,15 @@ func (w *warnings) take() []string {
 // Stopping the node leaves nothing behind.
 func TestRealNode(t *testing.T) {
 	cp := controlplane.StartForTest(t, controlplane.Options{KubernetesOnly: true, SkipProviderKubernetes: true})
-	n := StartForTest(t, Options{Config: cp.RESTConfig()})
+	src, err := ArmadaSourcesFor(t.Context(), armada.DefaultVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ArmadaImage(src, ArmadaComponents[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := StartForTest(t, Options{Config: cp.RESTConfig(), Images: []Image{server}})
 
 	w := &warnings{}
 	cfg := cp.RESTConfig()
@@ -145,6 +154,25 @@ func TestRealNode(t *testing.T) {
 		})
 		if msg := got.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "runAsNonRoot") {
 			t.Errorf("waiting message %q does not name runAsNonRoot", msg)
+		}
+	})
+
+	t.Run("ArmadaServerImageRuns", func(t *testing.T) {
+		// Armada's server image as its Dockerfile lays it out, by the name
+		// the function composes, as uid 1000 with a read-only root: its
+		// entrypoint ./server resolves in WORKDIR /app and runs.
+		p := jobPod("armada-server", n.Name(), []string{"--help"})
+		c := &p.Spec.Containers[0]
+		c.Image, c.ReadinessProbe, c.VolumeMounts, p.Spec.Volumes = server.Ref, nil, nil, nil
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("cannot create pod: %v", err)
+		}
+		if got := w.take(); len(got) > 0 {
+			t.Errorf("creating the pod gave warnings: %q", got)
+		}
+		got := waitPod(t, cs, ns, p.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		if diff := cmp.Diff([]string{"job: exit code 0 (Completed)"}, terminated(got)); diff != "" {
+			t.Errorf("containers (-want +got):\n%s", diff)
 		}
 	})
 
