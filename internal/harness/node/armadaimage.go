@@ -139,7 +139,7 @@ func finalStage(file string) ([]instruction, error) {
 		op = strings.ToUpper(op)
 		switch op {
 		case "FROM":
-			out = nil
+			out = out[:0]
 		case "ARG":
 		default:
 			out = append(out, instruction{op: op, args: strings.TrimSpace(args)})
@@ -154,7 +154,7 @@ var addUser = regexp.MustCompile(`^addgroup -S -g (\d+) (\w+) && adduser -S -u (
 // parseAddUser reads the user and its ids from that RUN.
 func parseAddUser(run string) (user string, uid, gid int, err error) {
 	m := addUser.FindStringSubmatch(run)
-	if m == nil || m[2] != m[5] {
+	if len(m) != 6 || m[2] != m[5] {
 		return "", 0, 0, errors.Errorf("RUN %s is not the addgroup/adduser this layout knows", run)
 	}
 	gid, _ = strconv.Atoi(m[1])
@@ -214,14 +214,14 @@ var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/l
 func runtimeLibraries(binaries []string) ([]File, error) {
 	seen := map[string]bool{}
 	var out []File
-	add := func(at, real string) error {
+	add := func(at, from string) error {
 		if seen[at] {
 			return nil
 		}
 		seen[at] = true
-		data, err := os.ReadFile(real) //nolint:gosec // A library of the machine's glibc.
+		data, err := os.ReadFile(from) //nolint:gosec // A library of the machine's glibc.
 		out = append(out, File{Path: at, Mode: 0o755, Data: data})
-		return errors.Wrapf(err, "cannot read %s", real)
+		return errors.Wrapf(err, "cannot read %s", from)
 	}
 	for _, b := range binaries {
 		f, err := elf.Open(b)

@@ -86,7 +86,13 @@ func containerdConfig(l layout, b binaries, pauseImage string, restrictOOM bool)
 	return fmt.Sprintf(`version = 3
 root = %s
 state = %s
-disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.blockfile", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+disabled_plugins = [
+  "io.containerd.nri.v1.nri",
+  "io.containerd.internal.v1.opt",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
 
 [grpc]
   address = %s

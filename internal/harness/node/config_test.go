@@ -95,8 +95,9 @@ func TestContainerdConfig(t *testing.T) {
 			rt := plugin("io.containerd.cri.v1.runtime")
 			runc := rt["containerd"].(map[string]any)["runtimes"].(map[string]any)["runc"].(map[string]any)["options"].(map[string]any)
 			img := plugin("io.containerd.cri.v1.images")
-			var bins []string
-			for _, d := range rt["cni"].(map[string]any)["bin_dirs"].([]any) {
+			dirs := rt["cni"].(map[string]any)["bin_dirs"].([]any)
+			bins := make([]string, 0, len(dirs))
+			for _, d := range dirs {
 				bins = append(bins, d.(string))
 			}
 			got := picked{
@@ -163,7 +164,7 @@ func TestKubeletConfig(t *testing.T) {
 }
 
 func TestClaim(t *testing.T) {
-	dead := exec.Command("true")
+	dead := exec.CommandContext(t.Context(), "true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +236,30 @@ func TestPinsMatchToolModules(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, tc.got); diff != "" {
 				t.Errorf("%s names %s, %s/go.mod pins %s (-want +got):\n%s", name, tc.got, tc.dir, want, diff)
+			}
+		})
+	}
+}
+
+func TestNthSubnet(t *testing.T) {
+	cases := map[string]struct {
+		i    int
+		want string
+	}{
+		"First":          {i: 0, want: "198.18.0.0/24"},
+		"LastOf198_18":   {i: 255, want: "198.18.255.0/24"},
+		"FirstOf198_19":  {i: 256, want: "198.19.0.0/24"},
+		"Last":           {i: 511, want: "198.19.255.0/24"},
+		"WrapsInsideNet": {i: 512, want: "198.18.0.0/24"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := nthSubnet(tc.i)
+			if diff := cmp.Diff(tc.want, got.String()); diff != "" {
+				t.Errorf("nthSubnet(%d) (-want +got):\n%s", tc.i, diff)
+			}
+			if !podNetwork.Contains(got.Addr()) {
+				t.Errorf("nthSubnet(%d) = %s is outside %s", tc.i, got, podNetwork)
 			}
 		})
 	}

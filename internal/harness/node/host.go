@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"net"
 	"net/netip"
@@ -24,8 +25,11 @@ import (
 // /24 of it.
 var podNetwork = netip.MustParsePrefix("198.18.0.0/15")
 
-// cgroupFS is where the cgroup hierarchies are mounted.
-const cgroupFS = "/sys/fs/cgroup"
+// cgroupFS is where the cgroup hierarchies are mounted, procFS procfs.
+const (
+	cgroupFS = "/sys/fs/cgroup"
+	procFS   = "/proc"
+)
 
 // newRunDir creates the node's directory, /tmp/armada-node-ID with a
 // random ID, and returns the ID.
@@ -70,10 +74,7 @@ func reserveSubnet() (subnet netip.Prefix, release func(), err error) {
 	start := (int(b[0])<<8 | int(b[1])) % n
 	for i := range n {
 		idx := (start + i) % n
-		base := podNetwork.Addr().As4()
-		base[2] += byte(idx % 256)
-		base[1] += byte(idx / 256)
-		p := netip.PrefixFrom(netip.AddrFrom4(base), 24)
+		p := nthSubnet(idx)
 		if slices.ContainsFunc(used, p.Contains) {
 			continue
 		}
@@ -84,6 +85,14 @@ func reserveSubnet() (subnet netip.Prefix, release func(), err error) {
 		return p, func() { _ = os.Remove(file) }, nil
 	}
 	return netip.Prefix{}, nil, errors.Errorf("cannot reserve a pod range: every /24 of %s is in use", podNetwork)
+}
+
+// nthSubnet is the i-th /24 of podNetwork (i below 512).
+func nthSubnet(i int) netip.Prefix {
+	a := podNetwork.Addr().As4()
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], binary.BigEndian.Uint32(a[:])+uint32(i&0x1ff)<<8)
+	return netip.PrefixFrom(netip.AddrFrom4(b), 24)
 }
 
 // claim writes this process's pid to file if it does not exist, or if
@@ -122,7 +131,7 @@ func addressesInUse() ([]netip.Addr, error) {
 
 // ip runs iproute2's ip with args.
 func ip(ctx context.Context, args ...string) error {
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput() //nolint:gosec // iproute2 on the node's own names.
 	if err != nil {
 		return errors.Wrapf(err, "cannot run ip %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
 	}
@@ -148,7 +157,7 @@ func deleteBridge(ctx context.Context, l layout) error {
 	if _, err := net.InterfaceByName(l.Bridge); err != nil {
 		return nil //nolint:nilerr // No such interface: nothing to delete.
 	}
-	out, _ := exec.CommandContext(ctx, "ip", "-o", "link", "show", "master", l.Bridge).Output()
+	out, _ := exec.CommandContext(ctx, "ip", "-o", "link", "show", "master", l.Bridge).Output() //nolint:gosec // The node's own bridge.
 	var errs []error
 	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		// "7: vethabc@if2: <...>": the name is the second field, up to '@'.
@@ -276,13 +285,13 @@ func readPids(file string) []int {
 // other than this one: containerd's shims, which leave containerd's
 // process group (they daemonize) and name its socket under dir.
 func killMentioning(dir string) {
-	entries, _ := os.ReadDir("/proc")
+	entries, _ := os.ReadDir(procFS)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")) //nolint:gosec // procfs.
+		b, err := os.ReadFile(filepath.Join(procFS, e.Name(), "cmdline"))
 		if err != nil {
 			continue
 		}

@@ -62,17 +62,17 @@ type Image struct {
 }
 
 // Base is what every image holds besides its own files: /etc/passwd and
-// /etc/group with root and the user uid:gid named name (home /app), the
+// /etc/group with root and user as uid:gid (home /app), the
 // machine's CA certificates at /etc/ssl/certs/ca-certificates.crt (where
 // Alpine and Debian keep them), and a world-writable /tmp.
-func Base(name string, uid, gid int) ([]File, error) {
+func Base(user string, uid, gid int) ([]File, error) {
 	u, g := strconv.Itoa(uid), strconv.Itoa(gid)
-	files := []File{
-		{Path: "/etc", Dir: true, Mode: 0o755},
-		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\n" + name + ":x:" + u + ":" + g + "::/app:/sbin/nologin\n")},
-		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\n" + name + ":x:" + g + ":" + name + "\n")},
-		{Path: "/tmp", Dir: true, Mode: 0o1777},
-	}
+	files := make([]File, 0, 7)
+	files = append(files,
+		File{Path: "/etc", Dir: true, Mode: 0o755},
+		File{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\n" + user + ":x:" + u + ":" + g + "::/app:/sbin/nologin\n")},
+		File{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\n" + user + ":x:" + g + ":" + user + "\n")},
+		File{Path: "/tmp", Dir: true, Mode: 0o1777})
 	ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read the machine's CA certificates")
@@ -143,9 +143,9 @@ type Registry struct {
 }
 
 // startRegistry serves a registry on 127.0.0.1:port.
-func startRegistry(port int) (*Registry, error) {
+func startRegistry(ctx context.Context, port int) (*Registry, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot listen for the node's registry")
 	}
@@ -192,7 +192,7 @@ func (r *Registry) stop() error {
 // as a statically linked binary into dir, and returns its contents.
 func buildStatic(ctx context.Context, dir, pkg string) ([]byte, error) {
 	out := filepath.Join(dir, path.Base(pkg))
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", "-s -w", "-o", out, pkg) //nolint:gosec // A package of this module.
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, errors.Wrapf(err, "cannot build %s: %s", pkg, b)

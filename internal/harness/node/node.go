@@ -115,7 +115,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf}
 	if err := n.start(ctx, o, b); err != nil {
-		if serr := n.Stop(); serr != nil {
+		if serr := n.Stop(); serr != nil { //nolint:contextcheck // Stop must run to the end even when ctx is done.
 			return nil, errors.Join(err, serr)
 		}
 		return nil, err
@@ -139,7 +139,11 @@ func resolveBinaries(binDir string) (binaries, error) {
 		Kubelet:    filepath.Join(binDir, "kubernetes-"+KubernetesVersion, "kubelet"),
 		CNIDir:     filepath.Join(binDir, "cni-plugins-"+CNIPluginsVersion),
 	}
-	for _, p := range []string{b.Containerd, b.Shim, b.Runc, b.Kubelet, filepath.Join(b.CNIDir, "bridge"), filepath.Join(b.CNIDir, "host-local"), filepath.Join(b.CNIDir, "loopback")} {
+	need := []string{b.Containerd, b.Shim, b.Runc, b.Kubelet}
+	for _, p := range []string{"bridge", "host-local", "loopback"} {
+		need = append(need, filepath.Join(b.CNIDir, p))
+	}
+	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
 			return binaries{}, errors.Wrapf(err, "cannot find %s: run make node-bins", p)
 		}
@@ -154,7 +158,7 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 		return errors.Wrap(err, "cannot reserve ports")
 	}
 	t := time.Now()
-	if n.registry, err = startRegistry(ports[0]); err != nil {
+	if n.registry, err = startRegistry(ctx, ports[0]); err != nil {
 		return err
 	}
 	imgs, err := testImages(ctx, l.path("build"))
@@ -397,6 +401,7 @@ func (n *Node) deleteAPIObjects(ctx context.Context) error {
 	return errors.Join(
 		errors.Wrapf(ignore(n.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete Node %s", name),
 		errors.Wrapf(ignore(n.client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete ClusterRoleBinding %s", name),
-		errors.Wrapf(ignore(n.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete ServiceAccount %s", name),
+		errors.Wrapf(ignore(n.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})),
+			"cannot delete ServiceAccount %s", name),
 	)
 }

@@ -117,7 +117,7 @@ func TestRealNode(t *testing.T) {
 			t.Errorf("creating the pod gave warnings: %q", got)
 		}
 		// Ready only by the kubelet's probe of the pod's own address.
-		ready := waitPod(t, cs, ns, p.Name, "Ready", func(p *corev1.Pod) bool {
+		ready := waitPod(ctx, t, cs, ns, p.Name, "Ready", func(p *corev1.Pod) bool {
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 					return true
@@ -128,14 +128,14 @@ func TestRealNode(t *testing.T) {
 		if !n.l.Subnet.Contains(mustAddr(t, ready.Status.PodIP)) {
 			t.Errorf("pod IP %s is not in the node's pod range %s", ready.Status.PodIP, n.l.Subnet)
 		}
-		done := waitPod(t, cs, ns, p.Name, "terminated", func(p *corev1.Pod) bool {
+		done := waitPod(ctx, t, cs, ns, p.Name, "terminated", func(p *corev1.Pod) bool {
 			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil
 		})
 		term := done.Status.ContainerStatuses[0].State.Terminated
 		if diff := cmp.Diff(int32(7), term.ExitCode); diff != "" {
 			t.Errorf("exit code (-want +got):\n%s\nreason %s, message %q", diff, term.Reason, term.Message)
 		}
-		if got := waitPod(t, cs, ns, p.Name, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }); got.Status.Phase != corev1.PodFailed {
+		if got := waitPod(ctx, t, cs, ns, p.Name, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }); got.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase %s, want Failed", got.Status.Phase)
 		}
 	})
@@ -148,7 +148,7 @@ func TestRealNode(t *testing.T) {
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("cannot create pod: %v", err)
 		}
-		got := waitPod(t, cs, ns, p.Name, "CreateContainerConfigError", func(p *corev1.Pod) bool {
+		got := waitPod(ctx, t, cs, ns, p.Name, "CreateContainerConfigError", func(p *corev1.Pod) bool {
 			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
 				p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
 		})
@@ -170,7 +170,7 @@ func TestRealNode(t *testing.T) {
 		if got := w.take(); len(got) > 0 {
 			t.Errorf("creating the pod gave warnings: %q", got)
 		}
-		got := waitPod(t, cs, ns, p.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		got := waitPod(ctx, t, cs, ns, p.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 		if diff := cmp.Diff([]string{"job: exit code 0 (Completed)"}, terminated(got)); diff != "" {
 			t.Errorf("containers (-want +got):\n%s", diff)
 		}
@@ -266,9 +266,9 @@ func jobPod(name, node string, args []string) *corev1.Pod {
 
 // waitPod polls the pod until ok, failing the test after podTimeout with
 // the pod's last status.
-func waitPod(t *testing.T, cs kubernetes.Interface, ns, name, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
+func waitPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), podTimeout)
+	ctx, cancel := context.WithTimeout(ctx, podTimeout)
 	defer cancel()
 	var last *corev1.Pod
 	for {

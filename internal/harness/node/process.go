@@ -70,7 +70,7 @@ func (p *process) exited() error {
 // waits until the process is reaped.
 func (p *process) stop(grace time.Duration) error {
 	if p == nil || p.exited() != nil {
-		return nil
+		return nil //nolint:nilerr // A process that already ended is stopped.
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {

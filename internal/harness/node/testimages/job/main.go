@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,35 +43,38 @@ func main() {
 	for _, p := range expect {
 		b, err := os.ReadFile(p) //nolint:gosec // The file the test names.
 		if err != nil || len(b) == 0 {
-			fmt.Printf("expect-file %s: missing or empty (%v)\n", p, err)
+			sayf("expect-file %s: missing or empty (%v)", p, err)
 			os.Exit(90)
 		}
-		fmt.Printf("expect-file %s: %d bytes\n", p, len(b))
+		sayf("expect-file %s: %d bytes", p, len(b))
 	}
 	if *readOnly {
 		err := os.WriteFile("/probe-readonly", []byte("x"), 0o600)
 		if !errors.Is(err, syscall.EROFS) {
-			fmt.Printf("expect-readonly-root: writing / gave %v, not EROFS\n", err)
+			sayf("expect-readonly-root: writing / gave %v, not EROFS", err)
 			os.Exit(91)
 		}
-		fmt.Println("expect-readonly-root: / is read-only")
+		sayf("expect-readonly-root: / is read-only")
 	}
 	if *uid >= 0 && os.Getuid() != *uid {
-		fmt.Printf("expect-uid: running as %d, not %d\n", os.Getuid(), *uid)
+		sayf("expect-uid: running as %d, not %d", os.Getuid(), *uid)
 		os.Exit(92)
 	}
 	if *listen != "" {
-		l, err := net.Listen("tcp", *listen)
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", *listen)
 		if err != nil {
-			fmt.Printf("listen %s: %v\n", *listen, err)
+			sayf("listen %s: %v", *listen, err)
 			os.Exit(93)
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 		go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}).Serve(l) }()
-		fmt.Printf("serving /ready on %s\n", l.Addr())
+		sayf("serving /ready on %s", l.Addr())
 	}
 	time.Sleep(*sleep)
-	fmt.Printf("exiting with %d\n", *code)
+	sayf("exiting with %d", *code)
 	os.Exit(*code)
 }
+
+// sayf prints one line of the job's output.
+func sayf(format string, args ...any) { _, _ = fmt.Fprintf(os.Stdout, format+"\n", args...) }
