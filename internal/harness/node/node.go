@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -331,6 +332,27 @@ func (n *Node) HostAddress() string { return n.l.gateway().String() }
 
 // Registry is the node's image registry.
 func (n *Node) Registry() *Registry { return n.registry }
+
+// PodLogs returns the logs the kubelet wrote for container of pod
+// name in ns, every attempt in order ("" if there are none yet). They are
+// read from the node's pod log directory: the kubelet serves no logs to
+// the API server here.
+func (n *Node) PodLogs(ns, name, container string) string {
+	files, _ := filepath.Glob(filepath.Join(n.l.path("pod-logs"), ns+"_"+name+"_*", container, "*.log"))
+	sort.Slice(files, func(i, j int) bool { return attempt(files[i]) < attempt(files[j]) })
+	var b strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f) //nolint:gosec // A log file under the node's directory.
+		b.Write(data)
+	}
+	return b.String()
+}
+
+// attempt is the restart count a container log file is named by (N.log).
+func attempt(file string) int {
+	n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(file), ".log"))
+	return n
+}
 
 // Keep makes Stop leave the node's directory (logs, configuration) in
 // place; everything else is still removed.

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 )
 
@@ -173,6 +176,57 @@ func TestRealNode(t *testing.T) {
 		got := waitPod(ctx, t, cs, ns, p.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 		if diff := cmp.Diff([]string{"job: exit code 0 (Completed)"}, terminated(got)); diff != "" {
 			t.Errorf("containers (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("ComposedServer", func(t *testing.T) {
+		// The server pod function-armada composes for examples/minimal.yaml
+		// (its render golden file), with the Secrets and ServiceAccount it
+		// names, as a container: admitted under restricted, it reads the
+		// image's baked config and the composed override, loads the
+		// composed certificate from the Secret's items and serves HTTPS on
+		// 8080, then stops at the first backing service it cannot resolve
+		// (this node has no cluster DNS yet).
+		r, err := conformance.LoadRender(filepath.Join("..", "..", "..", "test", "render", "testdata", "minimal.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const cns = "composed"
+		mustCreate(t, func() error {
+			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cns, Labels: map[string]string{
+				"pod-security.kubernetes.io/enforce": "restricted",
+				"pod-security.kubernetes.io/warn":    "restricted",
+			}}}, metav1.CreateOptions{})
+			return err
+		})
+		// The claim names an existing PostgreSQL's password Secret.
+		mustCreate(t, func() error {
+			_, err := cs.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "armada-postgres"}, Data: map[string][]byte{"password": []byte("unused")},
+			}, metav1.CreateOptions{})
+			return err
+		})
+		p := runComposed(ctx, t, cs, r, cns, "armada-server", n.Name())
+		if got := w.take(); len(got) > 0 {
+			t.Errorf("creating the pod gave warnings: %q", got)
+		}
+		want := []string{
+			"Read base config from /app/config/server/config.yaml",
+			"Read override config from [/config/config.yaml]",
+			"refreshing certificate from files cert: /etc/armada/tls/tls.crt key: /etc/armada/tls/tls.key",
+			"Starting https server listening on 8080",
+		}
+		deadline := time.Now().Add(podTimeout)
+		for {
+			logs := n.PodLogs(cns, p.Name, "server")
+			missing := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return strings.Contains(logs, s) })
+			if len(missing) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server's log lacks %q after %s:\n%s", missing, podTimeout, logs)
+			}
+			time.Sleep(time.Second)
 		}
 	})
 
