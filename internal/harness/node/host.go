@@ -285,20 +285,28 @@ func readPids(file string) []int {
 // other than this one: containerd's shims, which leave containerd's
 // process group (they daemonize) and name its socket under dir.
 func killMentioning(dir string) {
+	for _, pid := range pidsMentioning(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// pidsMentioning are the processes, other than this one, whose command
+// line mentions a path under dir: the node's containerd, kubelet and
+// shims.
+func pidsMentioning(dir string) []int {
 	entries, _ := os.ReadDir(procFS)
+	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(procFS, e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(b), dir+"/") {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		if err == nil && strings.Contains(string(b), dir+"/") {
+			out = append(out, pid)
 		}
 	}
+	return out
 }
 
 // unmountUnder detaches every mount at or under dir (containers' root

@@ -21,6 +21,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -346,6 +347,38 @@ func (n *Node) PodLogs(ns, name, container string) string {
 		b.Write(data)
 	}
 	return b.String()
+}
+
+// Memory is the resident memory of containerd, its shims and the
+// kubelet, as "containerd 40 MiB, shims 30 MiB (3), kubelet 60 MiB".
+func (n *Node) Memory() string {
+	rss := func(pid int) int64 {
+		b, err := os.ReadFile(filepath.Join(procFS, strconv.Itoa(pid), "status"))
+		if err != nil {
+			return 0
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				return kb << 10
+			}
+		}
+		return 0
+	}
+	var shims int64
+	pids := pidsMentioning(n.l.Dir)
+	for _, pid := range pids {
+		shims += rss(pid)
+	}
+	const mib = 1 << 20
+	var c, k int64
+	if n.containerd != nil {
+		c = rss(n.containerd.cmd.Process.Pid)
+	}
+	if n.kubelet != nil {
+		k = rss(n.kubelet.cmd.Process.Pid)
+	}
+	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB", c/mib, (shims-c-k)/mib, len(pids)-2, k/mib)
 }
 
 // attempt is the restart count a container log file is named by (N.log).

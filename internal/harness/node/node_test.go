@@ -53,7 +53,8 @@ func (w *warnings) take() []string {
 // the CNI bridge and a kubelet) in a namespace where Pod Security
 // "restricted" is enforced: a job whose container checks, from inside, its
 // read-only root filesystem, its uid and the files of a Secret volume
-// (with items) and a projected ServiceAccount token, serves a readiness
+// (with items, and one item again through subPath) and a projected
+// ServiceAccount token, serves a readiness
 // endpoint the kubelet probes on the pod's own address, and exits with a
 // chosen code the kubelet reports; and a pod Pod Security admits but the
 // kubelet refuses to start (runAsNonRoot with an image that runs as root).
@@ -110,7 +111,7 @@ func TestRealNode(t *testing.T) {
 
 	t.Run("JobRunsAsContainer", func(t *testing.T) {
 		p := jobPod("job", n.Name(), []string{
-			"-expect-file=/etc/creds/user", "-expect-file=/var/run/token/token",
+			"-expect-file=/etc/creds/user", "-expect-file=/etc/single/user", "-expect-file=/var/run/token/token",
 			"-expect-readonly-root", "-expect-uid=1000", "-listen=:8080", "-sleep=15s", "-exit=7",
 		})
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -230,6 +231,8 @@ func TestRealNode(t *testing.T) {
 		}
 	})
 
+	t.Logf("node memory (RSS): %s", n.Memory())
+
 	// Stop while a pod still waits: everything the node made goes.
 	l := n.l
 	if err := n.Stop(); err != nil {
@@ -299,6 +302,7 @@ func jobPod(name, node string, args []string) *corev1.Pod {
 				},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "creds", MountPath: "/etc/creds", ReadOnly: true},
+					{Name: "creds", MountPath: "/etc/single/user", SubPath: "user", ReadOnly: true},
 					{Name: "token", MountPath: "/var/run/token", ReadOnly: true},
 				},
 			}},
