@@ -77,7 +77,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel node-bins
 
 # LONG_TEST_PKGS are the longest suites, longest first. go test starts
 # packages in the order it is given them (two at a time, -p defaults to the
@@ -110,9 +110,10 @@ e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite aga
 
 # UNIT_PKGS are the packages whose tests start no server and need no tool
 # binary: not internal/provider (a kube-apiserver), internal/harness/testenv (etcd,
-# kube-apiserver, PostgreSQL and Redis) nor internal/build/docscheck (the
-# Crossplane CLI and Graphviz; make docs-check runs it).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$')
+# kube-apiserver, PostgreSQL and Redis), internal/harness/node (a control plane
+# and a real node: containerd, runc, CNI, kubelet) nor internal/build/docscheck
+# (the Crossplane CLI and Graphviz; make docs-check runs it).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/harness/node$$' -e '/internal/build/docscheck$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
@@ -232,14 +233,15 @@ docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the 
 ##@ Tools
 
 # The conformance tests start private PostgreSQL and Redis instances from
-# Debian's packages, and the docs checks render the diagrams with its
-# Graphviz; install them when they are missing.
+# Debian's packages, the docs checks render the diagrams with its
+# Graphviz, and runc (the real node's runtime) compiles against its
+# libseccomp-dev; install them when they are missing.
 .PHONY: system-deps
-system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud and graphviz if missing (needs root).
-	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot ]]; then \
-		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip) and graphviz (the docs' diagrams)"; \
+system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz and libseccomp-dev if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h ]]; then \
+		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams) and libseccomp-dev (runc's seccomp, for the real node)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev >/dev/null; \
 	fi
 
 .PHONY: tools
@@ -275,6 +277,13 @@ versitygw: ## Build versitygw (cached): the S3-compatible server test/backups ar
 .PHONY: ghostunnel
 ghostunnel: ## Build ghostunnel (cached): the binoculars pod's TLS-terminating sidecar, which the conformance and job-flow tests run as rendered.
 	tools/ghostunnel/build.sh
+
+.PHONY: node-bins
+node-bins: system-deps ## Build what the real node runs (cached): kubelet (the API server's Kubernetes pin), containerd and its runc shim, runc (cgo, libseccomp) and the CNI plugins bridge, host-local, loopback and portmap.
+	tools/kubernetes/build.sh kubelet
+	tools/runc/build.sh
+	tools/containerd/build.sh
+	tools/cni/build.sh
 
 .PHONY: provider-sql
 provider-sql: ## Build provider-sql (cached), which only the e2e tests run.

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes control-plane binaries (binaries below) at the version go.mod pins from
+# Builds the Kubernetes binaries (binaries below) at the version go.mod pins from
 # this wrapper module into
 # ${KUBE_BIN_DIR:-~/.cache/armada-crossplane/bin/kubernetes-VERSION}, reusing
 # binaries already there. The missing ones are built by one `go build`, so
 # the Kubernetes libraries they share compile once and their links overlap.
 # Cold: about 5 minutes on two cores; kube-scheduler (the job flow's,
-# which binds Armada's job pods to KWOK Nodes) shares their build.
+# which binds Armada's job pods to KWOK Nodes) shares their build, and so
+# does kubelet (the real node's, internal/harness/node).
 #
 # Usage: tools/kubernetes/build.sh [BINARY...] builds only those (make run
-# needs kube-scheduler only after the composed tree); default: all three.
+# needs kube-scheduler only after the composed tree); default: all four.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
 version=$(pin k8s.io/kubernetes)
-binaries=(kube-apiserver kube-controller-manager kube-scheduler)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 if [[ $# -gt 0 ]]; then
   for name in "$@"; do
     [[ " ${binaries[*]} " == *" ${name} "* ]] || { echo "$0: ${name} is not one of: ${binaries[*]}" >&2; exit 2; }

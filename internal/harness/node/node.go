@@ -1,0 +1,462 @@
+// Package node runs a real Kubernetes node beside a local control plane
+// (internal/harness/controlplane): containerd with runc, the CNI bridge,
+// host-local and loopback plugins, and a kubelet registered as a Node, so
+// pods bound to it run as containers. Images come from a registry in this
+// process on a loopback port, which containerd's registry configuration
+// maps every image name to, so pod specs name images as usual.
+//
+// Everything a node makes carries its run's id: its directory
+// /tmp/armada-node-ID (containerd's root, state and sockets, the kubelet's
+// root, pod logs, network namespaces and the containers' mounts), its
+// Node, bridge (anbr-ID) and cgroup root (/armada-node-ID), and its pod
+// range, a /24 of 198.18.0.0/15 reserved for it. Pods get no default
+// route and no masquerade: they reach the host at the bridge's address
+// and nothing beyond the machine. Stop removes all of it.
+//
+// It needs root, cgroups (v1 with the cgroupfs driver here; the kubelet is
+// told failCgroupV1: false), iproute2, and the binaries make node-bins
+// builds into the tool cache; Start fails, and never skips, if one is
+// missing.
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
+)
+
+// Pinned versions of the node's components; the wrapper modules under
+// tools/ pin the same (TestPinsMatchToolModules). The kubelet is the
+// control plane's Kubernetes version.
+const (
+	KubernetesVersion = "v1.37.2"
+	ContainerdVersion = "v2.4.2"
+	RuncVersion       = "v1.5.3"
+	CNIPluginsVersion = "v1.10.0"
+)
+
+// stepTimeout bounds each wait for a daemon or the Node to become ready.
+const stepTimeout = 3 * time.Minute
+
+// Options configure a Node.
+type Options struct {
+	// Config reaches the control plane's API server with rights to create
+	// a ServiceAccount, a ClusterRoleBinding and tokens (the admin's).
+	Config *rest.Config
+	// BinDir holds the cached tool binaries; empty means the tool cache
+	// (testutil.ToolDir).
+	BinDir string
+	// Images are pushed to the node's registry besides the pause and job
+	// images.
+	Images []Image
+	// Logf receives progress messages; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// A Node is a running node. Create one with Start and stop it with Stop.
+type Node struct {
+	l        layout
+	client   kubernetes.Interface
+	registry *Registry
+	release  func()
+
+	containerd, kubelet *process
+	logf                func(string, ...any)
+	keep, stopped       bool
+}
+
+// Start starts a node, waiting until its Node is Ready. On failure it
+// removes what it made.
+func Start(ctx context.Context, o Options) (*Node, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	b, err := resolveBinaries(o.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(o.Config)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create a client for the control plane")
+	}
+	sweep(ctx, o.Logf)
+	id, dir, err := newRunDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, errors.Wrap(err, "cannot write the node's owner file")
+	}
+	subnet, release, err := reserveSubnet()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf}
+	if err := n.start(ctx, o, b); err != nil {
+		if serr := n.Stop(); serr != nil { //nolint:contextcheck // Stop must run to the end even when ctx is done.
+			return nil, errors.Join(err, serr)
+		}
+		return nil, err
+	}
+	return n, nil
+}
+
+// resolveBinaries finds the node's binaries in the tool cache.
+func resolveBinaries(binDir string) (binaries, error) {
+	if binDir == "" {
+		d, err := testutil.ToolDir("")
+		if err != nil {
+			return binaries{}, err
+		}
+		binDir = d
+	}
+	b := binaries{
+		Containerd: filepath.Join(binDir, "containerd-"+ContainerdVersion, "containerd"),
+		Shim:       filepath.Join(binDir, "containerd-"+ContainerdVersion, "containerd-shim-runc-v2"),
+		Runc:       filepath.Join(binDir, "runc-"+RuncVersion),
+		Kubelet:    filepath.Join(binDir, "kubernetes-"+KubernetesVersion, "kubelet"),
+		CNIDir:     filepath.Join(binDir, "cni-plugins-"+CNIPluginsVersion),
+	}
+	need := []string{b.Containerd, b.Shim, b.Runc, b.Kubelet}
+	for _, p := range []string{"bridge", "host-local", "loopback"} {
+		need = append(need, filepath.Join(b.CNIDir, p))
+	}
+	for _, p := range need {
+		if _, err := os.Stat(p); err != nil {
+			return binaries{}, errors.Wrapf(err, "cannot find %s: run make node-bins", p)
+		}
+	}
+	return b, nil
+}
+
+func (n *Node) start(ctx context.Context, o Options, b binaries) error {
+	l := n.l
+	ports, err := freeport.Reserve(ctx, 3)
+	if err != nil {
+		return errors.Wrap(err, "cannot reserve ports")
+	}
+	t := time.Now()
+	if n.registry, err = startRegistry(ctx, ports[0]); err != nil {
+		return err
+	}
+	imgs, err := testImages(ctx, l.path("build"))
+	if err != nil {
+		return err
+	}
+	for _, im := range append(imgs, o.Images...) {
+		if err := n.registry.Push(ctx, im); err != nil {
+			return err
+		}
+	}
+	n.logf("node %s: %d images in its registry at %s in %s", l.Name, len(imgs)+len(o.Images), n.registry.Addr(), time.Since(t).Round(time.Millisecond))
+
+	if err := n.writeConfigs(b, ports[1:]); err != nil {
+		return err
+	}
+	if err := createBridge(ctx, l); err != nil {
+		return err
+	}
+	if err := createCgroupRoot(l.CgroupRoot); err != nil {
+		return err
+	}
+	if err := n.startContainerd(ctx, b); err != nil {
+		return err
+	}
+	if err := n.writeKubeletCredentials(ctx, o.Config); err != nil {
+		return err
+	}
+	return n.startKubelet(ctx, b)
+}
+
+// writeConfigs writes containerd's, the registry mapping's, the CNI
+// network's and the kubelet's configuration.
+func (n *Node) writeConfigs(b binaries, ports []int) error {
+	l := n.l
+	cni, err := cniConfig(l)
+	if err != nil {
+		return err
+	}
+	kc, err := kubeletConfig(l, kubeletPorts{Server: ports[0], Healthz: ports[1]})
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		l.path("containerd", "config.toml"):                          []byte(containerdConfig(l, b, PauseImage, !hasCapability(capSysResource))),
+		filepath.Join(l.registryConfDir(), "_default", "hosts.toml"): []byte(registryHosts(n.registry.Addr())),
+		filepath.Join(l.cniConfDir(), "10-"+l.Name+".conflist"):      cni,
+		l.path("kubelet-config.yaml"):                                kc,
+		l.path("resolv.conf"):                                        []byte("# No nameserver: the node's pods reach nothing beyond the machine.\n"),
+	}
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return errors.Wrapf(err, "cannot create %s", filepath.Dir(p))
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			return errors.Wrapf(err, "cannot write %s", p)
+		}
+	}
+	return nil
+}
+
+// startContainerd starts containerd and waits until its socket answers.
+// The shim is found on PATH, so its directory comes first there.
+func (n *Node) startContainerd(ctx context.Context, b binaries) error {
+	t := time.Now()
+	env := []string{"PATH=" + filepath.Dir(b.Shim) + ":" + os.Getenv("PATH")}
+	p, err := startProcess(ProcContainerd, b.Containerd, n.l.path(ProcContainerd+".log"),
+		[]string{"--config", n.l.path("containerd", "config.toml")}, env)
+	if err != nil {
+		return err
+	}
+	n.containerd = p
+	err = p.waitFor(ctx, stepTimeout, "containerd's socket", func(ctx context.Context) error {
+		c, err := (&net.Dialer{}).DialContext(ctx, "unix", n.l.containerdSocket())
+		if err != nil {
+			return errors.Wrap(err, "cannot dial containerd")
+		}
+		return c.Close()
+	})
+	if err == nil {
+		n.logf("node %s: containerd ready in %s", n.l.Name, time.Since(t).Round(time.Millisecond))
+	}
+	return err
+}
+
+// tokenSeconds is how long the kubelet's token is valid.
+const tokenSeconds = 24 * 60 * 60
+
+// writeKubeletCredentials gives the kubelet its own identity: a
+// ServiceAccount in kube-system named like the Node, bound to the
+// system:node ClusterRole (the control plane authorizes with RBAC only),
+// and a kubeconfig with a token for it.
+func (n *Node) writeKubeletCredentials(ctx context.Context, cfg *rest.Config) error {
+	name := n.l.Name
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}
+	if _, err := n.client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return errors.Wrapf(err, "cannot create ServiceAccount %s/%s", sa.Namespace, name)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: sa.Namespace}},
+	}
+	if _, err := n.client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		return errors.Wrapf(err, "cannot create ClusterRoleBinding %s", name)
+	}
+	tr, err := n.client.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, name,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](tokenSeconds)}}, metav1.CreateOptions{})
+	if err != nil {
+		return errors.Wrapf(err, "cannot request a token for ServiceAccount %s/%s", sa.Namespace, name)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return errors.Wrap(err, "cannot serialize the kubelet's kubeconfig")
+	}
+	return errors.Wrap(os.WriteFile(n.l.path("kubelet.kubeconfig"), data, 0o600), "cannot write the kubelet's kubeconfig")
+}
+
+// startKubelet starts the kubelet and waits until its Node is Ready.
+func (n *Node) startKubelet(ctx context.Context, b binaries) error {
+	t := time.Now()
+	l := n.l
+	p, err := startProcess(ProcKubelet, b.Kubelet, l.path(ProcKubelet+".log"), []string{
+		"--config=" + l.path("kubelet-config.yaml"),
+		"--kubeconfig=" + l.path("kubelet.kubeconfig"),
+		"--hostname-override=" + l.Name,
+		"--node-ip=" + l.gateway().String(),
+		"--root-dir=" + l.kubeletDir(),
+		"--cert-dir=" + l.path("kubelet-pki"),
+		"--v=2",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	n.kubelet = p
+	err = p.waitFor(ctx, stepTimeout, "Node "+l.Name+" Ready", func(ctx context.Context) error {
+		node, err := n.client.CoreV1().Nodes().Get(ctx, l.Name, metav1.GetOptions{})
+		if err != nil {
+			return errors.Wrapf(err, "cannot get Node %s", l.Name)
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				if c.Status == corev1.ConditionTrue {
+					return nil
+				}
+				return errors.Errorf("Node %s is not Ready: %s: %s", l.Name, c.Reason, c.Message)
+			}
+		}
+		return errors.Errorf("Node %s reports no Ready condition", l.Name)
+	})
+	if err == nil {
+		n.logf("node %s: kubelet registered, Node Ready in %s", l.Name, time.Since(t).Round(time.Millisecond))
+	}
+	return err
+}
+
+// Name is the Node's name.
+func (n *Node) Name() string { return n.l.Name }
+
+// Dir is the node's directory.
+func (n *Node) Dir() string { return n.l.Dir }
+
+// HostAddress is the bridge's address: where pods reach the host.
+func (n *Node) HostAddress() string { return n.l.gateway().String() }
+
+// Registry is the node's image registry.
+func (n *Node) Registry() *Registry { return n.registry }
+
+// PodLogs returns the logs the kubelet wrote for container of pod
+// name in ns, every attempt in order ("" if there are none yet). They are
+// read from the node's pod log directory: the kubelet serves no logs to
+// the API server here.
+func (n *Node) PodLogs(ns, name, container string) string {
+	files, _ := filepath.Glob(filepath.Join(n.l.path("pod-logs"), ns+"_"+name+"_*", container, "*.log"))
+	sort.Slice(files, func(i, j int) bool { return attempt(files[i]) < attempt(files[j]) })
+	var b strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f) //nolint:gosec // A log file under the node's directory.
+		b.Write(data)
+	}
+	return b.String()
+}
+
+// Memory is the resident memory of containerd, its shims and the
+// kubelet, as "containerd 40 MiB, shims 30 MiB (3), kubelet 60 MiB".
+func (n *Node) Memory() string {
+	rss := func(pid int) int64 {
+		b, err := os.ReadFile(filepath.Join(procFS, strconv.Itoa(pid), "status"))
+		if err != nil {
+			return 0
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				return kb << 10
+			}
+		}
+		return 0
+	}
+	var shims int64
+	pids := pidsMentioning(n.l.Dir)
+	for _, pid := range pids {
+		shims += rss(pid)
+	}
+	const mib = 1 << 20
+	var c, k int64
+	if n.containerd != nil {
+		c = rss(n.containerd.cmd.Process.Pid)
+	}
+	if n.kubelet != nil {
+		k = rss(n.kubelet.cmd.Process.Pid)
+	}
+	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB", c/mib, (shims-c-k)/mib, len(pids)-2, k/mib)
+}
+
+// attempt is the restart count a container log file is named by (N.log).
+func attempt(file string) int {
+	n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(file), ".log"))
+	return n
+}
+
+// Keep makes Stop leave the node's directory (logs, configuration) in
+// place; everything else is still removed.
+func (n *Node) Keep() { n.keep = true }
+
+// LogTails returns the last n lines of containerd's and the kubelet's
+// logs.
+func (n *Node) LogTails(lines int) string {
+	var b strings.Builder
+	for _, p := range []*process{n.containerd, n.kubelet} {
+		if p != nil {
+			b.WriteString("=== " + p.name + " (" + p.logPath + ")\n" + p.tail(lines) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Stop stops the node and removes everything it made: the kubelet, the
+// containers (every process in its cgroups), containerd and its shims,
+// the mounts under its directory (containers' root filesystems, network
+// namespaces, volumes), the bridge and the veths on it, the cgroups, its
+// Node, ServiceAccount and ClusterRoleBinding, the registry, the pod range
+// reservation and the directory.
+func (n *Node) Stop() error {
+	if n.stopped {
+		return nil
+	}
+	n.stopped = true
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(n.kubelet.stop(10 * time.Second))
+	add(killCgroups(n.l.CgroupRoot))
+	add(n.containerd.stop(10 * time.Second))
+	killMentioning(n.l.Dir)
+	add(unmountUnder(n.l.Dir))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	add(deleteBridge(ctx, n.l))
+	add(killCgroups(n.l.CgroupRoot))
+	add(n.deleteAPIObjects(ctx))
+	add(n.registry.stop())
+	n.release()
+	switch {
+	case len(errs) > 0:
+		// The owner file stays: the next Start's sweep retries.
+	case n.keep:
+		// Kept for its logs; nothing else of the node is left to sweep.
+		add(errors.Wrap(os.Remove(filepath.Join(n.l.Dir, ownerFile)), "cannot remove the node's owner file"))
+	default:
+		add(errors.Wrap(os.RemoveAll(n.l.Dir), "cannot remove the node's directory"))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteAPIObjects deletes the Node and the kubelet's identity.
+func (n *Node) deleteAPIObjects(ctx context.Context) error {
+	ignore := func(err error) error {
+		if kerrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	name := n.l.Name
+	return errors.Join(
+		errors.Wrapf(ignore(n.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete Node %s", name),
+		errors.Wrapf(ignore(n.client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete ClusterRoleBinding %s", name),
+		errors.Wrapf(ignore(n.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})),
+			"cannot delete ServiceAccount %s", name),
+	)
+}
