@@ -16,6 +16,9 @@ var supportedOverrides = []string{
 	// The origins the browser may call from: the composition allows the
 	// ingress hosts; a site may need others.
 	"corsallowedorigins",
+	// Lookout's title: the composition names the Armada; a site may name
+	// it otherwise.
+	"uiconfig.customtitle",
 }
 
 // ownedKeyHints say where in the spec the owned keys under a path come
