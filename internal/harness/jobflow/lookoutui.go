@@ -39,7 +39,7 @@ func GetLookoutUIConfig(ctx context.Context, l Lookout) (LookoutUIConfig, error)
 	if err != nil {
 		return cfg, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.URL+"/lookout-ui-config.js", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.URL+"/lookout-ui-config.js", http.NoBody)
 	if err != nil {
 		return cfg, errors.Wrap(err, "cannot build Lookout's request")
 	}
@@ -57,7 +57,10 @@ func GetLookoutUIConfig(ctx context.Context, l Lookout) (LookoutUIConfig, error)
 	if !ok {
 		return cfg, errors.Errorf("lookout's /lookout-ui-config.js does not start with %q: %q", uiConfigPrefix, b.String())
 	}
-	return cfg, errors.Wrapf(json.Unmarshal([]byte(js), &cfg), "cannot parse Lookout's UI config %q", js)
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		return cfg, errors.Wrapf(err, "cannot parse Lookout's UI config %q", js)
+	}
+	return cfg, nil
 }
 
 // client is an HTTP client that reaches Lookout's URL through the
