@@ -82,6 +82,12 @@ func TestLookoutUI(t *testing.T) {
 	running := jobflow.WaitLookout(t, f.lookout, pw, "ui-cancelled", "RUNNING")[0].JobID
 
 	b, origin := openLookout(t, f)
+	var checked bool
+	t.Cleanup(func() {
+		if p := b.Problems(); t.Failed() && !checked && len(p) > 0 {
+			t.Logf("what went wrong in the page:\n%s", strings.Join(p, "\n"))
+		}
+	})
 	shots := os.Getenv("LOOKOUT_SCREENSHOTS")
 	shoot := func(name string) {
 		if shots == "" {
@@ -155,6 +161,7 @@ func TestLookoutUI(t *testing.T) {
 	}
 	poll("the jobs table shows job "+running+" Cancelled", fmt.Sprintf(jsRow, running), has("ui-cancelled", "Cancelled"))
 
+	checked = true
 	var unexpected []string
 	for _, p := range b.Problems() {
 		if !expectedProblem.MatchString(p) {
@@ -199,9 +206,12 @@ func openLookout(t *testing.T, f *flow) (*browser.Browser, string) {
 		}
 		hosts[pu.Hostname()] = ip
 		if pu.Scheme == "https" {
+			// One that does not answer is left to the page: its calls
+			// fail, and the checks of what the page shows say so.
 			spki, err := browser.SPKIOf(ctx, f.be.Names.Dial, pu.Host, pu.Hostname(), f.lookout.CA)
 			if err != nil {
-				t.Fatal(err)
+				t.Logf("Lookout's UI config names %s: %v", u, err)
+				continue
 			}
 			spkis = append(spkis, spki)
 		}
