@@ -19,6 +19,10 @@ var supportedOverrides = []string{
 	// Lookout's title: the composition names the Armada; a site may name
 	// it otherwise.
 	"uiconfig.customtitle",
+	// Where the browser reaches binoculars: the composition names its
+	// Service, which spec.ingress does not expose; a site that exposes
+	// it points the UI there (docs/guides/tls.md).
+	"uiconfig.binocularsbaseurlpattern",
 }
 
 // ownedKeyHints say where in the spec the owned keys under a path come
