@@ -224,6 +224,14 @@ DIAGRAMS := $(wildcard docs/diagrams/*.dot)
 docs-diagrams: system-deps ## Render docs/diagrams/*.dot to SVG with Graphviz.
 	@for f in $(DIAGRAMS); do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; echo "$${f%.dot}.svg"; done
 
+# The Lookout screenshots in docs/guides/getting-started.md are taken by
+# test/jobflow's TestLookoutUI in headless Chromium.
+SCREENSHOTS_DIR := docs/guides/images
+.PHONY: docs-screenshots
+docs-screenshots: system-deps tools cluster-bins run-bins ## Take the Lookout UI screenshots in docs/guides/images with TestLookoutUI (headless Chromium on a composed Armada).
+	@mkdir -p $(SCREENSHOTS_DIR)
+	LOOKOUT_SCREENSHOTS=$(CURDIR)/$(SCREENSHOTS_DIR) go test -count=1 -timeout 20m -run '^TestLookoutUI$$' ./test/jobflow/
+
 .PHONY: docs-check
 docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run.
 	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/build/docscheck/
