@@ -77,7 +77,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel node-bins
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel node-bins lookoutui
 
 # LONG_TEST_PKGS are the longest suites, longest first. go test starts
 # packages in the order it is given them (two at a time, -p defaults to the
@@ -185,12 +185,13 @@ run-first-builds:
 # evaluated only where used.
 ARMADA_DEFAULT_VERSION = $(shell go run ./internal/build/cmd/armadaversions -default)
 .PHONY: run-bins
-run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries and armadactl at the default release, and ghostunnel (binoculars' TLS sidecar).
+run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries, armadactl and Lookout's UI at the default release, and ghostunnel (binoculars' TLS sidecar).
 	tools/kubernetes/build.sh kube-scheduler
 	tools/kwok/build.sh
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 	tools/ghostunnel/build.sh
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
+	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
 # internal/build/cmd/xpkg (e.g. -push, -version v1.2.3, -arch amd64). The version
@@ -224,6 +225,14 @@ DIAGRAMS := $(wildcard docs/diagrams/*.dot)
 docs-diagrams: system-deps ## Render docs/diagrams/*.dot to SVG with Graphviz.
 	@for f in $(DIAGRAMS); do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; echo "$${f%.dot}.svg"; done
 
+# The Lookout screenshots in docs/guides/getting-started.md are taken by
+# test/jobflow's TestLookoutUI in headless Chromium.
+SCREENSHOTS_DIR := docs/guides/images
+.PHONY: docs-screenshots
+docs-screenshots: system-deps tools cluster-bins run-bins ## Take the Lookout UI screenshots in docs/guides/images with TestLookoutUI (headless Chromium on a composed Armada).
+	@mkdir -p $(SCREENSHOTS_DIR)
+	LOOKOUT_SCREENSHOTS=$(CURDIR)/$(SCREENSHOTS_DIR) go test -count=1 -timeout 20m -run '^TestLookoutUI$$' ./test/jobflow/
+
 .PHONY: docs-check
 docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run.
 	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/build/docscheck/
@@ -234,14 +243,15 @@ docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the 
 
 # The conformance tests start private PostgreSQL and Redis instances from
 # Debian's packages, the docs checks render the diagrams with its
-# Graphviz, and runc (the real node's runtime) compiles against its
-# libseccomp-dev; install them when they are missing.
+# Graphviz, runc (the real node's runtime) compiles against its
+# libseccomp-dev and the Lookout UI test drives chromium; install them
+# when they are missing.
 .PHONY: system-deps
-system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz and libseccomp-dev if missing (needs root).
-	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h ]]; then \
-		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams) and libseccomp-dev (runc's seccomp, for the real node)"; \
+system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz, libseccomp-dev and chromium if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h || ! -x /usr/bin/chromium ]]; then \
+		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams), libseccomp-dev (runc's seccomp, for the real node) and chromium (the Lookout UI's browser test)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev chromium >/dev/null; \
 	fi
 
 .PHONY: tools
@@ -292,6 +302,10 @@ provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
 .PHONY: armada-bins
 armada-bins: ## Build Armada's eight binaries and armadactl for every supported release (cached per release).
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_VERSIONS)
+
+.PHONY: lookoutui
+lookoutui: ## Build Lookout's UI from Armada's source at the default release as Armada's image does (openapi-generator-cli from Maven Central run with Java, the locked packages from the npm registry with yarn, vite build; cached per release), which Lookout serves at /.
+	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
 
 .PHONY: pulsar
 pulsar: ## Assemble Apache Pulsar's standalone broker and pulsar-admin from Maven Central (cached per release; ~330 MB cold), which the tests run.

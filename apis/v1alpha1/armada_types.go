@@ -183,7 +183,7 @@ type ArmadaSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.enabled) || self.enabled",message="spec.tls.issuerRef needs spec.tls.enabled: true"
 type TLS struct {
 	// Enabled turns TLS on. Without issuerRef the function generates a
-	// private CA (Ed25519) and a certificate for each TLS server with its
+	// private CA (ECDSA P-256) and a certificate for each TLS server with its
 	// Service DNS names, once, into the Secret <name>-tls, and reuses them
 	// from then on. Defaults to true.
 	// +kubebuilder:default=true

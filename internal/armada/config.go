@@ -285,11 +285,21 @@ func schedulerConfig(in *Install, inst *instance) map[string]any {
 // blocks: nothing; their metrics port is set from the table.
 func ingesterConfig(_ *Install, _ *instance) map[string]any { return map[string]any{} }
 
+// lookoutConfig is Lookout's config: its port, the origins it answers
+// and the UI's configuration, which the browser uses as it is. The page
+// calls the server's REST API (armadaApiBaseUrl) and binoculars
+// (binocularsBaseUrlPattern) itself, across origins: both are the URLs a
+// user reaches (Endpoints), and the server and binoculars allow Lookout's
+// origin and no other (corsOrigins). The title names the Armada; Armada's
+// default is "Local Dev". The commandSpecs are Armada's defaults
+// (config/lookout/config.yaml), which name the run's cluster (the
+// executor's clusterId) and the job's namespace.
 func lookoutConfig(in *Install, _ *instance) map[string]any {
 	ui := map[string]any{
 		"armadaApiBaseUrl":         in.Endpoints().REST,
 		"binocularsBaseUrlPattern": in.serviceURL("binoculars"),
 		"oidcEnabled":              in.Spec.Auth.OIDC != nil,
+		"customTitle":              "Armada " + in.Namespace + "/" + in.Name,
 	}
 	if o := in.Spec.Auth.OIDC; o != nil {
 		ui["oidc"] = map[string]any{"authority": o.ProviderURL, "clientId": o.ClientID, "scope": o.Scope}

@@ -16,6 +16,13 @@ var supportedOverrides = []string{
 	// The origins the browser may call from: the composition allows the
 	// ingress hosts; a site may need others.
 	"corsallowedorigins",
+	// Lookout's title: the composition names the Armada; a site may name
+	// it otherwise.
+	"uiconfig.customtitle",
+	// Where the browser reaches binoculars: the composition names its
+	// Service, which spec.ingress does not expose; a site that exposes
+	// it points the UI there (docs/guides/tls.md).
+	"uiconfig.binocularsbaseurlpattern",
 }
 
 // ownedKeyHints say where in the spec the owned keys under a path come

@@ -54,6 +54,19 @@ func TestOwnedConfigKeys(t *testing.T) {
 			cfg:  map[string]any{"grpc": map[string]any{"tls": map[string]any{"enabled": false}}},
 			want: "spec.components.scheduler.config.grpc.tls.enabled: Forbidden: the composition sets Armada's grpc.tls.enabled from spec.tls",
 		},
+		"LookoutBinocularsURL": {
+			set: func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Lookout.Config = r },
+			cfg: map[string]any{"uiConfig": map[string]any{"binocularsBaseUrlPattern": "https://binoculars.example.com"}},
+		},
+		"LookoutTitle": {
+			set: func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Lookout.Config = r },
+			cfg: map[string]any{"uiConfig": map[string]any{"customTitle": "Batch"}},
+		},
+		"LookoutAPIURL": {
+			set:  func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Lookout.Config = r },
+			cfg:  map[string]any{"uiConfig": map[string]any{"armadaApiBaseUrl": "https://api.example.com"}},
+			want: "spec.components.lookout.config.uiConfig.armadaApiBaseUrl: Forbidden",
+		},
 		"TuningBesideOwnedKeys": {
 			set: func(s *v1alpha1.ArmadaSpec, r *runtime.RawExtension) { s.Components.Server.Config = r },
 			cfg: map[string]any{"pulsar": map[string]any{"maxConnectionsPerBroker": 4}, "submission": map[string]any{"maxPodSpecSizeBytes": 1024}},

@@ -1,7 +1,10 @@
 package armada
 
 import (
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -28,8 +31,9 @@ import (
 // SSL_CERT_FILE, since Armada's client trusts only the system roots.
 //
 // The function generates the CA and the certificates itself, as it does
-// passwords: Ed25519 keys from the keyed random stream of the XR, so the
-// same request and validity window give byte-identical output, and once
+// passwords: ECDSA P-256 keys from the keyed random stream of the XR,
+// signed deterministically (RFC 6979), so the same request and validity
+// window give byte-identical output, and once
 // the TLS Secret is observed every CA and certificate in it that is still
 // valid for what is wanted, and not at its renewal point, is reused.
 // Serving certificates last a year and are renewed with a third of it
@@ -199,7 +203,7 @@ func (r *renderer) tls() error {
 		names := in.tlsDNSNames(c)
 		crt, key := c.Name+".crt", c.Name+".key"
 		leaf, _, ok := parsePair(r.opt.TLSMemo, obs[crt], obs[key])
-		if ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil && clock.freshLeaf(leaf) {
+		if ok && slices.Equal(leaf.DNSNames, names) && leaf.CheckSignatureFrom(ca) == nil && clock.freshLeaf(leaf) && browserKey(leaf) {
 			data[crt], data[key] = obs[crt], obs[key]
 			leaves = append(leaves, leaf)
 			continue
@@ -253,14 +257,23 @@ func leafTemplate(names []string, notBefore, notAfter time.Time) *x509.Certifica
 	}
 }
 
-// issue generates an Ed25519 key and a certificate for it from rand,
-// signed by parent (self-signed if nil). Ed25519 keys derive from a seed
-// and its signatures are deterministic, so the same rand gives the same
-// PEM bytes. A certificate memo already holds is reused.
+// issue generates an ECDSA P-256 key and a certificate for it from rand,
+// signed by parent (self-signed if nil). The key's scalar comes from rand
+// and ECDSA signatures are deterministic with no random source (RFC 6979),
+// so the same rand gives the same PEM bytes. A certificate memo already
+// holds is reused.
+//
+// Browsers take no Ed25519 certificate: Chromium fails the handshake
+// (ERR_SSL_PROTOCOL_ERROR) with a server whose certificate or CA is
+// Ed25519, and the Lookout UI calls the server's REST port and binoculars
+// from the browser, so every key is ECDSA P-256, which every browser and
+// Go's TLS accept. A CA or certificate of another key type in an observed
+// Secret (Ed25519, as generated before) is replaced, the CA through a
+// rollover (tlsrollover.go).
 func issue(memo *TLSMemo, rand io.Reader, tmpl, parent *x509.Certificate,
-	parentKey ed25519.PrivateKey,
-) (*x509.Certificate, ed25519.PrivateKey, []byte, []byte, error) {
-	seed := make([]byte, ed25519.SeedSize)
+	parentKey crypto.Signer,
+) (*x509.Certificate, crypto.Signer, []byte, []byte, error) {
+	seed := make([]byte, 32)
 	sn := make([]byte, 16)
 	if _, err := io.ReadFull(rand, seed); err != nil {
 		return nil, nil, nil, nil, errors.Wrap(err, "cannot read random bytes")
@@ -279,12 +292,15 @@ func issue(memo *TLSMemo, rand io.Reader, tmpl, parent *x509.Certificate,
 	if v, ok := memo.Get(mk); ok {
 		return v.cert, v.key, v.certPEM, v.keyPEM, nil
 	}
-	key := ed25519.NewKeyFromSeed(seed)
+	key, err := ecdsaKey(seed, rand)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
 	tmpl.SerialNumber = new(big.Int).SetBytes(sn)
 	if parent == nil {
 		parent, parentKey = tmpl, key
 	}
-	der, err := x509.CreateCertificate(rand, tmpl, parent, key.Public(), parentKey)
+	der, err := x509.CreateCertificate(rand, tmpl, parent, key.Public(), deterministic(parentKey))
 	if err != nil {
 		return nil, nil, nil, nil, errors.Wrap(err, "cannot create certificate")
 	}
@@ -305,9 +321,48 @@ func issue(memo *TLSMemo, rand io.Reader, tmpl, parent *x509.Certificate,
 	return v.cert, v.key, v.certPEM, v.keyPEM, nil
 }
 
-// parsePair parses a PEM certificate and its Ed25519 private key, and
-// reports whether they are present, well-formed and match.
-func parsePair(memo *TLSMemo, certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
+// ecdsaKey is the P-256 key whose scalar is seed; in the rare case (about
+// 2^-32) that seed is not a valid scalar, the next 32 bytes of rand are
+// tried.
+func ecdsaKey(seed []byte, rand io.Reader) (*ecdsa.PrivateKey, error) {
+	for {
+		if k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), seed); err == nil {
+			return k, nil
+		}
+		if _, err := io.ReadFull(rand, seed); err != nil {
+			return nil, errors.Wrap(err, "cannot read random bytes")
+		}
+	}
+}
+
+// deterministic makes an ECDSA key sign with RFC 6979 (no random source),
+// whatever random source x509.CreateCertificate passes it; other keys
+// (Ed25519, an observed CA's before a rollover) sign deterministically
+// anyway.
+func deterministic(k crypto.Signer) crypto.Signer {
+	if e, ok := k.(*ecdsa.PrivateKey); ok {
+		return rfc6979{e}
+	}
+	return k
+}
+
+// rfc6979 signs with its key and no random source.
+type rfc6979 struct{ key *ecdsa.PrivateKey }
+
+func (s rfc6979) Public() crypto.PublicKey { return s.key.Public() }
+
+func (s rfc6979) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	return s.key.Sign(nil, digest, opts)
+}
+
+// browserKey says whether a certificate's key is of the type issue
+// generates, which browsers accept.
+func browserKey(c *x509.Certificate) bool { return c.PublicKeyAlgorithm == x509.ECDSA }
+
+// parsePair parses a PEM certificate and its private key (ECDSA, or
+// Ed25519 as generated before), and reports whether they are present,
+// well-formed and match.
+func parsePair(memo *TLSMemo, certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, bool) {
 	if len(certPEM) == 0 && len(keyPEM) == 0 {
 		return nil, nil, false
 	}
@@ -320,7 +375,7 @@ func parsePair(memo *TLSMemo, certPEM, keyPEM []byte) (*x509.Certificate, ed2551
 	return cert, key, ok
 }
 
-func parsePairUncached(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, bool) {
+func parsePairUncached(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, bool) {
 	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
@@ -334,9 +389,17 @@ func parsePairUncached(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.Priva
 	if err != nil {
 		return nil, nil, false
 	}
-	key, ok := k.(ed25519.PrivateKey)
-	pub, ok2 := cert.PublicKey.(ed25519.PublicKey)
-	if !ok || !ok2 || !pub.Equal(key.Public()) {
+	var key crypto.Signer
+	switch k := k.(type) {
+	case *ecdsa.PrivateKey:
+		key = k
+	case ed25519.PrivateKey:
+		key = k
+	default:
+		return nil, nil, false
+	}
+	pub, ok := cert.PublicKey.(interface{ Equal(x crypto.PublicKey) bool })
+	if !ok || !pub.Equal(key.Public()) {
 		return nil, nil, false
 	}
 	return cert, key, true
@@ -344,7 +407,7 @@ func parsePairUncached(certPEM, keyPEM []byte) (*x509.Certificate, ed25519.Priva
 
 // TLSMemo remembers the TLS work that is the same for the same inputs:
 // issuing a certificate from the same seed, template and parent, which is
-// deterministic (Ed25519), and parsing the same PEM bytes. Until the TLS
+// deterministic (see issue), and parsing the same PEM bytes. Until the TLS
 // Secret is observed each call would issue the same certificates again
 // (about 1 ms), and every later one parses them. Entries are keyed by a
 // SHA-256 of every input (memoKey), so a hit is exactly what recomputing
@@ -363,7 +426,7 @@ func NewTLSMemo() *TLSMemo { return structenc.NewMemo[[sha256.Size]byte, tlsResu
 // tlsResult is what issue or parsePair returns.
 type tlsResult struct {
 	cert            *x509.Certificate
-	key             ed25519.PrivateKey
+	key             crypto.Signer
 	certPEM, keyPEM []byte
 	ok              bool
 }

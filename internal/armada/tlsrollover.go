@@ -2,7 +2,7 @@ package armada
 
 import (
 	"bytes"
-	"crypto/ed25519"
+	"crypto"
 	"crypto/x509"
 	"encoding/pem"
 	"slices"
@@ -33,7 +33,7 @@ import (
 
 // caRollover fills data's CA keys and returns the CA that signs serving
 // certificates, with its key.
-func (r *renderer) caRollover(clock tlsClock, gen int32, data map[string][]byte) (*x509.Certificate, ed25519.PrivateKey, error) {
+func (r *renderer) caRollover(clock tlsClock, gen int32, data map[string][]byte) (*x509.Certificate, crypto.Signer, error) {
 	in, obs, memo := r.in, r.opt.Observed.TLS, r.opt.TLSMemo
 	blocks := pemCertificates(obs[tlsCAFile])
 	signing, signingKey, signingPEM := bundleKey(memo, blocks, obs[tlsCAKey])
@@ -44,8 +44,10 @@ func (r *renderer) caRollover(clock tlsClock, gen int32, data map[string][]byte)
 		current = next
 	}
 	domains := in.tlsPermittedDomains()
+	// A CA of a key type browsers refuse (Ed25519, as generated before)
+	// is rolled over like one at its half life.
 	wanted := current != nil && current.IsCA && gen == r.opt.Observed.CAGeneration && clock.freshCA(current) &&
-		slices.Equal(current.PermittedDNSDomains, domains)
+		slices.Equal(current.PermittedDNSDomains, domains) && browserKey(current)
 	switch {
 	case !wanted:
 		k, nb, na := clock.caWindow()
@@ -122,7 +124,7 @@ func pemCertificates(b []byte) [][]byte {
 }
 
 // bundleKey finds the certificate of a bundle that keyPEM is the key of.
-func bundleKey(memo *TLSMemo, blocks [][]byte, keyPEM []byte) (*x509.Certificate, ed25519.PrivateKey, []byte) {
+func bundleKey(memo *TLSMemo, blocks [][]byte, keyPEM []byte) (*x509.Certificate, crypto.Signer, []byte) {
 	if len(keyPEM) == 0 {
 		return nil, nil, nil
 	}

@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -359,19 +356,10 @@ func LookoutRunError(ctx context.Context, l Lookout, user, password, runID strin
 // lookoutPost posts body to Lookout's API at path as user and decodes
 // the answer into out.
 func lookoutPost(ctx context.Context, l Lookout, user, password, path, body string, out any) error {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return l.Names.Dial(ctx, addr)
-		},
+	hc, err := l.client()
+	if err != nil {
+		return err
 	}
-	if len(l.CA) > 0 {
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(l.CA) {
-			return errors.New("cannot parse Lookout's CA: no PEM certificate")
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.URL+path, strings.NewReader(body))
 	if err != nil {
 		return errors.Wrap(err, "cannot build Lookout's request")

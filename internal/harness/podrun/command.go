@@ -55,7 +55,36 @@ func (r *Runner) armadaCommand(p *pod, c corev1.Container, root string) (*podCmd
 	r.mu.Lock()
 	p.local = local
 	r.mu.Unlock()
-	return &podCmd{inv: inv, bin: filepath.Join(rel.BinDir, inv.Component), dir: rel.SourceDir, args: inv.Args, env: portEnv}, nil
+	dir := rel.SourceDir
+	if inv.Component == "lookout" && rel.LookoutUI != "" {
+		if dir, err = lookoutDir(root, rel); err != nil {
+			return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
+		}
+	}
+	return &podCmd{inv: inv, bin: filepath.Join(rel.BinDir, inv.Component), dir: dir, args: inv.Args, env: portEnv}, nil
+}
+
+// lookoutDir lays out Lookout's working directory under root as the
+// armada-lookout image's /app (Armada's build/lookout/Dockerfile): its
+// config/ (the release's source's) and the built UI at
+// internal/lookoutui/build, which Lookout serves at / relative to its
+// working directory (internal/lookout/gen/restapi/configure_lookout.go).
+// The links name the files as the process's own root shows them
+// (PodPath).
+func lookoutDir(root string, rel Release) (string, error) {
+	dir := filepath.Join(root, "app")
+	if err := os.MkdirAll(filepath.Join(dir, "internal", "lookoutui"), 0o700); err != nil {
+		return "", errors.Wrap(err, "cannot create Lookout's working directory")
+	}
+	for link, target := range map[string]string{
+		filepath.Join(dir, "config"):                         filepath.Join(rel.SourceDir, "config"),
+		filepath.Join(dir, "internal", "lookoutui", "build"): rel.LookoutUI,
+	} {
+		if err := os.Symlink(PodPath(target), link); err != nil && !os.IsExist(err) {
+			return "", errors.Wrap(err, "cannot link Lookout's working directory")
+		}
+	}
+	return dir, nil
 }
 
 // pulsarCommand runs a container of Pulsar's image (the topic-init Job's

@@ -39,6 +39,12 @@ type Release struct {
 	// working directory, whose config/<component>/config.yaml they load
 	// first.
 	SourceDir string
+	// LookoutUI, if set, holds the release's built Lookout UI (what the
+	// armada-lookout image holds at /app/internal/lookoutui/build,
+	// tools/lookoutui), which Lookout serves at / from
+	// ./internal/lookoutui/build: Lookout then works in a directory laid
+	// out as the image's /app (lookoutDir).
+	LookoutUI string
 }
 
 // RunnerOptions configure a Runner.

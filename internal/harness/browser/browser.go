@@ -1,0 +1,263 @@
+// Package browser drives Debian's Chromium, headless, with chromedp, as a
+// person's browser on a machine whose DNS resolves the composed names:
+// each host name goes to the loopback address the test's Names gives it
+// (--host-resolver-rules, ports unchanged), and TLS is trusted only for
+// the certificates the test verified against the claim's CA. It records
+// what a person would see go wrong: console errors, uncaught exceptions,
+// browser log errors (CORS refusals are logged there) and failed requests.
+package browser
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// Chromium is Debian's chromium package's binary (make system-deps
+// installs it).
+const Chromium = "/usr/bin/chromium"
+
+// Options configure a Browser.
+type Options struct {
+	// Hosts map each host name the pages reach to the IP address it
+	// resolves to.
+	Hosts map[string]string
+	// SPKIs are the base64 SHA-256 hashes of the public keys of the
+	// certificates to accept (SPKIOf): the servers' own, verified by the
+	// caller.
+	SPKIs []string
+	// Headers are sent with every request (an Authorization header, as an
+	// authenticating proxy in front of the servers would add it).
+	Headers map[string]string
+	// Dir holds the browser's profile.
+	Dir string
+	// Width and Height are the window's size; 1600x1000 if zero.
+	Width, Height int
+}
+
+// A Browser is one headless Chromium with one tab.
+type Browser struct {
+	ctx    context.Context //nolint:containedctx // chromedp's tab is a context: every action runs in it.
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	urls     map[network.RequestID]string
+	problems []string
+}
+
+// Start starts Chromium and opens its tab.
+func Start(ctx context.Context, o Options) (*Browser, error) {
+	if _, err := os.Stat(Chromium); err != nil {
+		return nil, errors.Errorf("cannot find %s (Debian's chromium): run make system-deps", Chromium)
+	}
+	if o.Width == 0 {
+		o.Width, o.Height = 1600, 1000
+	}
+	rules := make([]string, 0, len(o.Hosts)+1)
+	for _, h := range slices.Sorted(func(yield func(string) bool) {
+		for h := range o.Hosts {
+			if !yield(h) {
+				return
+			}
+		}
+	}) {
+		rules = append(rules, "MAP "+h+" "+o.Hosts[h])
+	}
+	// Nothing else resolves: a page reaching elsewhere fails visibly.
+	rules = append(rules, "MAP * ~NOTFOUND", "EXCLUDE localhost")
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(Chromium),
+		chromedp.UserDataDir(o.Dir),
+		chromedp.NoSandbox, // Root, as the tests run, has no user namespace sandbox.
+		chromedp.WindowSize(o.Width, o.Height),
+		chromedp.Flag("host-resolver-rules", strings.Join(rules, ",")),
+		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(o.SPKIs, ",")),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	b := &Browser{ctx: bctx, cancel: func() { bcancel(); acancel() }, urls: map[network.RequestID]string{}}
+	chromedp.ListenTarget(bctx, b.listen)
+	headers := network.Headers{}
+	for k, v := range o.Headers {
+		headers[k] = v
+	}
+	if err := chromedp.Run(bctx, network.Enable(), cdplog.Enable(), runtime.Enable(), network.SetExtraHTTPHeaders(headers)); err != nil {
+		b.cancel()
+		return nil, errors.Wrap(err, "cannot start Chromium")
+	}
+	return b, nil
+}
+
+// Close stops Chromium.
+func (b *Browser) Close() { b.cancel() }
+
+// Run runs actions in the tab.
+func (b *Browser) Run(ctx context.Context, actions ...chromedp.Action) error {
+	// The tab's context carries the browser; ctx bounds this run.
+	rctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	return chromedp.Run(rctx, actions...) //nolint:contextcheck // The tab's context, bounded by ctx above.
+}
+
+// Problems returns what went wrong in the page so far, in order, and
+// forgets it.
+func (b *Browser) Problems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.problems
+	b.problems = nil
+	return out
+}
+
+func (b *Browser) problemf(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.problems = append(b.problems, fmt.Sprintf(format, args...))
+}
+
+func (b *Browser) listen(ev any) {
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.mu.Lock()
+		b.urls[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
+		b.mu.Unlock()
+	case *network.EventResponseReceived:
+		if ev.Response.Status >= 400 {
+			b.problemf("%d %s", ev.Response.Status, ev.Response.URL)
+		}
+	case *network.EventLoadingFailed:
+		if ev.Canceled {
+			return
+		}
+		b.mu.Lock()
+		u := b.urls[ev.RequestID]
+		b.mu.Unlock()
+		b.problemf("request failed: %s: %s%s", u, ev.ErrorText, blocked(ev))
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.APITypeError {
+			return
+		}
+		args := make([]string, 0, len(ev.Args))
+		for _, a := range ev.Args {
+			if a.Value != nil {
+				args = append(args, string(a.Value))
+			} else {
+				args = append(args, a.Description)
+			}
+		}
+		b.problemf("console error: %s", strings.Join(args, " "))
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		msg := d.Text
+		if d.Exception != nil {
+			msg += " " + d.Exception.Description
+		}
+		b.problemf("uncaught exception: %s", msg)
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.LevelError {
+			b.problemf("browser log: %s %s", ev.Entry.Text, ev.Entry.URL)
+		}
+	}
+}
+
+func blocked(ev *network.EventLoadingFailed) string {
+	out := ""
+	if ev.BlockedReason != "" {
+		out += " (blocked: " + ev.BlockedReason.String() + ")"
+	}
+	if ev.CorsErrorStatus != nil {
+		out += " (CORS: " + ev.CorsErrorStatus.CorsError.String() + ")"
+	}
+	return out
+}
+
+// SPKIOf dials addr through dial, verifies the certificate it serves for
+// host against the PEM CA pool ca, and returns the hash of its public key
+// as ignore-certificate-errors-spki-list takes it: so the browser trusts
+// exactly the certificates the CA vouches for, as a browser with the CA
+// installed would.
+func SPKIOf(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr, host string, ca []byte) (string, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return "", errors.New("cannot parse the CA: no PEM certificate")
+	}
+	conn, err := dial(ctx, addr)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot dial %s", addr)
+	}
+	tc := tls.Client(conn, &tls.Config{ServerName: host, RootCAs: pool, MinVersion: tls.VersionTLS12})
+	defer tc.Close() //nolint:errcheck // Only its certificate was wanted.
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return "", errors.Wrapf(err, "cannot verify %s's certificate against the CA", addr)
+	}
+	leaf := tc.ConnectionState().PeerCertificates[0]
+	sum := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:]), nil
+}
+
+// Navigate loads url in the tab.
+func (b *Browser) Navigate(ctx context.Context, url string) error {
+	return errors.Wrapf(b.Run(ctx, chromedp.Navigate(url)), "cannot load %s", url)
+}
+
+// Eval evaluates the JavaScript expression js in the page, decoding its
+// value into out.
+func (b *Browser) Eval(ctx context.Context, js string, out any) error {
+	return errors.Wrapf(b.Run(ctx, chromedp.Evaluate(js, out)), "cannot evaluate %s", js)
+}
+
+// Poll evaluates js, a string-valued expression, every half second until
+// ok accepts its value or timeout passes, and returns the last value.
+func (b *Browser) Poll(ctx context.Context, timeout time.Duration, js string, ok func(string) bool) (string, error) {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		var v string
+		err := b.Eval(ctx, js, &v)
+		if err == nil {
+			last = v
+			if ok(v) {
+				return v, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return last, err
+			}
+			return last, errors.Errorf("timed out after %s; the page shows %q", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Screenshot writes a PNG of the whole page to path.
+func (b *Browser) Screenshot(ctx context.Context, path string) error {
+	var png []byte
+	if err := b.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		return errors.Wrap(err, "cannot take a screenshot")
+	}
+	return errors.Wrap(os.WriteFile(path, png, 0o600), "cannot write the screenshot")
+}
