@@ -110,9 +110,10 @@ e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite aga
 
 # UNIT_PKGS are the packages whose tests start no server and need no tool
 # binary: not internal/provider (a kube-apiserver), internal/harness/testenv (etcd,
-# kube-apiserver, PostgreSQL and Redis) nor internal/build/docscheck (the
-# Crossplane CLI and Graphviz; make docs-check runs it).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$')
+# kube-apiserver, PostgreSQL and Redis), internal/build/docscheck (the
+# Crossplane CLI and Graphviz; make docs-check runs it) nor
+# internal/build/cmd/render (the Crossplane CLI and core).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/build/docscheck$$' -e '/internal/build/cmd/render$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
@@ -138,9 +139,16 @@ BENCH_JOBS ?= 100|1000
 bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory; then the same on Armada's own localdev configuration, for the ratio. Not part of make test.
 	go test -run '^$$' -bench 'BenchmarkJobFlow/jobs=($(BENCH_JOBS))$$' -benchtime 1x -timeout 90m -v ./test/jobflow/
 
+# EXAMPLE is the file make render renders; REQUIRED the files of resources
+# the function may require (comma-separated): the platform's
+# ArmadaTenancyPolicies and, for a team queue, the file that holds its
+# Armada (e.g. REQUIRED=examples/tenancy-policy.yaml,examples/production.yaml
+# EXAMPLE=examples/team-queue.yaml).
+EXAMPLE  ?= examples/minimal.yaml
+REQUIRED ?= examples/tenancy-policy.yaml
 .PHONY: render
-render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
-	go run ./internal/build/cmd/render examples/minimal.yaml
+render: tools ## Render EXAMPLE's claims through the real function and Crossplane (no cluster) under REQUIRED's tenancy policies (default: examples/minimal.yaml, examples/tenancy-policy.yaml).
+	go run ./internal/build/cmd/render $(if $(REQUIRED),-required-resources '$(REQUIRED)') '$(EXAMPLE)'
 
 # RUN_ARGS: -example FILE, -kubeconfig PATH (use that cluster instead of a
 # local control plane), -simulate-healthy (report Jobs complete and
