@@ -232,8 +232,8 @@ docs-diagrams: system-deps ## Render docs/diagrams/*.dot to SVG with Graphviz.
 	@for f in $(DIAGRAMS); do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; echo "$${f%.dot}.svg"; done
 
 .PHONY: docs-check
-docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run.
-	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/build/docscheck/
+docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run, no dates or commit hashes in docs/guides/.
+	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks|TestStamps' -v ./internal/build/docscheck/
 	go test -count=1 -run 'TestFlowTableDoc' ./internal/armada/
 	go test -count=1 ./internal/build/cmd/apidoc/
 
