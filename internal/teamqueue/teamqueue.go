@@ -14,16 +14,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/tenancy"
 )
 
-// Labels Crossplane puts on an XR created from a claim.
 const (
-	labelClaimName      = "crossplane.io/claim-name"
-	labelClaimNamespace = "crossplane.io/claim-namespace"
 	// LabelQueue marks the namespaces of a queue's jobs.
 	LabelQueue = "armadaproject.io/queue"
 	// defaultPriorityFactor is Armada's neutral factor.
@@ -57,7 +56,7 @@ func (xr XR) Target() (name, namespace string) {
 	case xr.Namespace != "":
 		namespace = xr.Namespace
 	default:
-		namespace = xr.Labels[labelClaimNamespace]
+		namespace = xr.Labels[xcrd.LabelKeyClaimNamespace]
 	}
 	return xr.Spec.Armada.Name, namespace
 }
@@ -68,8 +67,8 @@ func (xr XR) QueueName() string {
 	switch {
 	case xr.Spec.QueueName != "":
 		return xr.Spec.QueueName
-	case xr.Namespace == "" && xr.Labels[labelClaimName] != "":
-		return xr.Labels[labelClaimName]
+	case xr.Namespace == "" && xr.Labels[xcrd.LabelKeyClaimName] != "":
+		return xr.Labels[xcrd.LabelKeyClaimName]
 	}
 	return xr.Name
 }

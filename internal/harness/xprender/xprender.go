@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
@@ -140,8 +141,8 @@ func asXR(d map[string]any) (map[string]any, bool, error) {
 		"metadata": map[string]any{
 			"name": name,
 			"labels": map[string]any{
-				"crossplane.io/claim-name":      name,
-				"crossplane.io/claim-namespace": ns,
+				xcrd.LabelKeyClaimName:      name,
+				xcrd.LabelKeyClaimNamespace: ns,
 			},
 		},
 		"spec": d["spec"],

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 	"github.com/crossplane/function-sdk-go/logging"
 
 	fn "github.com/armadaproject/armada-crossplane/internal/function"
@@ -179,8 +180,8 @@ func claimKind(xr map[string]any) string {
 // name is "namespace/name" of the claim behind xr, or of the namespaced XR.
 func name(xr map[string]any) string {
 	meta, _ := xr["metadata"].(map[string]any)
-	if labels, _ := meta["labels"].(map[string]any); labels["crossplane.io/claim-name"] != nil {
-		return fmt.Sprintf("%s/%s", labels["crossplane.io/claim-namespace"], labels["crossplane.io/claim-name"])
+	if labels, _ := meta["labels"].(map[string]any); labels[xcrd.LabelKeyClaimName] != nil {
+		return fmt.Sprintf("%s/%s", labels[xcrd.LabelKeyClaimNamespace], labels[xcrd.LabelKeyClaimName])
 	}
 	return fmt.Sprintf("%s/%s", meta["namespace"], meta["name"])
 }
