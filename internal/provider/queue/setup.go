@@ -18,12 +18,15 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
-// Options configure the Queue controller.
+// Options configure the Queue controller (and, as provider.Options, every
+// provider-armada controller).
 type Options struct {
-	// Controller are crossplane-runtime's controller options.
+	// Controller are crossplane-runtime's controller options: logger,
+	// poll interval, rate limits, metrics.
 	Controller controller.Options
 	// CreationGracePeriod is how long after creating a queue a NotFound
-	// is taken for a slow read; zero means crossplane-runtime's default.
+	// is taken for a slow read rather than a deleted queue; zero means
+	// crossplane-runtime's default, 30s.
 	CreationGracePeriod time.Duration
 	// Dialer, if set, opens connections to Armada instead of dialling the
 	// provider configs' endpoints; tests use it to reach a local Armada.
