@@ -41,7 +41,7 @@ var clusterScopedKinds = map[string]bool{
 // that very object for spec.clusterScope's config, and nothing the
 // namespaced XR composes is cluster-scoped or in another namespace.
 func TestNamespacedRendersTheSameArmada(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 2)) //nolint:gosec // A fixed seed keeps the property test reproducible.
+	rng := rand.New(rand.NewPCG(12, 2))
 	ref := &v1alpha1.ProviderConfigRef{Name: "in-cluster"}
 	opts := Options{Rand: KeyedRand([]byte("k"), "xr")}
 	wrapped := 0

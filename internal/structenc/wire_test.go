@@ -74,7 +74,7 @@ func checkAppendStruct(t *testing.T, what string, c *Converter, v any, desired b
 // TestAppendStructRandomJSON writes random JSON documents, as
 // unstructured objects and plain maps, with one Converter.
 func TestAppendStructRandomJSON(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4)) //nolint:gosec // Deterministic test data.
+	r := rand.New(rand.NewPCG(3, 4))
 	c := &Converter{}
 	for i := range 2000 {
 		m := randomJSONObject(r, 0)
