@@ -212,7 +212,7 @@ func (xr XR) composeQueue(target *armada.Install, ref *v1alpha1.ProviderConfigRe
 
 // jobNamespaces composes each of the spec's job namespaces in turn.
 func (xr XR) jobNamespaces(target *armada.Install, ref *v1alpha1.ProviderConfigRef, policy tenancy.Policy, name string) []armada.Object {
-	var out []armada.Object
+	out := make([]armada.Object, 0, len(xr.Spec.Namespaces))
 	for _, ns := range xr.Spec.Namespaces {
 		out = append(out, xr.jobNamespace(target, ref, policy, name, ns)...)
 	}

@@ -25,7 +25,8 @@ import (
 func main() {
 	opt := options{root: "."}
 	flag.StringVar(&opt.out, "o", "", "also write the converged render output (YAML) to this file")
-	flag.Func("required-resources", "a YAML file of the resources the function may require: the platform's ArmadaTenancyPolicies, a team queue's Armada (claims are passed as their XRs); repeat the flag or separate files with commas",
+	flag.Func("required-resources", "a YAML file of the resources the function may require: the platform's ArmadaTenancyPolicies, "+
+		"a team queue's Armada (claims are passed as their XRs); repeat the flag or separate files with commas",
 		func(v string) error {
 			opt.required = append(opt.required, strings.Split(v, ",")...)
 			return nil

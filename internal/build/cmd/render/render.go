@@ -28,6 +28,7 @@ const maxSteps = 6
 // render serves function-armada, then converges each XR of opt.example
 // in turn, printing each one's tree and status.
 func render(ctx context.Context, w io.Writer, opt options) error {
+	p := &printer{w: w}
 	tools, err := xprender.FindTools()
 	if err != nil {
 		return err
@@ -65,26 +66,26 @@ func render(ctx context.Context, w io.Writer, opt options) error {
 	var outputs [][]byte
 	for i, xr := range xrs {
 		if i > 0 {
-			fmt.Fprintln(w)
+			p.printf("\n")
 		}
 		required, err := writeRequired(filepath.Join(dir, fmt.Sprintf("required-%d.yaml", i)), given, xrs, i)
 		if err != nil {
 			return err
 		}
-		out, err := converge(ctx, w, tools, opt, xprender.RenderOptions{XR: xr, FunctionAddress: addr, RequiredResources: required})
+		out, err := converge(ctx, p, tools, opt, xprender.RenderOptions{XR: xr, FunctionAddress: addr, RequiredResources: required})
 		if err != nil {
 			return errors.Wrapf(err, "cannot render %s %s of %s", xr["kind"], name(xr), opt.example)
 		}
 		outputs = append(outputs, out)
 	}
 	if opt.out == "" {
-		return nil
+		return p.err
 	}
 	if err := os.WriteFile(opt.out, manifest.Join(outputs), 0o600); err != nil {
 		return errors.Wrap(err, "cannot write the render output")
 	}
-	fmt.Fprintf(w, "\nFull render: %s\n", opt.out)
-	return nil
+	p.printf("\nFull render: %s\n", opt.out)
+	return p.err
 }
 
 // readRequired reads the files of required resources the user passed,
@@ -134,7 +135,7 @@ func writeRequired(path string, given, xrs []map[string]any, self int) (string, 
 
 // converge renders one XR until it converges, prints its tree and status,
 // and returns the converged output.
-func converge(ctx context.Context, w io.Writer, tools xprender.Tools, opt options, ro xprender.RenderOptions) ([]byte, error) {
+func converge(ctx context.Context, p *printer, tools xprender.Tools, opt options, ro xprender.RenderOptions) ([]byte, error) {
 	kind, _ := ro.XR["kind"].(string)
 	var err error
 	ro.Composition, ro.XRD, err = xprender.PackageFiles(opt.root, kind)
@@ -148,19 +149,19 @@ func converge(ctx context.Context, w io.Writer, tools xprender.Tools, opt option
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "%s %s (%s) through function-armada and Crossplane %s (core %s)\n",
+	p.printf("%s %s (%s) through function-armada and Crossplane %s (core %s)\n",
 		claimKind(ro.XR), name(ro.XR), opt.example, xprender.CLIVersion, xprender.CoreVersion)
-	fmt.Fprintf(w, "First reconcile composes %d objects; converged after %d reconciles in %s, treating Jobs as complete and workloads as available.\n\n",
+	p.printf("First reconcile composes %d objects; converged after %d reconciles in %s, treating Jobs as complete and workloads as available.\n\n",
 		len(steps[0].Composed), len(steps), time.Since(start).Round(time.Millisecond))
 
 	final := steps[len(steps)-1]
-	printTree(w, kind, final.Composed)
+	printTree(p, kind, final.Composed)
 	all, err := manifest.Split(final.Output)
 	if err != nil {
 		return nil, err
 	}
 	status, _ := all[0]["status"].(map[string]any)
-	printStatus(w, status)
+	printStatus(p, status)
 	return final.Output, nil
 }
 
@@ -187,7 +188,7 @@ func name(xr map[string]any) string {
 }
 
 // printTree prints composed objects grouped by kind.
-func printTree(w io.Writer, xrKind string, composed []map[string]any) {
+func printTree(p *printer, xrKind string, composed []map[string]any) {
 	byKind := map[string][]string{}
 	for _, o := range composed {
 		kind, _ := o["kind"].(string)
@@ -203,7 +204,7 @@ func printTree(w io.Writer, xrKind string, composed []map[string]any) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(w, "%s composed %d objects:\n", xrKind, len(composed))
+	p.printf("%s composed %d objects:\n", xrKind, len(composed))
 	for i, k := range kinds {
 		branch, indent := "├─", "│  "
 		if i == len(kinds)-1 {
@@ -211,13 +212,13 @@ func printTree(w io.Writer, xrKind string, composed []map[string]any) {
 		}
 		names := byKind[k]
 		sort.Strings(names)
-		fmt.Fprintf(w, "%s %s (%d)\n", branch, k, len(names))
+		p.printf("%s %s (%d)\n", branch, k, len(names))
 		for j, n := range names {
 			b := "├─"
 			if j == len(names)-1 {
 				b = "└─"
 			}
-			fmt.Fprintf(w, "%s%s %s\n", indent, b, n)
+			p.printf("%s%s %s\n", indent, b, n)
 		}
 	}
 }
@@ -227,7 +228,7 @@ func printTree(w io.Writer, xrKind string, composed []map[string]any) {
 var statusFields = []string{"version", "endpoints", "components", "credentialsSecret", "armada", "queue", "endpoint", "namespaces"}
 
 // printStatus prints the XR status the claim would show.
-func printStatus(w io.Writer, status map[string]any) {
+func printStatus(p *printer, status map[string]any) {
 	show := map[string]any{}
 	for _, k := range statusFields {
 		if v, ok := status[k]; ok {
@@ -241,6 +242,18 @@ func printStatus(w io.Writer, status map[string]any) {
 		conds = append(conds, fmt.Sprintf("%s=%s (%s)", m["type"], m["status"], m["reason"]))
 	}
 	b, _ := yaml.Marshal(show)
-	fmt.Fprintf(w, "\nClaim status:\n  conditions: %s\n  %s", strings.Join(conds, ", "), strings.ReplaceAll(string(b), "\n", "\n  "))
-	fmt.Fprintln(w)
+	p.printf("\nClaim status:\n  conditions: %s\n  %s", strings.Join(conds, ", "), strings.ReplaceAll(string(b), "\n", "\n  "))
+	p.printf("\n")
+}
+
+// printer writes the command's output, keeping the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, a ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, a...)
+	}
 }
