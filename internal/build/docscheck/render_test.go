@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
+	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
@@ -70,10 +70,10 @@ func armadaXR(doc string) (armada.XR, bool, error) {
 		return armada.XR{}, false, nil
 	}
 	var obj struct {
-		APIVersion string              `json:"apiVersion"`
-		Kind       string              `json:"kind"`
-		Metadata   map[string]any      `json:"metadata"`
-		Spec       v1alpha1.ArmadaSpec `json:"spec"`
+		APIVersion string                `json:"apiVersion"`
+		Kind       string                `json:"kind"`
+		Metadata   map[string]any        `json:"metadata"`
+		Spec       nsv1alpha1.ArmadaSpec `json:"spec"`
 	}
 	if err := yaml.UnmarshalStrict([]byte(doc), &obj); err != nil {
 		return armada.XR{}, false, fmt.Errorf("%s %s: %w", head.Kind, head.Metadata.Name, err)
