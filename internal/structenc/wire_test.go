@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // standardStruct is what AppendStruct must write, by the standard path:
@@ -31,7 +33,7 @@ func standardStruct(v any, desired bool) ([]byte, error) {
 		return nil, err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("%s is no object", b)
+		return nil, errors.Errorf("%s is no object", b)
 	}
 	if desired {
 		delete(m, "status")

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -150,7 +151,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			cr := newCR(n, i)
 			o, err := e.Observe(ctx, cr)
 			if err != nil || o.ResourceExists {
-				return fmt.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
+				return errors.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
 			}
 			_, err = e.Create(ctx, cr)
 			return err
@@ -174,7 +175,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			defer func() { _ = e.Disconnect(ctx) }()
 			o, err := e.Observe(ctx, cr)
 			if err != nil || o.ResourceExists {
-				return fmt.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
+				return errors.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
 			}
 			_, err = e.Create(ctx, cr)
 			return err
@@ -194,7 +195,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			cr := newCR(0, i)
 			o, err := e.Observe(ctx, cr)
 			if err != nil || !o.ResourceUpToDate {
-				return fmt.Errorf("observe %s: up to date %t (%s), %w", cr.GetName(), o.ResourceUpToDate, o.Diff, err)
+				return errors.Errorf("observe %s: up to date %t (%s), %w", cr.GetName(), o.ResourceUpToDate, o.Diff, err)
 			}
 			return nil
 		})
