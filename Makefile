@@ -216,7 +216,11 @@ install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For docs/guide
 	go run ./internal/build/cmd/installenv
 
 .PHONY: reviewable
-reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
+reviewable: commits generate lint test ## Commit subjects, generate, lint and test: what a change needs before review.
+
+.PHONY: commits
+commits: ## Fail if a commit subject is over 72 characters: on a branch, the commits since its merge base with main; on main, those since the rule (internal/build/commits).
+	go run ./internal/build/cmd/commits
 
 .PHONY: check-diff
 GENERATED := apis package internal/harness/thirdparty/crds internal/armada/configkeys cluster/rbac cluster/tenancy docs/reference
