@@ -111,9 +111,10 @@ e2e: system-deps tools cluster-bins provider-sql ## Run the end-to-end suite aga
 # UNIT_PKGS are the packages whose tests start no server and need no tool
 # binary: not internal/provider (a kube-apiserver), internal/harness/testenv (etcd,
 # kube-apiserver, PostgreSQL and Redis), internal/harness/node (a control plane
-# and a real node: containerd, runc, CNI, kubelet) nor internal/build/docscheck
-# (the Crossplane CLI and Graphviz; make docs-check runs it).
-UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/harness/node$$' -e '/internal/build/docscheck$$')
+# and a real node: containerd, runc, CNI, kubelet), internal/build/docscheck
+# (the Crossplane CLI and Graphviz; make docs-check runs it) nor
+# internal/build/cmd/render (the Crossplane CLI and core).
+UNIT_PKGS = $(shell go list ./internal/... ./apis/... ./test/layout | grep -v -e '/internal/provider$$' -e '/internal/harness/testenv$$' -e '/internal/harness/node$$' -e '/internal/build/docscheck$$' -e '/internal/build/cmd/render$$')
 .PHONY: unit
 unit: ## Run only the tests that need no tool binary and start no server (no etcd, kube-apiserver, PostgreSQL, Redis or Armada).
 	go test -count=1 $(UNIT_PKGS)
@@ -139,9 +140,16 @@ BENCH_JOBS ?= 100|1000
 bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory; then the same on Armada's own localdev configuration, for the ratio. Not part of make test.
 	go test -run '^$$' -bench 'BenchmarkJobFlow/jobs=($(BENCH_JOBS))$$' -benchtime 1x -timeout 90m -v ./test/jobflow/
 
+# EXAMPLE is the file make render renders; REQUIRED the files of resources
+# the function may require (comma-separated): the platform's
+# ArmadaTenancyPolicies and, for a team queue, the file that holds its
+# Armada (e.g. REQUIRED=examples/tenancy-policy.yaml,examples/production.yaml
+# EXAMPLE=examples/team-queue.yaml).
+EXAMPLE  ?= examples/minimal.yaml
+REQUIRED ?= examples/tenancy-policy.yaml
 .PHONY: render
-render: tools ## Render the default example claim through the real function and Crossplane (no cluster).
-	go run ./internal/build/cmd/render examples/minimal.yaml
+render: tools ## Render EXAMPLE's claims through the real function and Crossplane (no cluster) under REQUIRED's tenancy policies (default: examples/minimal.yaml, examples/tenancy-policy.yaml).
+	go run ./internal/build/cmd/render $(if $(REQUIRED),-required-resources '$(REQUIRED)') '$(EXAMPLE)'
 
 # RUN_ARGS: -example FILE, -kubeconfig PATH (use that cluster instead of a
 # local control plane), -simulate-healthy (report Jobs complete and
@@ -210,7 +218,11 @@ install-env: $(CROSSPLANE_CLI) $(CROSSPLANE_CORE) cluster-bins ## For docs/guide
 	go run ./internal/build/cmd/installenv
 
 .PHONY: reviewable
-reviewable: generate lint test ## Generate, lint and test: what a change needs before review.
+reviewable: commits generate lint test ## Commit subjects, generate, lint and test: what a change needs before review.
+
+.PHONY: commits
+commits: ## Fail if a commit subject is over 72 characters: on a branch, the commits since its merge base with main; on main, those since the rule (internal/build/commits).
+	go run ./internal/build/cmd/commits
 
 .PHONY: check-diff
 GENERATED := apis package internal/harness/thirdparty/crds internal/armada/configkeys cluster/rbac cluster/tenancy docs/reference
@@ -234,8 +246,8 @@ docs-screenshots: system-deps tools cluster-bins run-bins ## Take the Lookout UI
 	LOOKOUT_SCREENSHOTS=$(CURDIR)/$(SCREENSHOTS_DIR) go test -count=1 -timeout 20m -run '^TestLookoutUI$$' ./test/jobflow/
 
 .PHONY: docs-check
-docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run.
-	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks' -v ./internal/build/docscheck/
+docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run, no dates or commit hashes in docs/guides/.
+	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks|TestStamps' -v ./internal/build/docscheck/
 	go test -count=1 -run 'TestFlowTableDoc' ./internal/armada/
 	go test -count=1 ./internal/build/cmd/apidoc/
 

@@ -29,7 +29,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider"
 )
 
@@ -80,7 +80,7 @@ func (c *cli) run(ctx context.Context) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return errors.Wrap(err, "cannot add Kubernetes APIs to scheme")
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	if err := armadav1.AddToScheme(scheme); err != nil {
 		return errors.Wrap(err, "cannot add provider-armada APIs to scheme")
 	}
 	lease, renew := 60*time.Second, 50*time.Second

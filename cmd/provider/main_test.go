@@ -23,7 +23,7 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
 )
@@ -101,7 +101,7 @@ func TestRun(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	if err := armadav1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	kube, err := client.New(cp.RESTConfig(), client.Options{Scheme: scheme})
@@ -117,20 +117,20 @@ func TestRun(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "armada-creds"},
 			Data:       map[string][]byte{"username": []byte("provider"), "password": []byte("pw")},
 		},
-		&v1alpha1.ClusterProviderConfig{
+		&armadav1.ClusterProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: v1alpha1.ProviderConfigSpec{
+			Spec: armadav1.ProviderConfigSpec{
 				Endpoint: armada.Address(),
-				TLS:      v1alpha1.TLS{Insecure: true},
-				Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsBasic, Basic: &v1alpha1.BasicAuth{
-					UsernameSecretRef: v1alpha1.SecretKeySelector{Namespace: "team-a", Name: "armada-creds", Key: "username"},
-					PasswordSecretRef: v1alpha1.SecretKeySelector{Namespace: "team-a", Name: "armada-creds", Key: "password"},
+				TLS:      armadav1.TLS{Insecure: true},
+				Credentials: armadav1.Credentials{Source: armadav1.CredentialsBasic, Basic: &armadav1.BasicAuth{
+					UsernameSecretRef: armadav1.SecretKeySelector{Namespace: "team-a", Name: "armada-creds", Key: "username"},
+					PasswordSecretRef: armadav1.SecretKeySelector{Namespace: "team-a", Name: "armada-creds", Key: "password"},
 				}},
 			},
 		},
-		&v1alpha1.Queue{
+		&armadav1.Queue{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"},
-			Spec:       v1alpha1.QueueSpec{ForProvider: v1alpha1.QueueParameters{PriorityFactor: "2"}},
+			Spec:       armadav1.QueueSpec{ForProvider: armadav1.QueueParameters{PriorityFactor: "2"}},
 		},
 	)
 	for i := range unrelated {
@@ -149,7 +149,7 @@ func TestRun(t *testing.T) {
 	// ClusterProviderConfig "default".
 	deadline := time.Now().Add(time.Minute)
 	for {
-		q := &v1alpha1.Queue{}
+		q := &armadav1.Queue{}
 		if err := kube.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "team-a"}, q); err != nil {
 			t.Fatal(err)
 		}

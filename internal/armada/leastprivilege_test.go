@@ -222,7 +222,7 @@ func TestComposedSubjectsLeastPrivilege(t *testing.T) {
 		}
 	}
 
-	rng := rand.New(rand.NewPCG(23, 5)) //nolint:gosec // A fixed seed keeps the property test reproducible.
+	rng := rand.New(rand.NewPCG(23, 5))
 	ref := &v1alpha1.ProviderConfigRef{Name: "in-cluster"}
 	opts := Options{Rand: KeyedRand([]byte("k"), "xr")}
 	bindings := 0
@@ -331,7 +331,7 @@ func TestConfigRefusesUngrantedRights(t *testing.T) {
 // the instances of components that call the Kubernetes API (KubeAPI rows:
 // scheduler, binoculars, executors).
 func TestTokensOnlyWhereTheAPIIsCalled(t *testing.T) {
-	rng := rand.New(rand.NewPCG(23, 7)) //nolint:gosec // A fixed seed keeps the property test reproducible.
+	rng := rand.New(rand.NewPCG(23, 7))
 	opts := Options{Rand: KeyedRand([]byte("k"), "xr")}
 	templates := 0
 	for i := range 40 {

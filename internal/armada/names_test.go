@@ -8,6 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -27,7 +29,7 @@ func TestComposedNamesFit(t *testing.T) {
 		s.Queues = []v1alpha1.ArmadaQueue{{Name: strings.Repeat("q", 63)}}
 		s.Queues[0].PriorityFactor = "1"
 	})
-	in, errs := New(XR{Name: "x", Labels: map[string]string{labelClaimName: name, labelClaimNamespace: "armada"}, Spec: s})
+	in, errs := New(XR{Name: "x", Labels: map[string]string{xcrd.LabelKeyClaimName: name, xcrd.LabelKeyClaimNamespace: "armada"}, Spec: s})
 	if len(errs) > 0 {
 		t.Fatalf("New(...): %v", errs)
 	}

@@ -191,12 +191,7 @@ func (in *Install) topicsJob() (*batchv1.Job, error) {
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             in.Spec.ImagePullSecrets,
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](pulsarUID),
-						RunAsGroup:     ptr.To[int64](0),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              restrictedPodSecurity(pulsarUID, 0, nil),
 					Containers: []corev1.Container{{
 						Name:            "pulsar-topics",
 						Image:           in.thirdPartyImage(pulsarImage),

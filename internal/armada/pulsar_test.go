@@ -43,7 +43,7 @@ esac
 // not create.
 func TestTopicsScript(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "pulsar-admin")
-	if err := os.WriteFile(bin, []byte(fakeAdmin), 0o700); err != nil { //nolint:gosec // An executable test fixture.
+	if err := os.WriteFile(bin, []byte(fakeAdmin), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
@@ -68,7 +68,7 @@ func TestTopicsScript(t *testing.T) {
 		var out []string
 		for _, e := range entries {
 			if e.Name() != "calls" {
-				b, _ := os.ReadFile(filepath.Join(state, e.Name())) //nolint:gosec // The fake's state.
+				b, _ := os.ReadFile(filepath.Join(state, e.Name()))
 				out = append(out, e.Name()+"="+strings.TrimSpace(string(b)))
 			}
 		}

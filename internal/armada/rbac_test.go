@@ -56,7 +56,7 @@ func rbacObjects(t *testing.T, out *Output, clusterScope string) []rbacObject {
 // Crossplane may bind (cluster/rbac). A worker cluster's bindings refer to
 // the ClusterRole composed in that same cluster.
 func TestCrossplaneComposesNoClusterRole(t *testing.T) {
-	rng := rand.New(rand.NewPCG(14, 3)) //nolint:gosec // A fixed seed keeps the property test reproducible.
+	rng := rand.New(rand.NewPCG(14, 3))
 	fixed := map[string]bool{}
 	for _, r := range FixedClusterRoles() {
 		fixed[r.Name] = true

@@ -105,11 +105,5 @@ func (in *Install) thirdPartyImage(ref string) string {
 // redisPodSecurity is the pod security context of the in-cluster Redis's
 // and its Sentinels' pods: Redis's own user, restricted.
 func redisPodSecurity() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To[int64](redisUID),
-		RunAsGroup:     ptr.To[int64](redisUID),
-		FSGroup:        ptr.To[int64](redisUID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+	return restrictedPodSecurity(redisUID, redisUID, ptr.To[int64](redisUID))
 }

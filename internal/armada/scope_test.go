@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/structenc"
@@ -39,7 +41,7 @@ var clusterScopedKinds = map[string]bool{
 // that very object for spec.clusterScope's config, and nothing the
 // namespaced XR composes is cluster-scoped or in another namespace.
 func TestNamespacedRendersTheSameArmada(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 2)) //nolint:gosec // A fixed seed keeps the property test reproducible.
+	rng := rand.New(rand.NewPCG(12, 2))
 	ref := &v1alpha1.ProviderConfigRef{Name: "in-cluster"}
 	opts := Options{Rand: KeyedRand([]byte("k"), "xr")}
 	wrapped := 0
@@ -145,7 +147,7 @@ func TestNamespacedRefusals(t *testing.T) {
 			reason: "A namespaced XR has no claim: labels that look like a claim's change neither its name nor its namespace.",
 			xr: func() XR {
 				xr := namespacedXR(spec(), &v1alpha1.ProviderConfigRef{Name: "in-cluster"})
-				xr.Labels = map[string]string{labelClaimName: "other", labelClaimNamespace: "other"}
+				xr.Labels = map[string]string{xcrd.LabelKeyClaimName: "other", xcrd.LabelKeyClaimNamespace: "other"}
 				return xr
 			}(),
 		},

@@ -1,9 +1,5 @@
 package armada
 
-// labelComposite is the label Crossplane puts on every composed resource,
-// naming the composite resource that controls it.
-const labelComposite = "crossplane.io/composite"
-
 // PriorityClasses returns the names of the cluster-scoped PriorityClasses
 // the install composes. They are the only composed names Armadas in one
 // cluster can collide on, so the function asks Crossplane for them.

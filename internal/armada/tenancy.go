@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
@@ -53,8 +55,8 @@ func NewOwner(kinds Kinds, name, namespace string, labels map[string]string) Own
 	switch {
 	case namespace != "":
 		return Owner{Mark: kinds.Namespaced + " " + namespace + "/" + name}
-	case labels[labelClaimNamespace] != "":
-		return Owner{Mark: kinds.Claim + " " + labels[labelClaimNamespace] + "/" + labels[labelClaimName], Composite: name}
+	case labels[xcrd.LabelKeyClaimNamespace] != "":
+		return Owner{Mark: kinds.Claim + " " + labels[xcrd.LabelKeyClaimNamespace] + "/" + labels[xcrd.LabelKeyClaimName], Composite: name}
 	}
 	return Owner{Mark: kinds.Cluster + " " + name, Composite: name}
 }
@@ -64,7 +66,7 @@ func NewOwner(kinds Kinds, name, namespace string, labels map[string]string) Own
 // empty when nothing says.
 func (o Owner) Owns(obj metav1.Object) (owned bool, holder string) {
 	mark := obj.GetAnnotations()[AnnotationOwner]
-	composite := obj.GetLabels()[labelComposite]
+	composite := obj.GetLabels()[xcrd.LabelKeyNamePrefixForComposed]
 	switch {
 	case mark != "" && mark == o.Mark:
 		return true, ""
@@ -104,7 +106,7 @@ func ownerOf(xr XR) Owner {
 // then resolve too. Only an XR created without a claim, by whoever may
 // create cluster-scoped XArmadas, chooses its namespace.
 func ownNamespace(xr XR) field.ErrorList {
-	ns := xr.Labels[labelClaimNamespace]
+	ns := xr.Labels[xcrd.LabelKeyClaimNamespace]
 	if ns == "" || xr.Spec.Namespace == "" || xr.Spec.Namespace == ns {
 		return nil
 	}

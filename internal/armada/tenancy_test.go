@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/harness/simulate"
@@ -75,7 +77,7 @@ func TestOwns(t *testing.T) {
 		},
 		"ComposedBeforeMarks": {
 			reason: "An object Crossplane composed for the owner's XR, before marks existed, is its own.",
-			obj:    existing(map[string]string{labelComposite: "armada-x7k2p"}, nil),
+			obj:    existing(map[string]string{xcrd.LabelKeyNamePrefixForComposed: "armada-x7k2p"}, nil),
 			want:   want{owned: true},
 		},
 		"Unmarked": {
@@ -85,12 +87,12 @@ func TestOwns(t *testing.T) {
 		},
 		"MarkedByAnother": {
 			reason: "Another claim's mark names that claim.",
-			obj:    existing(map[string]string{labelComposite: "armada-x7k2p"}, map[string]string{AnnotationOwner: "ArmadaClaim victim/armada"}),
+			obj:    existing(map[string]string{xcrd.LabelKeyNamePrefixForComposed: "armada-x7k2p"}, map[string]string{AnnotationOwner: "ArmadaClaim victim/armada"}),
 			want:   want{holder: "ArmadaClaim victim/armada"},
 		},
 		"AnotherComposite": {
 			reason: "Another XR's label names that XR.",
-			obj:    existing(map[string]string{labelComposite: "other-y"}, nil),
+			obj:    existing(map[string]string{xcrd.LabelKeyNamePrefixForComposed: "other-y"}, nil),
 			want:   want{holder: "composite resource other-y"},
 		},
 		"SameNameOtherNamespace": {
@@ -125,7 +127,7 @@ func TestCheckPriorityClasses(t *testing.T) {
 		},
 		"ComposedByThisXR": {
 			reason:   "A PriorityClass Crossplane composed for this XR is ours.",
-			existing: map[string]metav1.Object{def: existing(map[string]string{labelComposite: "armada-x7k2p"}, nil)},
+			existing: map[string]metav1.Object{def: existing(map[string]string{xcrd.LabelKeyNamePrefixForComposed: "armada-x7k2p"}, nil)},
 		},
 		"AlreadyComposed": {
 			reason:   "A PriorityClass the XR already composes (through an Object, unmarked before marks) stays its own.",
@@ -139,7 +141,7 @@ func TestCheckPriorityClasses(t *testing.T) {
 		},
 		"OwnedByAnother": {
 			reason:   "Another Armada's PriorityClass is refused with the field named.",
-			existing: map[string]metav1.Object{pre: existing(map[string]string{labelComposite: "other-y"}, map[string]string{AnnotationOwner: "ArmadaClaim team-b/armada"})},
+			existing: map[string]metav1.Object{pre: existing(map[string]string{xcrd.LabelKeyNamePrefixForComposed: "other-y"}, map[string]string{AnnotationOwner: "ArmadaClaim team-b/armada"})},
 			want:     field.ErrorList{field.Invalid(path.Index(1).Child("name"), pre, "")},
 		},
 	}

@@ -13,14 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
-)
-
-// Labels Crossplane puts on an XR created from a claim.
-const (
-	labelClaimName      = "crossplane.io/claim-name"
-	labelClaimNamespace = "crossplane.io/claim-namespace"
 )
 
 // XR is the part of an XArmada that rendering needs.
@@ -63,17 +59,17 @@ func New(xr XR) (*Install, field.ErrorList) {
 	in := &Install{Name: xr.Name, Namespace: xr.Spec.Namespace, Spec: *xr.Spec.DeepCopy(), owner: ownerOf(xr)}
 	errs := ownNamespace(xr)
 	if len(errs) > 0 {
-		in.Namespace = xr.Labels[labelClaimNamespace]
+		in.Namespace = xr.Labels[xcrd.LabelKeyClaimNamespace]
 	}
 	switch {
 	case xr.Namespace != "":
 		in.isNamespaced = true
 		errs = append(errs, in.namespaced(xr)...)
-	case xr.Labels[labelClaimName] != "":
-		in.Name = xr.Labels[labelClaimName]
+	case xr.Labels[xcrd.LabelKeyClaimName] != "":
+		in.Name = xr.Labels[xcrd.LabelKeyClaimName]
 	}
 	if in.Namespace == "" {
-		in.Namespace = xr.Labels[labelClaimNamespace]
+		in.Namespace = xr.Labels[xcrd.LabelKeyClaimNamespace]
 	}
 	applyDefaults(&in.Spec, priorityClassPrefix(in.Namespace, in.Name, xr.ComposedPriorityClasses))
 	errs = append(errs, validateSpec(field.NewPath("spec"), &in.Spec)...)

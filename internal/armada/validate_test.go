@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
@@ -33,7 +35,7 @@ func spec(mods ...func(*v1alpha1.ArmadaSpec)) v1alpha1.ArmadaSpec {
 
 // claimed is an XR created from a claim armada/armada.
 func claimed(s v1alpha1.ArmadaSpec) XR {
-	return XR{Name: "armada-x7k2p", Labels: map[string]string{labelClaimName: "armada", labelClaimNamespace: "armada"}, Spec: s}
+	return XR{Name: "armada-x7k2p", Labels: map[string]string{xcrd.LabelKeyClaimName: "armada", xcrd.LabelKeyClaimNamespace: "armada"}, Spec: s}
 }
 
 func TestNew(t *testing.T) {
@@ -184,7 +186,7 @@ func TestNew(t *testing.T) {
 		},
 		"ComposedServiceNameTooLong": {
 			reason: "A 30-character name and a 40-character clusterId would compose an 80-character executor Service.",
-			xr: XR{Name: "x", Labels: map[string]string{labelClaimName: strings.Repeat("a", 30), labelClaimNamespace: "armada"}, Spec: spec(func(s *v1alpha1.ArmadaSpec) {
+			xr: XR{Name: "x", Labels: map[string]string{xcrd.LabelKeyClaimName: strings.Repeat("a", 30), xcrd.LabelKeyClaimNamespace: "armada"}, Spec: spec(func(s *v1alpha1.ArmadaSpec) {
 				s.Executors = []v1alpha1.Executor{{ClusterID: strings.Repeat("c", 23)}, {ClusterID: strings.Repeat("c", 24)}}
 			})},
 			want: want{name: strings.Repeat("a", 30), namespace: "armada", errs: field.ErrorList{

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // migrationDirs are where each database's migrations live in Armada's
@@ -26,7 +26,7 @@ var migrationDirs = map[string]string{
 func TestReleaseFacts(t *testing.T) {
 	for _, r := range Releases {
 		t.Run(r.Version, func(t *testing.T) {
-			dir, err := thirdparty.ModuleDir(t.Context(), "github.com/armadaproject/armada", "v"+r.Version)
+			dir, err := testutil.ModuleDir(t.Context(), "github.com/armadaproject/armada", "v"+r.Version)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,13 +43,22 @@ func (in *Install) meta(name, component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Labels: in.labels(component)}
 }
 
-// podSecurityContext meets the "restricted" Pod Security Standard.
+// podSecurityContext is Armada's components' pod security context: the
+// image's user, restricted.
 func podSecurityContext() *corev1.PodSecurityContext {
+	return restrictedPodSecurity(runAsUser, runAsGroup, ptr.To[int64](runAsGroup))
+}
+
+// restrictedPodSecurity is the one pod security context every composed pod
+// starts from: it meets the "restricted" Pod Security Standard (non-root,
+// the runtime's default seccomp profile), running as uid and gid, with
+// fsGroup owning its volumes if set.
+func restrictedPodSecurity(uid, gid int64, fsGroup *int64) *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To[int64](runAsUser),
-		RunAsGroup:     ptr.To[int64](runAsGroup),
-		FSGroup:        ptr.To[int64](runAsGroup),
+		RunAsUser:      ptr.To(uid),
+		RunAsGroup:     ptr.To(gid),
+		FSGroup:        fsGroup,
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }

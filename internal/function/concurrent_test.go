@@ -3,11 +3,12 @@ package function
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // TestRunFunctionConcurrent runs the production example from several
@@ -42,7 +43,7 @@ func TestRunFunctionConcurrent(t *testing.T) {
 					return
 				}
 				if !bytes.Equal(b, wantWire) {
-					errs <- fmt.Errorf("a concurrent call's response differs from a single call's")
+					errs <- errors.Errorf("a concurrent call's response differs from a single call's")
 					return
 				}
 			}

@@ -159,7 +159,7 @@ func toMap(s any) (map[string]any, error) {
 // exampleRequestIfAny is exampleRequest for files that hold an ArmadaClaim.
 func exampleRequestIfAny(t *testing.T, path string) *fnv1.RunFunctionRequest {
 	t.Helper()
-	if b, err := os.ReadFile(path); err != nil || !isArmadaExample(b) { //nolint:gosec // The repository's examples.
+	if b, err := os.ReadFile(path); err != nil || !isArmadaExample(b) {
 		return nil
 	}
 	return exampleRequest(t, path)

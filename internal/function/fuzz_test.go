@@ -41,7 +41,7 @@ func FuzzRunFunction(f *testing.F) {
 	// The ArmadaClaim and namespaced Armada examples; team queues need a target Armada.
 	var examples []string
 	for _, p := range all {
-		if b, err := os.ReadFile(p); err == nil && isArmadaExample(b) { //nolint:gosec // The repository's examples.
+		if b, err := os.ReadFile(p); err == nil && isArmadaExample(b) {
 			examples = append(examples, p)
 		}
 	}

@@ -2,6 +2,7 @@ package function
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
@@ -169,7 +170,7 @@ func targetSelector(xr teamqueue.XR) *fnv1.ResourceSelector {
 		ApiVersion: "platform.armadaproject.io/v1alpha1",
 		Kind:       "XArmada",
 		Match: &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: map[string]string{
-			"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": ns,
+			xcrd.LabelKeyClaimName: name, xcrd.LabelKeyClaimNamespace: ns,
 		}}},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
@@ -80,7 +81,7 @@ func tenantNamespace(obj *unstructured.Unstructured) string {
 	if ns := obj.GetNamespace(); ns != "" {
 		return ns
 	}
-	return obj.GetLabels()["crossplane.io/claim-namespace"]
+	return obj.GetLabels()[xcrd.LabelKeyClaimNamespace]
 }
 
 // checkArmadaTenancy asks for the tenancy policies of the Armada's tenant

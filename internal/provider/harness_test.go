@@ -23,7 +23,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 	"github.com/armadaproject/armada-crossplane/internal/provider"
@@ -55,7 +55,7 @@ func startEnv(t *testing.T) *env {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	if err := armadav1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	mgr, err := ctrl.NewManager(cp.RESTConfig(), ctrl.Options{
@@ -133,7 +133,7 @@ func (e *env) namespace(ctx context.Context, t *testing.T, addr, user, password 
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "armada-credentials"},
 		Data:       map[string][]byte{"username": []byte(user), "password": []byte(password)},
 	})
-	e.create(ctx, t, &v1alpha1.ProviderConfig{
+	e.create(ctx, t, &armadav1.ProviderConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "armada"},
 		Spec:       providerConfigSpec(addr, ""),
 	})
@@ -142,16 +142,16 @@ func (e *env) namespace(ctx context.Context, t *testing.T, addr, user, password 
 
 // providerConfigSpec is a plaintext basic-auth config reading the Secret
 // armada-credentials in secretNamespace (empty: the config's own).
-func providerConfigSpec(addr, secretNamespace string) v1alpha1.ProviderConfigSpec {
-	sel := func(key string) v1alpha1.SecretKeySelector {
-		return v1alpha1.SecretKeySelector{Name: "armada-credentials", Namespace: secretNamespace, Key: key}
+func providerConfigSpec(addr, secretNamespace string) armadav1.ProviderConfigSpec {
+	sel := func(key string) armadav1.SecretKeySelector {
+		return armadav1.SecretKeySelector{Name: "armada-credentials", Namespace: secretNamespace, Key: key}
 	}
-	return v1alpha1.ProviderConfigSpec{
+	return armadav1.ProviderConfigSpec{
 		Endpoint: addr,
-		TLS:      v1alpha1.TLS{Insecure: true},
-		Credentials: v1alpha1.Credentials{
-			Source: v1alpha1.CredentialsBasic,
-			Basic:  &v1alpha1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
+		TLS:      armadav1.TLS{Insecure: true},
+		Credentials: armadav1.Credentials{
+			Source: armadav1.CredentialsBasic,
+			Basic:  &armadav1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
 		},
 	}
 }
@@ -165,10 +165,10 @@ func (e *env) create(ctx context.Context, t *testing.T, obj client.Object) {
 }
 
 // newQueue returns a Queue using the namespace's ProviderConfig "armada".
-func newQueue(ns, name string, p v1alpha1.QueueParameters) *v1alpha1.Queue {
-	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+func newQueue(ns, name string, p armadav1.QueueParameters) *armadav1.Queue {
+	q := &armadav1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	q.Spec.ForProvider = p
-	q.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "armada"}
+	q.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: armadav1.ProviderConfigKind, Name: "armada"}
 	return q
 }
 
@@ -177,11 +177,11 @@ var poll = testutil.Wait{Timeout: waitTimeout, Interval: 100 * time.Millisecond}
 
 // waitFor polls until check passes on the Queue ns/name, failing the test
 // with check's last complaint on timeout.
-func (e *env) waitFor(ctx context.Context, t *testing.T, ns, name string, check func(q *v1alpha1.Queue, found bool) string) *v1alpha1.Queue {
+func (e *env) waitFor(ctx context.Context, t *testing.T, ns, name string, check func(q *armadav1.Queue, found bool) string) *armadav1.Queue {
 	t.Helper()
-	var q *v1alpha1.Queue
+	var q *armadav1.Queue
 	poll.Until(t, "Queue "+ns+"/"+name, func() (bool, string) {
-		q = &v1alpha1.Queue{}
+		q = &armadav1.Queue{}
 		err := e.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, q)
 		if err != nil && !kerrors.IsNotFound(err) {
 			t.Fatalf("cannot get Queue %s/%s: %v", ns, name, err)
@@ -194,8 +194,8 @@ func (e *env) waitFor(ctx context.Context, t *testing.T, ns, name string, check 
 
 // conditions checks the Queue's Ready and Synced conditions: status and
 // reason, and that the Synced message contains msg.
-func conditions(ready, synced xpv2.ConditionReason, msg string) func(*v1alpha1.Queue, bool) string {
-	return func(q *v1alpha1.Queue, found bool) string {
+func conditions(ready, synced xpv2.ConditionReason, msg string) func(*armadav1.Queue, bool) string {
+	return func(q *armadav1.Queue, found bool) string {
 		if !found {
 			return "not found"
 		}
@@ -209,7 +209,7 @@ func conditions(ready, synced xpv2.ConditionReason, msg string) func(*v1alpha1.Q
 }
 
 // gone passes once the Queue no longer exists.
-func gone(_ *v1alpha1.Queue, found bool) string {
+func gone(_ *armadav1.Queue, found bool) string {
 	if found {
 		return "still exists"
 	}
@@ -227,10 +227,10 @@ func waitArmada(t *testing.T, s *armadatest.Server, name string, check func(q *a
 
 // update applies mutate to the latest Queue ns/name and updates it,
 // retrying on conflicts with the provider's own writes.
-func (e *env) update(ctx context.Context, t *testing.T, ns, name string, mutate func(*v1alpha1.Queue)) {
+func (e *env) update(ctx context.Context, t *testing.T, ns, name string, mutate func(*armadav1.Queue)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		q := &v1alpha1.Queue{}
+		q := &armadav1.Queue{}
 		if err := e.kube.Get(ctx, clientKey(ns, name), q); err != nil {
 			return err
 		}

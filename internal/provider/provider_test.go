@@ -12,7 +12,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/queue"
 )
 
@@ -35,15 +35,15 @@ func TestQueue(t *testing.T) {
 	t.Run("Lifecycle", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
-		params := v1alpha1.QueueParameters{
+		params := armadav1.QueueParameters{
 			PriorityFactor: "1.5",
 			GroupOwners:    []string{"team-a"},
-			Permissions: []v1alpha1.QueuePermission{{
-				Subjects: []v1alpha1.PermissionSubject{{Kind: v1alpha1.SubjectKindGroup, Name: "ops"}},
-				Verbs:    []v1alpha1.PermissionVerb{v1alpha1.VerbWatch, v1alpha1.VerbCancel},
+			Permissions: []armadav1.QueuePermission{{
+				Subjects: []armadav1.PermissionSubject{{Kind: armadav1.SubjectKindGroup, Name: "ops"}},
+				Verbs:    []armadav1.PermissionVerb{armadav1.VerbWatch, armadav1.VerbCancel},
 			}},
-			ResourceLimitsByPriorityClassName: map[string]v1alpha1.PriorityClassResourceLimits{
-				"armada-default": {MaximumResourceFraction: map[string]v1alpha1.Fraction{"cpu": "0.5"}},
+			ResourceLimitsByPriorityClassName: map[string]armadav1.PriorityClassResourceLimits{
+				"armada-default": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "0.5"}},
 			},
 			Labels:        map[string]string{"armadaproject.io/team": "a"},
 			RetryPolicies: nil,
@@ -100,7 +100,7 @@ func TestQueue(t *testing.T) {
 		})
 
 		// A spec change reaches Armada.
-		e.update(ctx, t, ns, "team-a", func(q *v1alpha1.Queue) { q.Spec.ForProvider.PriorityFactor = "3" })
+		e.update(ctx, t, ns, "team-a", func(q *armadav1.Queue) { q.Spec.ForProvider.PriorityFactor = "3" })
 		waitArmada(t, s, "team-a", func(q *armadaQueue, _ bool) string {
 			if q.GetPriorityFactor() != 3 {
 				return fmt.Sprintf("priority factor %v, want 3", q.GetPriorityFactor())
@@ -121,7 +121,7 @@ func TestQueue(t *testing.T) {
 	t.Run("PermissionDenied", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), viewerUser, viewerPassword)
-		e.create(ctx, t, newQueue(ns, "denied", v1alpha1.QueueParameters{PriorityFactor: "1"}))
+		e.create(ctx, t, newQueue(ns, "denied", armadav1.QueueParameters{PriorityFactor: "1"}))
 		e.waitFor(ctx, t, ns, "denied", conditions(xpv2.ReasonCreating, xpv2.ReasonReconcileError,
 			`create failed: cannot create queue: permission denied: user "viewer" lacks permission create_queue`))
 		if _, ok := s.Queue("denied"); ok {
@@ -132,7 +132,7 @@ func TestQueue(t *testing.T) {
 	t.Run("Unauthenticated", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, "wrong-password")
-		e.create(ctx, t, newQueue(ns, "unauthenticated", v1alpha1.QueueParameters{PriorityFactor: "1"}))
+		e.create(ctx, t, newQueue(ns, "unauthenticated", armadav1.QueueParameters{PriorityFactor: "1"}))
 		e.waitFor(ctx, t, ns, "unauthenticated", conditions("", xpv2.ReasonReconcileError,
 			"observe failed: cannot get queue: unauthenticated (check the provider config's credentials)"))
 	})
@@ -140,7 +140,7 @@ func TestQueue(t *testing.T) {
 	t.Run("Unavailable", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
-		e.create(ctx, t, newQueue(ns, "outage", v1alpha1.QueueParameters{PriorityFactor: "2"}))
+		e.create(ctx, t, newQueue(ns, "outage", armadav1.QueueParameters{PriorityFactor: "2"}))
 		e.waitFor(ctx, t, ns, "outage", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
 		creates := s.Calls()["CreateQueue"]
 
@@ -173,10 +173,10 @@ func TestQueue(t *testing.T) {
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
 		s.SetQueue(&api.Queue{Name: "theirs", PriorityFactor: 5})
 		theirs, _ := s.Queue("theirs")
-		e.create(ctx, t, newQueue(ns, "theirs", v1alpha1.QueueParameters{PriorityFactor: "1"}))
+		e.create(ctx, t, newQueue(ns, "theirs", armadav1.QueueParameters{PriorityFactor: "1"}))
 		e.waitFor(ctx, t, ns, "theirs", conditions("", xpv2.ReasonReconcileError,
 			"observe failed: queue theirs already exists in Armada and this Queue did not create it: it is not adopted (nor ever deleted)"))
-		if err := e.kube.Delete(ctx, newQueue(ns, "theirs", v1alpha1.QueueParameters{})); err != nil {
+		if err := e.kube.Delete(ctx, newQueue(ns, "theirs", armadav1.QueueParameters{})); err != nil {
 			t.Fatalf("cannot delete Queue: %v", err)
 		}
 		e.waitFor(ctx, t, ns, "theirs", gone)
@@ -188,7 +188,7 @@ func TestQueue(t *testing.T) {
 			t.Errorf("UpdateQueue called %d times, DeleteQueue %d times on a queue not the Queue's; want 0", calls["UpdateQueue"], calls["DeleteQueue"])
 		}
 
-		adopt := newQueue(ns, "theirs", v1alpha1.QueueParameters{PriorityFactor: "2"})
+		adopt := newQueue(ns, "theirs", armadav1.QueueParameters{PriorityFactor: "2"})
 		adopt.SetAnnotations(map[string]string{queue.AnnotationAdopt: "true"})
 		e.create(ctx, t, adopt)
 		e.waitFor(ctx, t, ns, "theirs", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
@@ -208,16 +208,16 @@ func TestQueue(t *testing.T) {
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
 		s.SetQueue(&api.Queue{Name: "theirs", PriorityFactor: 5})
 		theirs, _ := s.Queue("theirs")
-		e.create(ctx, t, newQueue(ns, "mine", v1alpha1.QueueParameters{PriorityFactor: "1"}))
+		e.create(ctx, t, newQueue(ns, "mine", armadav1.QueueParameters{PriorityFactor: "1"}))
 		q := e.waitFor(ctx, t, ns, "mine", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
 		if d := cmp.Diff("mine", queue.Created(q)); d != "" {
 			t.Errorf("annotation %s: -want, +got:\n%s", queue.AnnotationCreated, d)
 		}
-		e.update(ctx, t, ns, "mine", func(q *v1alpha1.Queue) { meta.SetExternalName(q, "theirs") })
+		e.update(ctx, t, ns, "mine", func(q *armadav1.Queue) { meta.SetExternalName(q, "theirs") })
 		e.waitFor(ctx, t, ns, "mine", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileError,
 			"observe failed: this Queue created queue mine in Armada and now names queue theirs (crossplane.io/external-name): "+
 				"a Queue's queue name cannot change"))
-		if err := e.kube.Delete(ctx, newQueue(ns, "mine", v1alpha1.QueueParameters{})); err != nil {
+		if err := e.kube.Delete(ctx, newQueue(ns, "mine", armadav1.QueueParameters{})); err != nil {
 			t.Fatalf("cannot delete Queue: %v", err)
 		}
 		e.waitFor(ctx, t, ns, "mine", gone)
@@ -233,7 +233,7 @@ func TestQueue(t *testing.T) {
 	t.Run("OrphanWithoutDeletePolicy", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
-		q := newQueue(ns, "kept", v1alpha1.QueueParameters{PriorityFactor: "1"})
+		q := newQueue(ns, "kept", armadav1.QueueParameters{PriorityFactor: "1"})
 		q.Spec.ManagementPolicies = xpv2.ManagementPolicies{
 			xpv2.ManagementActionObserve, xpv2.ManagementActionCreate,
 			xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize,
@@ -252,13 +252,13 @@ func TestQueue(t *testing.T) {
 	t.Run("ClusterProviderConfigAndExternalName", func(t *testing.T) {
 		s := startArmada(ctx, t)
 		ns := e.namespace(ctx, t, s.Address(), adminUser, adminPassword)
-		e.create(ctx, t, &v1alpha1.ClusterProviderConfig{
+		e.create(ctx, t, &armadav1.ClusterProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: ns},
 			Spec:       providerConfigSpec(s.Address(), ns),
 		})
-		q := newQueue(ns, "object-name", v1alpha1.QueueParameters{PriorityFactor: "1", UserOwners: []string{"alice"}})
+		q := newQueue(ns, "object-name", armadav1.QueueParameters{PriorityFactor: "1", UserOwners: []string{"alice"}})
 		q.SetAnnotations(map[string]string{"crossplane.io/external-name": "Armada_Name.1"})
-		q.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: ns}
+		q.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: armadav1.ClusterProviderConfigKind, Name: ns}
 		e.create(ctx, t, q)
 		e.waitFor(ctx, t, ns, "object-name", conditions(xpv2.ReasonAvailable, xpv2.ReasonReconcileSuccess, ""))
 		if _, ok := s.Queue("Armada_Name.1"); !ok {
@@ -266,7 +266,7 @@ func TestQueue(t *testing.T) {
 		}
 		// The ClusterProviderConfig counts its user.
 		poll.Until(t, "ClusterProviderConfig "+ns+" to count 1 user", func() (bool, string) {
-			cpc := &v1alpha1.ClusterProviderConfig{}
+			cpc := &armadav1.ClusterProviderConfig{}
 			if err := e.kube.Get(ctx, clientKey("", ns), cpc); err != nil {
 				t.Fatal(err)
 			}

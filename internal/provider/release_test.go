@@ -13,7 +13,7 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // testRelease checks how a Queue lets go of its Armada: when its
@@ -24,7 +24,7 @@ import (
 // that is not being deleted.
 func testRelease(ctx context.Context, t *testing.T, e *env) {
 	t.Helper()
-	params := v1alpha1.QueueParameters{PriorityFactor: "1"}
+	params := armadav1.QueueParameters{PriorityFactor: "1"}
 	// ready creates a Queue and waits until its queue is in Armada.
 	ready := func(t *testing.T, ns, name string) {
 		t.Helper()
@@ -37,15 +37,15 @@ func testRelease(ctx context.Context, t *testing.T, e *env) {
 			t.Fatalf("cannot delete %s: %v", o.GetName(), err)
 		}
 	}
-	pc := func(ns string) *v1alpha1.ProviderConfig {
-		return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "armada"}}
+	pc := func(ns string) *armadav1.ProviderConfig {
+		return &armadav1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "armada"}}
 	}
 	// configGone waits until the namespace's ProviderConfig is deleted.
 	configGone := func(t *testing.T, ns string) time.Duration {
 		t.Helper()
 		start := time.Now()
 		for {
-			err := e.kube.Get(ctx, clientKey(ns, "armada"), &v1alpha1.ProviderConfig{})
+			err := e.kube.Get(ctx, clientKey(ns, "armada"), &armadav1.ProviderConfig{})
 			if kerrors.IsNotFound(err) {
 				return time.Since(start)
 			}
@@ -165,7 +165,7 @@ func testRelease(ctx context.Context, t *testing.T, e *env) {
 		if q.GetDeletionTimestamp() != nil {
 			t.Error("the team's Queue is being deleted: only its Armada was")
 		}
-		if err := e.kube.Get(ctx, clientKey(ns, string(q.GetUID())), &v1alpha1.ProviderConfigUsage{}); !kerrors.IsNotFound(err) {
+		if err := e.kube.Get(ctx, clientKey(ns, string(q.GetUID())), &armadav1.ProviderConfigUsage{}); !kerrors.IsNotFound(err) {
 			t.Errorf("the team's Queue still records a usage of the deleted ProviderConfig (%v)", err)
 		}
 		del(t, newQueue(ns, "team", params))

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
@@ -21,15 +21,15 @@ func testValidation(ctx context.Context, t *testing.T, e *env) {
 	t.Helper()
 	ns := "validation"
 	e.create(ctx, t, &corev1Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	queue := func(mutate func(*v1alpha1.QueueParameters)) client.Object {
-		p := v1alpha1.QueueParameters{PriorityFactor: "1"}
+	queue := func(mutate func(*armadav1.QueueParameters)) client.Object {
+		p := armadav1.QueueParameters{PriorityFactor: "1"}
 		mutate(&p)
 		return newQueue(ns, "q", p)
 	}
-	pc := func(mutate func(*v1alpha1.ProviderConfigSpec)) client.Object {
+	pc := func(mutate func(*armadav1.ProviderConfigSpec)) client.Object {
 		s := providerConfigSpec("armada:50051", "")
 		mutate(&s)
-		return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pc"}, Spec: s}
+		return &armadav1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pc"}, Spec: s}
 	}
 	cases := map[string]struct {
 		reason string
@@ -40,62 +40,62 @@ func testValidation(ctx context.Context, t *testing.T, e *env) {
 	}{
 		"PriorityFactorBelowOne": {
 			reason: "Armada rejects priority factors below 1.",
-			obj:    queue(func(p *v1alpha1.QueueParameters) { p.PriorityFactor = "0.99" }),
+			obj:    queue(func(p *armadav1.QueueParameters) { p.PriorityFactor = "0.99" }),
 			err:    "spec.forProvider.priorityFactor",
 		},
 		"PriorityFactorDecimal": {
 			reason: "A decimal factor of at least 1 is fine.",
-			obj:    queue(func(p *v1alpha1.QueueParameters) { p.PriorityFactor = "12.75" }),
+			obj:    queue(func(p *armadav1.QueueParameters) { p.PriorityFactor = "12.75" }),
 		},
 		"FractionAboveOne": {
 			reason: "Resource fractions are within [0, 1].",
-			obj: queue(func(p *v1alpha1.QueueParameters) {
-				p.ResourceLimitsByPriorityClassName = map[string]v1alpha1.PriorityClassResourceLimits{
-					"pc": {MaximumResourceFraction: map[string]v1alpha1.Fraction{"cpu": "1.01"}},
+			obj: queue(func(p *armadav1.QueueParameters) {
+				p.ResourceLimitsByPriorityClassName = map[string]armadav1.PriorityClassResourceLimits{
+					"pc": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "1.01"}},
 				}
 			}),
 			err: "maximumResourceFraction.cpu",
 		},
 		"UnknownVerb": {
 			reason: "Verbs are an enum.",
-			obj: queue(func(p *v1alpha1.QueueParameters) {
-				p.Permissions = []v1alpha1.QueuePermission{{
-					Subjects: []v1alpha1.PermissionSubject{{Kind: v1alpha1.SubjectKindUser, Name: "a"}},
-					Verbs:    []v1alpha1.PermissionVerb{"delete"},
+			obj: queue(func(p *armadav1.QueueParameters) {
+				p.Permissions = []armadav1.QueuePermission{{
+					Subjects: []armadav1.PermissionSubject{{Kind: armadav1.SubjectKindUser, Name: "a"}},
+					Verbs:    []armadav1.PermissionVerb{"delete"},
 				}}
 			}),
 			err: `Unsupported value: "delete"`,
 		},
 		"UnknownSubjectKind": {
 			reason: "Subject kinds are User or Group.",
-			obj: queue(func(p *v1alpha1.QueueParameters) {
-				p.Permissions = []v1alpha1.QueuePermission{{
-					Subjects: []v1alpha1.PermissionSubject{{Kind: "Robot", Name: "a"}},
-					Verbs:    []v1alpha1.PermissionVerb{v1alpha1.VerbWatch},
+			obj: queue(func(p *armadav1.QueueParameters) {
+				p.Permissions = []armadav1.QueuePermission{{
+					Subjects: []armadav1.PermissionSubject{{Kind: "Robot", Name: "a"}},
+					Verbs:    []armadav1.PermissionVerb{armadav1.VerbWatch},
 				}}
 			}),
 			err: `Unsupported value: "Robot"`,
 		},
 		"EmptyLabelValue": {
 			reason: "Armada rejects empty label values.",
-			obj:    queue(func(p *v1alpha1.QueueParameters) { p.Labels = map[string]string{"k": ""} }),
+			obj:    queue(func(p *armadav1.QueueParameters) { p.Labels = map[string]string{"k": ""} }),
 			err:    "label keys and values must be",
 		},
 		"InsecureWithCA": {
 			reason: "Plaintext and a CA contradict each other.",
-			obj: pc(func(s *v1alpha1.ProviderConfigSpec) {
-				s.TLS.CASecretRef = &v1alpha1.SecretKeySelector{Name: "ca", Key: "ca.crt"}
+			obj: pc(func(s *armadav1.ProviderConfigSpec) {
+				s.TLS.CASecretRef = &armadav1.SecretKeySelector{Name: "ca", Key: "ca.crt"}
 			}),
 			err: "set either insecure: true or caSecretRef, not both",
 		},
 		"SourceWithoutBlock": {
 			reason: "The credentials block must match the source.",
-			obj:    pc(func(s *v1alpha1.ProviderConfigSpec) { s.Credentials.Source = v1alpha1.CredentialsBearerToken }),
+			obj:    pc(func(s *armadav1.ProviderConfigSpec) { s.Credentials.Source = armadav1.CredentialsBearerToken }),
 			err:    "set bearerToken exactly when source is BearerToken",
 		},
 		"EndpointWithoutPort": {
 			reason: "The endpoint is host:port.",
-			obj:    pc(func(s *v1alpha1.ProviderConfigSpec) { s.Endpoint = "https://armada" }),
+			obj:    pc(func(s *armadav1.ProviderConfigSpec) { s.Endpoint = "https://armada" }),
 			err:    "spec.endpoint",
 		},
 	}

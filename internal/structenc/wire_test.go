@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // standardStruct is what AppendStruct must write, by the standard path:
@@ -31,7 +33,7 @@ func standardStruct(v any, desired bool) ([]byte, error) {
 		return nil, err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("%s is no object", b)
+		return nil, errors.Errorf("%s is no object", b)
 	}
 	if desired {
 		delete(m, "status")
@@ -74,7 +76,7 @@ func checkAppendStruct(t *testing.T, what string, c *Converter, v any, desired b
 // TestAppendStructRandomJSON writes random JSON documents, as
 // unstructured objects and plain maps, with one Converter.
 func TestAppendStructRandomJSON(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4)) //nolint:gosec // Deterministic test data.
+	r := rand.New(rand.NewPCG(3, 4))
 	c := &Converter{}
 	for i := range 2000 {
 		m := randomJSONObject(r, 0)

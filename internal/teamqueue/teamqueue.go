@@ -14,16 +14,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/tenancy"
 )
 
-// Labels Crossplane puts on an XR created from a claim.
 const (
-	labelClaimName      = "crossplane.io/claim-name"
-	labelClaimNamespace = "crossplane.io/claim-namespace"
 	// LabelQueue marks the namespaces of a queue's jobs.
 	LabelQueue = "armadaproject.io/queue"
 	// defaultPriorityFactor is Armada's neutral factor.
@@ -57,7 +56,7 @@ func (xr XR) Target() (name, namespace string) {
 	case xr.Namespace != "":
 		namespace = xr.Namespace
 	default:
-		namespace = xr.Labels[labelClaimNamespace]
+		namespace = xr.Labels[xcrd.LabelKeyClaimNamespace]
 	}
 	return xr.Spec.Armada.Name, namespace
 }
@@ -68,8 +67,8 @@ func (xr XR) QueueName() string {
 	switch {
 	case xr.Spec.QueueName != "":
 		return xr.Spec.QueueName
-	case xr.Namespace == "" && xr.Labels[labelClaimName] != "":
-		return xr.Labels[labelClaimName]
+	case xr.Namespace == "" && xr.Labels[xcrd.LabelKeyClaimName] != "":
+		return xr.Labels[xcrd.LabelKeyClaimName]
 	}
 	return xr.Name
 }
@@ -107,21 +106,44 @@ func (xr XR) queueObject(target *armada.Install, ref *v1alpha1.ProviderConfigRef
 // Render composes the team's queue on target, the defaulted install of the
 // target Armada, under policy, the tenancy policy of the queue's tenant
 // (the built-in one for a queue without a tenant), which sets what every
-// job namespace carries. Every rejection names its field.
+// job namespace carries. Every rejection names its field. It reads as its
+// steps: validate the spec into the Queue's parameters, then compose the
+// Queue and, one by one, its job namespaces.
 func Render(xr XR, target *armada.Install, policy tenancy.Policy) (*Output, field.ErrorList) {
-	sp := field.NewPath("spec")
 	name := xr.QueueName()
+	errs := xr.validateName(target, name)
+	params, perrs := xr.queueParameters(target)
+	errs = append(errs, perrs...)
+	ref := xr.scopeRef(target)
+	errs = append(errs, xr.validateScope(target, ref)...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	out := &Output{Status: xr.status(target, name)}
+	out.Objects = append(out.Objects, xr.composeQueue(target, ref, name, params))
+	out.Objects = append(out.Objects, xr.jobNamespaces(target, ref, policy, name)...)
+	return out, nil
+}
+
+// validateName refuses a queue name the platform already defines in the
+// target's spec.queues.
+func (xr XR) validateName(target *armada.Install, name string) field.ErrorList {
 	var errs field.ErrorList
 	for i, q := range target.Spec.Queues {
 		if q.Name == name {
-			errs = append(errs, field.Invalid(sp.Child("queueName"), name,
+			errs = append(errs, field.Invalid(field.NewPath("spec", "queueName"), name,
 				fmt.Sprintf("the platform already defines this queue in the ArmadaClaim's spec.queues[%d]; choose another name", i)))
 		}
 	}
-	classes := map[string]bool{}
-	for _, pc := range target.PriorityClasses() {
-		classes[pc] = true
-	}
+	return errs
+}
+
+// queueParameters are the Queue's parameters from the spec: the owners,
+// permissions, priority factor (defaulted) and, for each priority class
+// of target the quota names, its resource fractions. Each invalid field is
+// an error.
+func (xr XR) queueParameters(target *armada.Install) (armadav1.QueueParameters, field.ErrorList) {
+	sp := field.NewPath("spec")
 	p := armadav1.QueueParameters{
 		PriorityFactor: xr.Spec.PriorityFactor,
 		GroupOwners:    slices.Clone(xr.Spec.GroupOwners),
@@ -131,10 +153,15 @@ func Render(xr XR, target *armada.Install, policy tenancy.Policy) (*Output, fiel
 	if p.PriorityFactor == "" {
 		p.PriorityFactor = defaultPriorityFactor
 	}
+	var errs field.ErrorList
 	if len(p.GroupOwners) == 0 {
 		errs = append(errs, field.Required(sp.Child("groupOwners"), "the team's groups own its queue"))
 	}
 	errs = append(errs, armada.ValidateQueueParameters(sp, &p)...)
+	classes := map[string]bool{}
+	for _, pc := range target.PriorityClasses() {
+		classes[pc] = true
+	}
 	for _, pc := range slices.Sorted(maps.Keys(xr.Spec.Quota)) {
 		if !classes[pc] {
 			errs = append(errs, field.NotSupported(sp.Child("quota").Key(pc), pc, slices.Sorted(maps.Keys(classes))))
@@ -146,32 +173,50 @@ func Render(xr XR, target *armada.Install, policy tenancy.Policy) (*Output, fiel
 		errs = append(errs, armada.ValidateFractions(sp.Child("quota").Key(pc), xr.Spec.Quota[pc])...)
 		p.ResourceLimitsByPriorityClassName[pc] = armadav1.PriorityClassResourceLimits{MaximumResourceFraction: maps.Clone(xr.Spec.Quota[pc])}
 	}
-	ref := xr.scopeRef(target)
-	if xr.Namespace != "" && ref == nil && (len(xr.Spec.Namespaces) > 0 || target.Namespace != xr.Namespace) {
-		errs = append(errs, field.Required(sp.Child("clusterScope", "providerConfigRef"), fmt.Sprintf(
-			"a namespaced ArmadaQueue composes its job namespaces and, for an Armada in another namespace, its queue there as "+
-				"provider-kubernetes Objects in namespace %s; name the kubernetes.m.crossplane.io ClusterProviderConfig (or a "+
-				"ProviderConfig in this namespace) that reaches this cluster, or set it on Armada %s/%s",
-			xr.Namespace, target.Namespace, target.Name)))
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
+	return p, errs
+}
 
-	out := &Output{Status: v1alpha1.ArmadaQueueStatus{
+// validateScope requires a namespaced queue that composes anything outside
+// its namespace through provider-kubernetes Objects (job namespaces, or its
+// Queue beside an Armada in another namespace) to have a config for them,
+// ref, its own or its Armada's.
+func (xr XR) validateScope(target *armada.Install, ref *v1alpha1.ProviderConfigRef) field.ErrorList {
+	if xr.Namespace == "" || ref != nil || (len(xr.Spec.Namespaces) == 0 && target.Namespace == xr.Namespace) {
+		return nil
+	}
+	return field.ErrorList{field.Required(field.NewPath("spec", "clusterScope", "providerConfigRef"), fmt.Sprintf(
+		"a namespaced ArmadaQueue composes its job namespaces and, for an Armada in another namespace, its queue there as "+
+			"provider-kubernetes Objects in namespace %s; name the kubernetes.m.crossplane.io ClusterProviderConfig (or a "+
+			"ProviderConfig in this namespace) that reaches this cluster, or set it on Armada %s/%s",
+		xr.Namespace, target.Namespace, target.Name))}
+}
+
+// status is what the queue's status says: its name, its Armada, where to
+// submit and its job namespaces.
+func (xr XR) status(target *armada.Install, name string) v1alpha1.ArmadaQueueStatus {
+	return v1alpha1.ArmadaQueueStatus{
 		Queue:      name,
 		Armada:     target.Namespace + "/" + target.Name,
 		Endpoint:   target.Endpoints().GRPC,
 		Namespaces: slices.Clone(xr.Spec.Namespaces),
-	}}
-	owner := xr.Owner()
-	queue := target.Queue(name, p, "team-queue")
-	owner.Stamp(queue)
-	out.Objects = append(out.Objects, xr.queueObject(target, ref, queue))
-	for _, ns := range xr.Spec.Namespaces {
-		out.Objects = append(out.Objects, xr.jobNamespace(target, ref, policy, name, ns)...)
 	}
-	return out, nil
+}
+
+// composeQueue is the team's Queue on target, owned by the XR and placed
+// by queueObject.
+func (xr XR) composeQueue(target *armada.Install, ref *v1alpha1.ProviderConfigRef, name string, p armadav1.QueueParameters) armada.Object {
+	queue := target.Queue(name, p, "team-queue")
+	xr.Owner().Stamp(queue)
+	return xr.queueObject(target, ref, queue)
+}
+
+// jobNamespaces composes each of the spec's job namespaces in turn.
+func (xr XR) jobNamespaces(target *armada.Install, ref *v1alpha1.ProviderConfigRef, policy tenancy.Policy, name string) []armada.Object {
+	out := make([]armada.Object, 0, len(xr.Spec.Namespaces))
+	for _, ns := range xr.Spec.Namespaces {
+		out = append(out, xr.jobNamespace(target, ref, policy, name, ns)...)
+	}
+	return out
 }
 
 // jobNamespace composes job namespace ns of queue name on target through

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
@@ -44,7 +46,7 @@ func target(t *testing.T, mods ...func(*v1alpha1.ArmadaSpec)) *armada.Install {
 func claim(mod func(*v1alpha1.ArmadaQueueSpec)) XR {
 	xr := XR{
 		Name:   "ml-x2",
-		Labels: map[string]string{labelClaimName: "ml", labelClaimNamespace: "team-ml"},
+		Labels: map[string]string{xcrd.LabelKeyClaimName: "ml", xcrd.LabelKeyClaimNamespace: "team-ml"},
 		Spec: v1alpha1.ArmadaQueueSpec{
 			Armada:      v1alpha1.ArmadaReference{Name: "armada", Namespace: "armada"},
 			GroupOwners: []string{"team-ml"},

@@ -282,7 +282,7 @@ func TestBarmanRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(parent) })
-	if err := os.Chmod(parent, 0o755); err != nil { //nolint:gosec // The postgres user must reach the data directory.
+	if err := os.Chmod(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	restored := filepath.Join(parent, "data")
@@ -314,7 +314,7 @@ func TestBarmanRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = os.Remove(filepath.Join(restored, "postmaster.pid"))
-	if err := os.Chmod(restored, 0o700); err != nil { //nolint:gosec // PostgreSQL requires its data directory 0700 (or 0750).
+	if err := os.Chmod(restored, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	again := testenv.StartPostgresWith(t, testenv.PostgresOptions{Data: restored, SuperuserPassword: pg.SuperuserPassword, Settings: []string{

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/queue"
 )
@@ -55,10 +57,10 @@ func testDeleteWithQueues(t *testing.T, policy string) {
 	ctx := t.Context()
 	runProvider(ctx, t, ns, func(ctx context.Context, addr string) (net.Conn, error) {
 		if addr != serverAddr {
-			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
+			return nil, errors.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
 		}
 		if why := serverGone(ctx, ns, name+"-server"); why != "" {
-			return nil, fmt.Errorf("dial tcp %s: connection refused (%s)", addr, why)
+			return nil, errors.Errorf("dial tcp %s: connection refused (%s)", addr, why)
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", armada.Address())

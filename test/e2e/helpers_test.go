@@ -229,7 +229,7 @@ func functionMemory(t *testing.T) (rss, peak int64) {
 	// The control plane starts the built binary itself as the group's
 	// leader; the last group is the running process.
 	path := fmt.Sprintf("/proc/%d/status", pids[len(pids)-1])
-	b, err := os.ReadFile(path) //nolint:gosec // The status file of the process the control plane started.
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("cannot read function-armada's memory: %v", err)
 	}

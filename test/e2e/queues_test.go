@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
@@ -47,7 +48,7 @@ func TestQueues(t *testing.T) {
 	ctx := t.Context()
 	runProvider(ctx, t, ns, func(ctx context.Context, addr string) (net.Conn, error) {
 		if addr != serverAddr {
-			return nil, fmt.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
+			return nil, errors.Errorf("unexpected Armada address %s, want the composed server %s", addr, serverAddr)
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", armada.Address())

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/armadaproject/armada-crossplane/internal/build/xpkg"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
@@ -307,7 +309,7 @@ func find(ctx context.Context, kube client.Client, apiVersion, kind, name, revis
 	if revisionOf == "" {
 		u, err := testutil.Lookup(ctx, kube, apiVersion, kind, "", name)
 		if err == nil && u == nil {
-			err = fmt.Errorf("%s %s does not exist", kind, name)
+			err = errors.Errorf("%s %s does not exist", kind, name)
 		}
 		return u, err
 	}
@@ -318,7 +320,7 @@ func find(ctx context.Context, kube client.Client, apiVersion, kind, name, revis
 		return nil, err
 	}
 	if len(l.Items) != 1 {
-		return nil, fmt.Errorf("want one %s of %s, got %d", kind, revisionOf, len(l.Items))
+		return nil, errors.Errorf("want one %s of %s, got %d", kind, revisionOf, len(l.Items))
 	}
 	return &l.Items[0], nil
 }

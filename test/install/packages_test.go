@@ -192,7 +192,7 @@ func TestRuntimeImage(t *testing.T) {
 				return
 			}
 			bin := filepath.Join(t.TempDir(), r.Name)
-			if err := os.WriteFile(bin, imageFile(t, img, r.BinaryPath()[1:]), 0o700); err != nil { //nolint:gosec // The test runs the binary it extracted.
+			if err := os.WriteFile(bin, imageFile(t, img, r.BinaryPath()[1:]), 0o700); err != nil {
 				t.Fatal(err)
 			}
 			out, err := exec.CommandContext(t.Context(), bin, "--help").CombinedOutput() //nolint:gosec // The binary the package embeds.

@@ -207,7 +207,7 @@ func memoryTable(b *testing.B, f *flow, extra map[int]string) (string, map[strin
 		if _, ok := label[pid]; ok {
 			continue
 		}
-		cmd, err := os.ReadFile(filepath.Join(e, "cmdline")) //nolint:gosec // /proc.
+		cmd, err := os.ReadFile(filepath.Join(e, "cmdline"))
 		if err != nil {
 			continue
 		}

@@ -59,7 +59,7 @@ func checkIdentities(ctx context.Context, t *testing.T, cluster string, c client
 		}
 		pr := procs[short][0]
 		proc := "/proc/" + strconv.Itoa(pr.Pid())
-		env, err := os.ReadFile(proc + "/environ") //nolint:gosec // The runner's own process.
+		env, err := os.ReadFile(proc + "/environ")
 		if err != nil {
 			t.Errorf("%s: cannot read its environment: %v", id, err)
 			continue
@@ -67,7 +67,7 @@ func checkIdentities(ctx context.Context, t *testing.T, cluster string, c client
 		if strings.Contains("\x00"+string(env), "\x00KUBECONFIG=") {
 			t.Errorf("%s runs with a KUBECONFIG; a pod has none", id)
 		}
-		token, err := os.ReadFile(filepath.Join(proc, "root", podrun.ResolveMountPath(podrun.ServiceAccountMountPath), "token")) //nolint:gosec // The token its process sees.
+		token, err := os.ReadFile(filepath.Join(proc, "root", podrun.ResolveMountPath(podrun.ServiceAccountMountPath), "token"))
 		mounts := spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken
 		if !mounts {
 			if err == nil {

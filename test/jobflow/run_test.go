@@ -165,7 +165,7 @@ func processTree(pid int) (map[int]string, []string) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(e, "stat")) //nolint:gosec // /proc.
+		b, err := os.ReadFile(filepath.Join(e, "stat"))
 		if err != nil {
 			continue
 		}

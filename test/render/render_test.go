@@ -169,7 +169,7 @@ func golden(t *testing.T, path string, got []byte) {
 		}
 		return
 	}
-	want, err := os.ReadFile(path) //nolint:gosec // Test fixture path.
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("cannot read golden file (run go test ./test/render -update to create it): %v", err)
 	}

@@ -298,7 +298,7 @@ func TestPackageManifestsValidate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir, err := thirdparty.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", xprender.CoreVersion)
+	dir, err := testutil.ModuleDir(ctx, "github.com/crossplane/crossplane/v2", xprender.CoreVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

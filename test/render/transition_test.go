@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +30,7 @@ func TestSchemaTransitions(t *testing.T) {
 		Spec struct {
 			Versions []struct {
 				Schema struct {
-					OpenAPIV3Schema apiextv1.JSONSchemaProps `json:"openAPIV3Schema"`
+					OpenAPIV3Schema extv1.JSONSchemaProps `json:"openAPIV3Schema"`
 				} `json:"schema"`
 			} `json:"versions"`
 		} `json:"spec"`
@@ -39,10 +39,10 @@ func TestSchemaTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	v1 := xrd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	top := apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{"spec": v1.Properties["spec"]}}
+	top := extv1.JSONSchemaProps{Type: "object", Properties: map[string]extv1.JSONSchemaProps{"spec": v1.Properties["spec"]}}
 	var internal apiextensions.JSONSchemaProps
 	s := runtime.NewScheme()
-	if err := apiextv1.AddToScheme(s); err != nil {
+	if err := extv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Convert(&top, &internal, nil); err != nil {

@@ -55,6 +55,28 @@ func TestDocsLinks(t *testing.T) {
 	t.Logf("%d links in %d pages", n, len(ps))
 }
 
+// TestDocsTimeless refuses dates and commit hashes in docs/guides/: a guide
+// says what is true now; how it got there lives in git.
+func TestDocsTimeless(t *testing.T) {
+	n := 0
+	for _, p := range pages(t) {
+		if !strings.HasPrefix(p.Path, "docs/guides/") {
+			continue
+		}
+		n++
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range Stamps(string(b)) {
+			t.Errorf("%s:%d: %q: no dates or commit hashes in a guide (history lives in git)", p.Path, s.Line, s.Text)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no page under docs/guides/: the walk is broken")
+	}
+}
+
 // apiGroups are the groups whose objects in the docs are validated
 // against this project's XRDs and CRDs.
 var apiGroups = []string{"platform.armadaproject.io/", "armada.m.armadaproject.io/"}
@@ -199,7 +221,7 @@ func TestDocsDiagrams(t *testing.T) {
 			t.Fatalf("dot %s: %v", src, err)
 		}
 		svg := strings.TrimSuffix(src, ".dot") + ".svg"
-		got, err := os.ReadFile(svg) //nolint:gosec // The repository's own files.
+		got, err := os.ReadFile(svg)
 		if err != nil {
 			t.Errorf("%s has no rendered SVG: run make docs-diagrams", src)
 			continue
@@ -233,7 +255,7 @@ func TestDocsReasons(t *testing.T) {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
 			}
-			b, err := os.ReadFile(f) //nolint:gosec // The repository's own files.
+			b, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}

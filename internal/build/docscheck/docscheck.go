@@ -207,3 +207,43 @@ func CheckLinks(root string, pages []Page, pending map[string]bool) []Broken {
 	}
 	return broken
 }
+
+// A Stamp is a date or a commit hash in a page: history, which lives in
+// git, not in a guide that says what is true now.
+type Stamp struct {
+	Line int
+	Text string
+}
+
+var (
+	date = regexp.MustCompile(`\b\d{4}-[01]\d-[0-3]\d\b`)
+	hash = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+)
+
+// Stamps finds the dates (2026-12-03) and commit hashes (seven to forty
+// hex digits with at least one digit and one letter) in text. An RFC 3339
+// timestamp (a date followed by T and the time) is a field's value in an
+// example, and hex joined to a name by a hyphen is part of a composed
+// name (armada-pulsar-topics-bdd6c885); neither is a stamp.
+func Stamps(text string) []Stamp {
+	var out []Stamp
+	for i, l := range strings.Split(text, "\n") {
+		for _, m := range date.FindAllStringIndex(l, -1) {
+			if rest := l[m[1]:]; len(rest) >= 2 && rest[0] == 'T' && rest[1] >= '0' && rest[1] <= '9' {
+				continue
+			}
+			out = append(out, Stamp{Line: i + 1, Text: l[m[0]:m[1]]})
+		}
+		for _, m := range hash.FindAllStringIndex(l, -1) {
+			h := l[m[0]:m[1]]
+			if !strings.ContainsAny(h, "0123456789") || !strings.ContainsAny(h, "abcdef") {
+				continue
+			}
+			if (m[0] > 0 && l[m[0]-1] == '-') || (m[1] < len(l) && l[m[1]] == '-') {
+				continue
+			}
+			out = append(out, Stamp{Line: i + 1, Text: h})
+		}
+	}
+	return out
+}

@@ -85,3 +85,28 @@ func TestCheckLinks(t *testing.T) {
 		t.Errorf("CheckLinks(): -want +got:\n%s", diff)
 	}
 }
+
+func TestStamps(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		text   string
+		want   []Stamp
+	}{
+		"DatesAndHashes": {
+			reason: "A date and a commit hash in prose are stamps, each with its line.",
+			text:   "Measured on 2026-12-03.\nFixed in `402b64f`, see e601884 and 9d02af3667a0b1c2.\n",
+			want:   []Stamp{{Line: 1, Text: "2026-12-03"}, {Line: 2, Text: "402b64f"}, {Line: 2, Text: "e601884"}, {Line: 2, Text: "9d02af3667a0b1c2"}},
+		},
+		"NotStamps": {
+			reason: "Timestamps in examples, hex in composed names, words and numbers are not stamps.",
+			text:   "targetTime: \"2026-12-01T10:00:00Z\"\narmada-pulsar-topics-bdd6c885 and 87f156-x\nfacade 1234567 deadbeef\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Stamps(tc.text)); diff != "" {
+				t.Errorf("%s\nStamps(): -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

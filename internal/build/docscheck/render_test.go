@@ -1,12 +1,13 @@
 package docscheck
 
 import (
-	"fmt"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	nsv1alpha1 "github.com/armadaproject/armada-crossplane/apis/namespaced/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
@@ -70,13 +71,13 @@ func armadaXR(doc string) (armada.XR, bool, error) {
 		return armada.XR{}, false, nil
 	}
 	var obj struct {
-		APIVersion string              `json:"apiVersion"`
-		Kind       string              `json:"kind"`
-		Metadata   map[string]any      `json:"metadata"`
-		Spec       v1alpha1.ArmadaSpec `json:"spec"`
+		APIVersion string                `json:"apiVersion"`
+		Kind       string                `json:"kind"`
+		Metadata   map[string]any        `json:"metadata"`
+		Spec       nsv1alpha1.ArmadaSpec `json:"spec"`
 	}
 	if err := yaml.UnmarshalStrict([]byte(doc), &obj); err != nil {
-		return armada.XR{}, false, fmt.Errorf("%s %s: %w", head.Kind, head.Metadata.Name, err)
+		return armada.XR{}, false, errors.Errorf("%s %s: %w", head.Kind, head.Metadata.Name, err)
 	}
 	if head.Kind == "Armada" {
 		xr := armada.XR{Name: head.Metadata.Name, Namespace: head.Metadata.Namespace, Spec: obj.Spec.ArmadaSpec}
@@ -86,7 +87,7 @@ func armadaXR(doc string) (armada.XR, bool, error) {
 		return xr, true, nil
 	}
 	if obj.Spec.ClusterScope != nil {
-		return armada.XR{}, false, fmt.Errorf("ArmadaClaim %s: spec.clusterScope is only for a namespaced Armada", head.Metadata.Name)
+		return armada.XR{}, false, errors.Errorf("ArmadaClaim %s: spec.clusterScope is only for a namespaced Armada", head.Metadata.Name)
 	}
 	return armada.XR{
 		Name: head.Metadata.Name + "-docs",

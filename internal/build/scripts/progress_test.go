@@ -88,11 +88,11 @@ func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
 func TestPulsarReassemblesOnChangedPom(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"build.sh", "settings.xml"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "..", "tools", "pulsar", f)) //nolint:gosec // The repository's own files.
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "tools", "pulsar", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o700); err != nil { //nolint:gosec // The script is run.
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestPulsarReassemblesOnChangedPom(t *testing.T) {
 // lines counts the lines of a stand-in's log: one a run.
 func lines(t *testing.T, log string) int {
 	t.Helper()
-	b, err := os.ReadFile(log) //nolint:gosec // The stand-in's own log.
+	b, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func lines(t *testing.T, log string) int {
 func standIn(t *testing.T, name, script string) []string {
 	t.Helper()
 	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil { //nolint:gosec // An executable stand-in.
+	if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "TIMINGS_FILE=")

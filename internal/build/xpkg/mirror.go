@@ -9,8 +9,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/build/image"
-	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // ProviderKubernetesRepo is where provider-kubernetes is published.
@@ -33,10 +34,10 @@ type Mirror struct {
 }
 
 // Mirrors lists a mirror for every dependency that is not ours: each
-// Crossplane package internal/harness/thirdparty pins.
+// Crossplane package armada.Dependencies pins.
 var Mirrors = func() []Mirror {
 	var out []Mirror
-	for _, p := range thirdparty.Pinned {
+	for _, p := range armada.Dependencies {
 		if p.Package == "" {
 			continue
 		}
@@ -72,7 +73,7 @@ type MirrorOptions struct {
 // BuildMirror builds m's package and returns its .xpkg file, to be pushed
 // under m.Repo's path in a local registry.
 func BuildMirror(ctx context.Context, m Mirror, o MirrorOptions) (string, error) {
-	dir, err := thirdparty.ModuleDir(ctx, m.Module, m.Version)
+	dir, err := testutil.ModuleDir(ctx, m.Module, m.Version)
 	if err != nil {
 		return "", err
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/build/image"
-	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
 )
 
 // DefaultRegistry is the registry and organisation packages are published
@@ -82,7 +82,7 @@ type Dependency struct {
 
 // Dependencies are configuration-armada's dependencies: ours at the
 // version being built, and every Crossplane package the compositions use at
-// the version internal/harness/thirdparty pins, the one place those are declared.
+// the version armada.Dependencies pins, the one place those are declared.
 // Versions are exact, so a Configuration release always installs what was
 // tested with it.
 func Dependencies(registry string) []Dependency {
@@ -90,7 +90,7 @@ func Dependencies(registry string) []Dependency {
 		{Kind: KindFunction, Package: registry + "/function-armada", Built: "function-armada"},
 		{Kind: KindProvider, Package: registry + "/provider-armada", Built: "provider-armada"},
 	}
-	for _, p := range thirdparty.Pinned {
+	for _, p := range armada.Dependencies {
 		if p.Package != "" {
 			deps = append(deps, Dependency{Kind: KindProvider, Package: p.Package, Version: p.Version})
 		}

@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -29,6 +28,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	_ "google.golang.org/grpc/encoding/gzip" // Armada's executor compresses its calls with gzip.
 )
@@ -139,7 +140,7 @@ func schedulerAuthOf(rn *Run) (SchedulerAuth, error) {
 		}
 	}
 	if len(a.Users) == 0 {
-		return a, fmt.Errorf("%s sets no auth.basicAuth.users", rn.ID())
+		return a, errors.Errorf("%s sets no auth.basicAuth.users", rn.ID())
 	}
 	grants, _ := rn.Cfg.Get("auth.permissionGroupMapping.execute_jobs")
 	a.ExecuteJobs = stringList(grants)

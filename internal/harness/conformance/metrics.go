@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // metricsKey is the config key a component listens for metrics on, found
@@ -81,11 +83,11 @@ func scrape(port int) ([]string, error) {
 		cancel()
 		switch {
 		case resp.StatusCode != http.StatusOK:
-			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+			return nil, errors.Errorf("GET %s: %s", url, resp.Status)
 		case !strings.HasPrefix(ct, "text/plain"):
-			return nil, fmt.Errorf("GET %s: Content-Type %q, not Prometheus text", url, ct)
+			return nil, errors.Errorf("GET %s: Content-Type %q, not Prometheus text", url, ct)
 		case err != nil:
-			return nil, fmt.Errorf("GET %s: not Prometheus text: %w", url, err)
+			return nil, errors.Errorf("GET %s: not Prometheus text: %w", url, err)
 		}
 		names := make([]string, 0, len(fams))
 		for n := range fams {

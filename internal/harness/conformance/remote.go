@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
+	authnv1 "k8s.io/api/authentication/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -140,7 +140,7 @@ func ServiceAccountKubeconfig(t *testing.T, cp *controlplane.ControlPlane, manif
 	}
 	exp := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(w.Namespace).CreateToken(ctx, w.Pod.ServiceAccountName,
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("cannot get a token for ServiceAccount %s/%s: %v", w.Namespace, w.Pod.ServiceAccountName, err)
 	}

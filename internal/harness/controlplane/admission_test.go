@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -233,8 +233,8 @@ func TestAdmissionPolicy(t *testing.T) {
 			case tc.rule == "":
 			case err == nil:
 				t.Errorf("%s\ncreate admitted; want refused by rule %s", tc.reason, tc.rule)
-			case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "rule "+tc.rule+":"):
-				t.Errorf("%s\ncreate: %v (reason %s); want Forbidden naming rule %s", tc.reason, err, apierrors.ReasonForError(err), tc.rule)
+			case !kerrors.IsForbidden(err) || !strings.Contains(err.Error(), "rule "+tc.rule+":"):
+				t.Errorf("%s\ncreate: %v (reason %s); want Forbidden naming rule %s", tc.reason, err, kerrors.ReasonForError(err), tc.rule)
 			default:
 				t.Logf("refused: %v", err)
 			}

@@ -8,7 +8,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
 )
 
 // modulePath is this repository's Go module.
@@ -128,7 +127,7 @@ func (c *ControlPlane) resolveCRDDirs(ctx context.Context) error {
 	return nil
 }
 
-// moduleDir finds a module in the module cache; see thirdparty.ModuleDir.
+// moduleDir finds a module in the module cache; see testutil.ModuleDir.
 func moduleDir(ctx context.Context, _, module, version string) (string, error) {
-	return thirdparty.ModuleDir(ctx, module, version)
+	return testutil.ModuleDir(ctx, module, version)
 }

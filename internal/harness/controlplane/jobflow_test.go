@@ -148,7 +148,7 @@ func TestJobIDLabelIsArmadas(t *testing.T) {
 	re := regexp.MustCompile(`\bJobId\s*=\s*"([^"]+)"`)
 	for _, v := range armada.SupportedVersions {
 		f := filepath.Join(strings.TrimSpace(string(out)), "github.com", "armadaproject", "armada@v"+v, "internal", "executor", "domain", "pod_metadata.go")
-		b, err := os.ReadFile(f) //nolint:gosec // Armada's source in the module cache.
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatalf("Armada %s source is not in the module cache (%v): run `make armada-bins`", v, err)
 		}

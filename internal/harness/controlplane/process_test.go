@@ -39,7 +39,7 @@ func TestProcessStopKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waitReady: %v", err)
 	}
-	b, err := os.ReadFile(pidFile) //nolint:gosec // A file the test wrote.
+	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatalf("cannot read grandchild pid: %v", err)
 	}

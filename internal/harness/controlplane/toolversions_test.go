@@ -79,7 +79,7 @@ func TestToolModulesShareVersions(t *testing.T) {
 func requires(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	path := filepath.Join("..", "..", "..", dir, "go.mod")
-	b, err := os.ReadFile(path) //nolint:gosec // A go.mod of this repository.
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func TestReserveForgetsExitedProcesses(t *testing.T) {
 // readFile parses a registry file.
 func readFile(t *testing.T, path string) map[int]int {
 	t.Helper()
-	b, err := os.ReadFile(path) //nolint:gosec // The test's own file.
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

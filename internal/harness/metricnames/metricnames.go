@@ -19,7 +19,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Sources are the modules whose registered metrics Armada's
@@ -372,7 +372,7 @@ func (x *Index) Counts() (full, templates, values int) {
 // (tools/armada/build.sh builds inside Armada's module). Each is downloaded
 // if needed.
 func SourceDirs(ctx context.Context, armadaVersion string) ([]string, error) {
-	armada, err := thirdparty.ModuleDir(ctx, Sources[0], armadaVersion)
+	armada, err := testutil.ModuleDir(ctx, Sources[0], armadaVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +396,7 @@ func SourceDirs(ctx context.Context, armadaVersion string) ([]string, error) {
 		if version == "" {
 			return nil, errors.Errorf("cannot find %s in %s", m, goMod)
 		}
-		d, err := thirdparty.ModuleDir(ctx, m, version)
+		d, err := testutil.ModuleDir(ctx, m, version)
 		if err != nil {
 			return nil, err
 		}

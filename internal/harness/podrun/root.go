@@ -1,13 +1,14 @@
 package podrun
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // podScript builds a process's own root and runs the binary in it, as a
@@ -63,7 +64,7 @@ exec "$CHROOT" "$R" /bin/bash -c 'cd "$0" && exec "$@"' "$W" "$@"
 func PodCommand(root, hostsFile, dir string, mounts map[string]string, bin string, args []string) (string, []string, error) {
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
-		return "", nil, fmt.Errorf("cannot find unshare(1) (util-linux), which gives each process its own root: %w", err)
+		return "", nil, errors.Errorf("cannot find unshare(1) (util-linux), which gives each process its own root: %w", err)
 	}
 	chroot, err := lookSbin("chroot")
 	if err != nil {
@@ -132,5 +133,5 @@ func lookSbin(name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("cannot find %s(8)", name)
+	return "", errors.Errorf("cannot find %s(8)", name)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
@@ -83,43 +84,89 @@ func Serve(ctx context.Context, fn fnv1.FunctionRunnerServiceServer) (string, fu
 	return lis.Addr().String(), srv.Stop, nil
 }
 
-// ClaimToXR turns the ArmadaClaim in docs into the XArmada Crossplane would
-// create for it: same spec, the claim's name, and the claim labels. A
+// ClaimToXR turns the first ArmadaClaim or ArmadaQueueClaim in docs into
+// the composite resource Crossplane would create for it (see XRs); a
 // namespaced Armada or ArmadaQueue has no claim: it is its own XR.
 func ClaimToXR(docs []map[string]any) (map[string]any, error) {
-	for _, d := range docs {
-		kind, claimed := claimKinds[fmt.Sprint(d["kind"])]
-		namespaced := NamespacedKinds[fmt.Sprint(d["kind"])]
-		if !claimed && !namespaced {
-			continue
-		}
-		meta, _ := d["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		ns, _ := meta["namespace"].(string)
-		if name == "" || ns == "" {
-			return nil, errors.Errorf("cannot convert %s: it needs metadata.name and metadata.namespace", d["kind"])
-		}
-		if namespaced {
-			return d, nil
-		}
-		return map[string]any{
-			"apiVersion": d["apiVersion"],
-			"kind":       kind,
-			"metadata": map[string]any{
-				"name": name,
-				"labels": map[string]any{
-					"crossplane.io/claim-name":      name,
-					"crossplane.io/claim-namespace": ns,
-				},
-			},
-			"spec": d["spec"],
-		}, nil
+	xrs, err := XRs(docs)
+	if err != nil {
+		return nil, err
 	}
-	return nil, errors.New("cannot find an ArmadaClaim, ArmadaQueueClaim, Armada or ArmadaQueue document")
+	if len(xrs) == 0 {
+		return nil, errors.New("cannot find an ArmadaClaim, ArmadaQueueClaim, Armada or ArmadaQueue document")
+	}
+	return xrs[0], nil
+}
+
+// XRs are the composite resources of docs, in order: for each claim the XR
+// Crossplane would create for it (same spec, the claim's name, and the
+// claim labels), and each XR (XArmada, Armada, XArmadaQueue, ArmadaQueue)
+// as it is. Other documents are left out.
+func XRs(docs []map[string]any) ([]map[string]any, error) {
+	var out []map[string]any
+	for _, d := range docs {
+		xr, ok, err := asXR(d)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, xr)
+		}
+	}
+	return out, nil
+}
+
+// asXR is d's composite resource, and whether d is a claim or an XR.
+func asXR(d map[string]any) (map[string]any, bool, error) {
+	kind, claimed := claimKinds[fmt.Sprint(d["kind"])]
+	namespaced := NamespacedKinds[fmt.Sprint(d["kind"])]
+	if clusterKinds[fmt.Sprint(d["kind"])] {
+		return d, true, nil
+	}
+	if !claimed && !namespaced {
+		return nil, false, nil
+	}
+	meta, _ := d["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	ns, _ := meta["namespace"].(string)
+	if name == "" || ns == "" {
+		return nil, false, errors.Errorf("cannot convert %s: it needs metadata.name and metadata.namespace", d["kind"])
+	}
+	if namespaced {
+		return d, true, nil
+	}
+	return map[string]any{
+		"apiVersion": d["apiVersion"],
+		"kind":       kind,
+		"metadata": map[string]any{
+			"name": name,
+			"labels": map[string]any{
+				xcrd.LabelKeyClaimName:      name,
+				xcrd.LabelKeyClaimNamespace: ns,
+			},
+		},
+		"spec": d["spec"],
+	}, true, nil
+}
+
+// PackageFiles are the Composition and XRD, under the repository root,
+// that render an XR of the kind.
+func PackageFiles(root, kind string) (composition, xrd string, err error) {
+	prefix, ok := map[string]string{
+		"XArmada": "", "Armada": "namespaced-", "XArmadaQueue": "queue-", "ArmadaQueue": "namespaced-queue-",
+	}[kind]
+	if !ok {
+		return "", "", errors.Errorf("cannot render a %s: it is not a composite resource of this package", kind)
+	}
+	dir := filepath.Join(root, "package", "xarmada")
+	return filepath.Join(dir, prefix+"composition.yaml"), filepath.Join(dir, prefix+"definition.yaml"), nil
 }
 
 // NamespacedKinds are the namespaced (Crossplane v2) XR kinds.
 var NamespacedKinds = map[string]bool{"Armada": true, "ArmadaQueue": true}
+
+// clusterKinds are the cluster-scoped XR kinds, which claims become.
+var clusterKinds = map[string]bool{"XArmada": true, "XArmadaQueue": true}
 
 // claimKinds maps each claim kind to its composite kind.
 var claimKinds = map[string]string{"ArmadaClaim": "XArmada", "ArmadaQueueClaim": "XArmadaQueue"}

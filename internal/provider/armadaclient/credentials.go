@@ -13,7 +13,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // transportCredentials returns plaintext when the config says insecure,
@@ -45,9 +45,9 @@ func perRPCCredentials(ctx context.Context, kube client.Reader, c Config) (crede
 	cr := c.Spec.Credentials
 	secure := !c.Spec.TLS.Insecure
 	switch cr.Source {
-	case v1alpha1.CredentialsNone, "":
+	case armadav1.CredentialsNone, "":
 		return nil, nil
-	case v1alpha1.CredentialsBasic:
+	case armadav1.CredentialsBasic:
 		if cr.Basic == nil {
 			return nil, errors.New("spec.credentials.basic is required for source Basic")
 		}
@@ -60,7 +60,7 @@ func perRPCCredentials(ctx context.Context, kube client.Reader, c Config) (crede
 			return nil, err
 		}
 		return &basic.LoginCredentials{Username: string(u), Password: string(p)}, nil
-	case v1alpha1.CredentialsBearerToken:
+	case armadav1.CredentialsBearerToken:
 		if cr.BearerToken == nil {
 			return nil, errors.New("spec.credentials.bearerToken is required for source BearerToken")
 		}
@@ -69,7 +69,7 @@ func perRPCCredentials(ctx context.Context, kube client.Reader, c Config) (crede
 			return nil, err
 		}
 		return &bearer{source: staticToken(tok), secure: secure}, nil
-	case v1alpha1.CredentialsOIDCClientCredentials:
+	case armadav1.CredentialsOIDCClientCredentials:
 		o := cr.OIDCClientCredentials
 		if o == nil {
 			return nil, errors.New("spec.credentials.oidcClientCredentials is required for source OIDCClientCredentials")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // DefaultTimeout bounds each call to Armada unless the config sets
@@ -35,7 +35,7 @@ type QueueClient interface {
 // Config is a resolved provider config.
 type Config struct {
 	// Spec is the ProviderConfig's or ClusterProviderConfig's spec.
-	Spec v1alpha1.ProviderConfigSpec
+	Spec armadav1.ProviderConfigSpec
 	// Namespace is a namespaced ProviderConfig's namespace: its Secret
 	// references may only name that namespace. Empty for a
 	// ClusterProviderConfig, whose references must name one.

@@ -26,14 +26,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
 )
 
 // selector selects key of the Secret "creds" in ns.
-func selector(ns, key string) v1alpha1.SecretKeySelector {
-	return v1alpha1.SecretKeySelector{Name: "creds", Namespace: ns, Key: key}
+func selector(ns, key string) armadav1.SecretKeySelector {
+	return armadav1.SecretKeySelector{Name: "creds", Namespace: ns, Key: key}
 }
 
 // serverCert returns a self-signed certificate for 127.0.0.1 and its PEM.
@@ -102,69 +102,69 @@ func TestDial(t *testing.T) {
 	}
 	tokenURL := tokenServer(t, nil)
 
-	basic := func(ns string) v1alpha1.Credentials {
-		return v1alpha1.Credentials{Source: v1alpha1.CredentialsBasic, Basic: &v1alpha1.BasicAuth{
+	basic := func(ns string) armadav1.Credentials {
+		return armadav1.Credentials{Source: armadav1.CredentialsBasic, Basic: &armadav1.BasicAuth{
 			UsernameSecretRef: selector(ns, "username"), PasswordSecretRef: selector(ns, "password"),
 		}}
 	}
 	cases := map[string]struct {
 		reason    string
 		namespace string
-		spec      v1alpha1.ProviderConfigSpec
+		spec      armadav1.ProviderConfigSpec
 		// err is a substring of the error Dial or GetQueue returns; empty
 		// means GetQueue succeeds.
 		err string
 	}{
 		"BasicAuth": {
 			reason: "Basic credentials from the config's own namespace authenticate.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: basic("")},
+			spec: armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: basic("")},
 		},
 		"BearerToken": {
 			reason: "A static bearer token authenticates.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: v1alpha1.Credentials{
-				Source: v1alpha1.CredentialsBearerToken, BearerToken: &v1alpha1.BearerToken{TokenSecretRef: selector("", "token")},
+			spec: armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: armadav1.Credentials{
+				Source: armadav1.CredentialsBearerToken, BearerToken: &armadav1.BearerToken{TokenSecretRef: selector("", "token")},
 			}},
 		},
 		"OIDCClientCredentials": {
 			reason: "The client-credentials grant fetches a token that authenticates.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: v1alpha1.Credentials{
-				Source: v1alpha1.CredentialsOIDCClientCredentials,
-				OIDCClientCredentials: &v1alpha1.OIDCClientCredentials{
+			spec: armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: armadav1.Credentials{
+				Source: armadav1.CredentialsOIDCClientCredentials,
+				OIDCClientCredentials: &armadav1.OIDCClientCredentials{
 					TokenURL: tokenURL, ClientID: "provider", ClientSecretSecretRef: selector("", "client-secret"), Scopes: []string{"armada"},
 				},
 			}},
 		},
 		"NoCredentials": {
 			reason: "Without credentials Armada refuses the call, and says so.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsNone}},
+			spec: armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: armadav1.Credentials{Source: armadav1.CredentialsNone}},
 			err:  "unauthenticated (check the provider config's credentials)",
 		},
 		"TLSWithCA": {
 			reason: "TLS trusting the CA from a Secret connects (cluster config, Secret namespace set).",
-			spec: v1alpha1.ProviderConfigSpec{
+			spec: armadav1.ProviderConfigSpec{
 				Endpoint: secure.Address(), Credentials: basic("ns"),
-				TLS: v1alpha1.TLS{CASecretRef: &v1alpha1.SecretKeySelector{Name: "creds", Namespace: "ns", Key: "ca.crt"}},
+				TLS: armadav1.TLS{CASecretRef: &armadav1.SecretKeySelector{Name: "creds", Namespace: "ns", Key: "ca.crt"}},
 			},
 		},
 		"TLSWithSystemRoots": {
 			reason: "Without a CA the system roots are used, which do not trust a private CA.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: secure.Address(), Credentials: basic("")},
+			spec: armadav1.ProviderConfigSpec{Endpoint: secure.Address(), Credentials: basic("")},
 			err:  "Armada is unavailable",
 		},
 		"OtherNamespace": {
 			reason: "A namespaced ProviderConfig may not read another namespace's Secrets.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: basic("other")},
+			spec: armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: basic("other")},
 			err:  `a ProviderConfig may only read Secrets in its own namespace "ns", not "other"`,
 		},
 		"ClusterConfigWithoutNamespace": {
 			reason: "A ClusterProviderConfig must say which namespace its Secret is in.",
-			spec:   v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: basic("")},
+			spec:   armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: basic("")},
 			err:    "a ClusterProviderConfig's Secret reference must set namespace",
 		},
 		"MissingKey": {
 			reason: "A missing Secret key is named, not its value.", namespace: "ns",
-			spec: v1alpha1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: v1alpha1.Credentials{
-				Source: v1alpha1.CredentialsBearerToken, BearerToken: &v1alpha1.BearerToken{TokenSecretRef: selector("", "nope")},
+			spec: armadav1.ProviderConfigSpec{Endpoint: plain.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: armadav1.Credentials{
+				Source: armadav1.CredentialsBearerToken, BearerToken: &armadav1.BearerToken{TokenSecretRef: selector("", "nope")},
 			}},
 			err: `Secret ns/creds has no key "nope"`,
 		},
@@ -217,9 +217,9 @@ func TestBasicAuthHeader(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
 		Data:       map[string][]byte{"username": []byte("u"), "password": []byte("p:w")},
 	}).Build()
-	conn, err := armadaclient.Dial(context.Background(), kube, armadaclient.Config{Namespace: "ns", Spec: v1alpha1.ProviderConfigSpec{
-		Endpoint: s.Address(), TLS: v1alpha1.TLS{Insecure: true},
-		Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsBasic, Basic: &v1alpha1.BasicAuth{
+	conn, err := armadaclient.Dial(context.Background(), kube, armadaclient.Config{Namespace: "ns", Spec: armadav1.ProviderConfigSpec{
+		Endpoint: s.Address(), TLS: armadav1.TLS{Insecure: true},
+		Credentials: armadav1.Credentials{Source: armadav1.CredentialsBasic, Basic: &armadav1.BasicAuth{
 			UsernameSecretRef: selector("", "username"), PasswordSecretRef: selector("", "password"),
 		}},
 	}})
@@ -252,9 +252,9 @@ func TestTokenSourcesShared(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
 		Data:       map[string][]byte{"client-secret": []byte("client-secret")},
 	}).Build()
-	cfg := armadaclient.Config{Namespace: "ns", Tokens: &armadaclient.TokenSources{}, Spec: v1alpha1.ProviderConfigSpec{
-		Endpoint: s.Address(), TLS: v1alpha1.TLS{Insecure: true},
-		Credentials: v1alpha1.Credentials{Source: v1alpha1.CredentialsOIDCClientCredentials, OIDCClientCredentials: &v1alpha1.OIDCClientCredentials{
+	cfg := armadaclient.Config{Namespace: "ns", Tokens: &armadaclient.TokenSources{}, Spec: armadav1.ProviderConfigSpec{
+		Endpoint: s.Address(), TLS: armadav1.TLS{Insecure: true},
+		Credentials: armadav1.Credentials{Source: armadav1.CredentialsOIDCClientCredentials, OIDCClientCredentials: &armadav1.OIDCClientCredentials{
 			TokenURL: tokenURL, ClientID: "provider", ClientSecretSecretRef: selector("", "client-secret"),
 		}},
 	}}

@@ -9,13 +9,13 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // secretValue returns the value sel selects. A namespaced config may only
 // read its own namespace; a cluster config must name one. Errors name the
 // Secret and key, never the value.
-func secretValue(ctx context.Context, kube client.Reader, c Config, field string, sel v1alpha1.SecretKeySelector) ([]byte, error) {
+func secretValue(ctx context.Context, kube client.Reader, c Config, field string, sel armadav1.SecretKeySelector) ([]byte, error) {
 	ns := sel.Namespace
 	switch {
 	case c.Namespace != "" && ns == "":

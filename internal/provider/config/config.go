@@ -14,7 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // A kind is one provider config kind and its usage kinds.
@@ -29,22 +29,22 @@ type kind struct {
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	kinds := []kind{
 		{
-			name: v1alpha1.ProviderConfigKind,
+			name: armadav1.ProviderConfigKind,
 			of: resource.ProviderConfigKinds{
-				Config:    v1alpha1.ProviderConfigGroupVersionKind,
-				Usage:     v1alpha1.ProviderConfigUsageGroupVersionKind,
-				UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind,
+				Config:    armadav1.ProviderConfigGroupVersionKind,
+				Usage:     armadav1.ProviderConfigUsageGroupVersionKind,
+				UsageList: armadav1.ProviderConfigUsageListGroupVersionKind,
 			},
-			forObj: &v1alpha1.ProviderConfig{}, usage: &v1alpha1.ProviderConfigUsage{},
+			forObj: &armadav1.ProviderConfig{}, usage: &armadav1.ProviderConfigUsage{},
 		},
 		{
-			name: v1alpha1.ClusterProviderConfigKind,
+			name: armadav1.ClusterProviderConfigKind,
 			of: resource.ProviderConfigKinds{
-				Config:    v1alpha1.ClusterProviderConfigGroupVersionKind,
-				Usage:     v1alpha1.ClusterProviderConfigUsageGroupVersionKind,
-				UsageList: v1alpha1.ClusterProviderConfigUsageListGroupVersionKind,
+				Config:    armadav1.ClusterProviderConfigGroupVersionKind,
+				Usage:     armadav1.ClusterProviderConfigUsageGroupVersionKind,
+				UsageList: armadav1.ClusterProviderConfigUsageListGroupVersionKind,
 			},
-			forObj: &v1alpha1.ClusterProviderConfig{}, usage: &v1alpha1.ClusterProviderConfigUsage{},
+			forObj: &armadav1.ClusterProviderConfig{}, usage: &armadav1.ClusterProviderConfigUsage{},
 		},
 	}
 	for _, k := range kinds {

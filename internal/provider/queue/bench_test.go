@@ -19,10 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
 	"github.com/armadaproject/armada-crossplane/internal/provider/queue"
@@ -50,15 +51,15 @@ func benchConn(b *testing.B) (*armadatest.Server, *armadaclient.Conn) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
 		Data:       map[string][]byte{"username": []byte("provider"), "password": []byte("pw")},
 	}).Build()
-	sel := func(k string) v1alpha1.SecretKeySelector { return v1alpha1.SecretKeySelector{Name: "creds", Key: k} }
+	sel := func(k string) armadav1.SecretKeySelector { return armadav1.SecretKeySelector{Name: "creds", Key: k} }
 	conn, err := armadaclient.Dial(context.Background(), kube, armadaclient.Config{
 		Namespace: "ns",
-		Spec: v1alpha1.ProviderConfigSpec{
+		Spec: armadav1.ProviderConfigSpec{
 			Endpoint: s.Address(),
-			TLS:      v1alpha1.TLS{Insecure: true},
-			Credentials: v1alpha1.Credentials{
-				Source: v1alpha1.CredentialsBasic,
-				Basic:  &v1alpha1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
+			TLS:      armadav1.TLS{Insecure: true},
+			Credentials: armadav1.Credentials{
+				Source: armadav1.CredentialsBasic,
+				Basic:  &armadav1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
 			},
 		},
 	})
@@ -75,13 +76,13 @@ func benchConn(b *testing.B) (*armadatest.Server, *armadaclient.Conn) {
 // REST mapper per Create, which would swamp the provider's own cost).
 // ProviderConfigUsages are absent, so each Connect creates one.
 func benchKube(addr string) client.Client {
-	sel := func(k string) v1alpha1.SecretKeySelector { return v1alpha1.SecretKeySelector{Name: "creds", Key: k} }
-	spec := v1alpha1.ProviderConfigSpec{
+	sel := func(k string) armadav1.SecretKeySelector { return armadav1.SecretKeySelector{Name: "creds", Key: k} }
+	spec := armadav1.ProviderConfigSpec{
 		Endpoint: addr,
-		TLS:      v1alpha1.TLS{Insecure: true},
-		Credentials: v1alpha1.Credentials{
-			Source: v1alpha1.CredentialsBasic,
-			Basic:  &v1alpha1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
+		TLS:      armadav1.TLS{Insecure: true},
+		Credentials: armadav1.Credentials{
+			Source: armadav1.CredentialsBasic,
+			Basic:  &armadav1.BasicAuth{UsernameSecretRef: sel("username"), PasswordSecretRef: sel("password")},
 		},
 	}
 	return &test.MockClient{
@@ -89,7 +90,7 @@ func benchKube(addr string) client.Client {
 			switch o := obj.(type) {
 			case *corev1.Secret:
 				o.Data = map[string][]byte{"username": []byte("provider"), "password": []byte("pw")}
-			case *v1alpha1.ProviderConfig:
+			case *armadav1.ProviderConfig:
 				o.SetNamespace(key.Namespace)
 				o.SetName(key.Name)
 				o.Spec = spec
@@ -122,15 +123,15 @@ func forEachQueue(b *testing.B, fn func(ctx context.Context, iteration, i int) e
 }
 
 // newCR returns the Queue for queue i of an iteration.
-func newCR(iteration, i int) *v1alpha1.Queue {
-	cr := &v1alpha1.Queue{}
+func newCR(iteration, i int) *armadav1.Queue {
+	cr := &armadav1.Queue{}
 	cr.SetName(fmt.Sprintf("q-%d-%d", iteration, i))
-	cr.Spec.ForProvider = v1alpha1.QueueParameters{
+	cr.Spec.ForProvider = armadav1.QueueParameters{
 		PriorityFactor: "1.5",
 		UserOwners:     []string{"provider"},
-		Permissions: []v1alpha1.QueuePermission{{
-			Subjects: []v1alpha1.PermissionSubject{{Kind: v1alpha1.SubjectKindGroup, Name: "team"}},
-			Verbs:    []v1alpha1.PermissionVerb{v1alpha1.VerbSubmit, v1alpha1.VerbWatch},
+		Permissions: []armadav1.QueuePermission{{
+			Subjects: []armadav1.PermissionSubject{{Kind: armadav1.SubjectKindGroup, Name: "team"}},
+			Verbs:    []armadav1.PermissionVerb{armadav1.VerbSubmit, armadav1.VerbWatch},
 		}},
 		Labels: map[string]string{"team": "a"},
 	}
@@ -150,7 +151,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			cr := newCR(n, i)
 			o, err := e.Observe(ctx, cr)
 			if err != nil || o.ResourceExists {
-				return fmt.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
+				return errors.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
 			}
 			_, err = e.Create(ctx, cr)
 			return err
@@ -166,7 +167,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			cr := newCR(n, i)
 			cr.SetNamespace("ns")
 			cr.SetUID(types.UID(cr.GetName()))
-			cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "armada"}
+			cr.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: armadav1.ProviderConfigKind, Name: "armada"}
 			e, err := c.Connect(ctx, cr)
 			if err != nil {
 				return err
@@ -174,7 +175,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			defer func() { _ = e.Disconnect(ctx) }()
 			o, err := e.Observe(ctx, cr)
 			if err != nil || o.ResourceExists {
-				return fmt.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
+				return errors.Errorf("observe %s: exists %t, %w", cr.GetName(), o.ResourceExists, err)
 			}
 			_, err = e.Create(ctx, cr)
 			return err
@@ -194,7 +195,7 @@ func BenchmarkReconcileQueues(b *testing.B) {
 			cr := newCR(0, i)
 			o, err := e.Observe(ctx, cr)
 			if err != nil || !o.ResourceUpToDate {
-				return fmt.Errorf("observe %s: up to date %t (%s), %w", cr.GetName(), o.ResourceUpToDate, o.Diff, err)
+				return errors.Errorf("observe %s: up to date %t (%s), %w", cr.GetName(), o.ResourceUpToDate, o.Diff, err)
 			}
 			return nil
 		})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/armadaproject/armada/pkg/api"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // tolerance is the relative difference below which two floats are equal:
@@ -28,12 +28,12 @@ type grant struct{ kind, name, verb string }
 // into permissions, their order and duplicates do not matter.
 func grants(q *api.Queue) map[grant]bool {
 	out := map[grant]bool{}
-	for _, v := range v1alpha1.AllVerbs {
+	for _, v := range armadav1.AllVerbs {
 		for _, u := range q.GetUserOwners() {
-			out[grant{kind: string(v1alpha1.SubjectKindUser), name: u, verb: string(v)}] = true
+			out[grant{kind: string(armadav1.SubjectKindUser), name: u, verb: string(v)}] = true
 		}
 		for _, g := range q.GetGroupOwners() {
-			out[grant{kind: string(v1alpha1.SubjectKindGroup), name: g, verb: string(v)}] = true
+			out[grant{kind: string(armadav1.SubjectKindGroup), name: g, verb: string(v)}] = true
 		}
 	}
 	for _, p := range q.GetPermissions() {
@@ -108,7 +108,7 @@ func Diff(want, got *api.Queue) []string {
 // when p leaves them empty. Armada then makes the creating user the owner
 // and records the owners as the first permission, with every verb. It
 // reports whether it changed p.
-func LateInitialize(p *v1alpha1.QueueParameters, got *api.Queue) bool {
+func LateInitialize(p *armadav1.QueueParameters, got *api.Queue) bool {
 	if len(p.UserOwners) > 0 || len(got.GetPermissions()) == 0 {
 		return false
 	}
@@ -118,7 +118,7 @@ func LateInitialize(p *v1alpha1.QueueParameters, got *api.Queue) bool {
 	}
 	var users []string
 	for _, s := range first.GetSubjects() {
-		if s.GetKind() == string(v1alpha1.SubjectKindUser) {
+		if s.GetKind() == string(armadav1.SubjectKindUser) {
 			users = append(users, s.GetName())
 		}
 	}
@@ -131,7 +131,7 @@ func LateInitialize(p *v1alpha1.QueueParameters, got *api.Queue) bool {
 
 // allVerbs reports whether verbs holds every verb Armada knows.
 func allVerbs(verbs []string) bool {
-	for _, v := range v1alpha1.AllVerbs {
+	for _, v := range armadav1.AllVerbs {
 		if !slices.Contains(verbs, string(v)) {
 			return false
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/armadaproject/armada/pkg/api"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // all is every verb, as Armada grants owners.
@@ -107,9 +107,9 @@ func TestDiff(t *testing.T) {
 func TestLateInitialize(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
-		params  v1alpha1.QueueParameters
+		params  armadav1.QueueParameters
 		got     *api.Queue
-		want    v1alpha1.QueueParameters
+		want    armadav1.QueueParameters
 		changed bool
 	}{
 		"CreatorBecameOwner": {
@@ -117,8 +117,8 @@ func TestLateInitialize(t *testing.T) {
 			got: &api.Queue{Permissions: []*api.Queue_Permissions{
 				{Subjects: []*api.Queue_Permissions_Subject{user("provider"), group("team")}, Verbs: all},
 			}},
-			params:  v1alpha1.QueueParameters{GroupOwners: []string{"team"}},
-			want:    v1alpha1.QueueParameters{GroupOwners: []string{"team"}, UserOwners: []string{"provider"}},
+			params:  armadav1.QueueParameters{GroupOwners: []string{"team"}},
+			want:    armadav1.QueueParameters{GroupOwners: []string{"team"}, UserOwners: []string{"provider"}},
 			changed: true,
 		},
 		"OwnersSet": {
@@ -126,8 +126,8 @@ func TestLateInitialize(t *testing.T) {
 			got: &api.Queue{Permissions: []*api.Queue_Permissions{
 				{Subjects: []*api.Queue_Permissions_Subject{user("someone")}, Verbs: all},
 			}},
-			params: v1alpha1.QueueParameters{UserOwners: []string{"alice"}},
-			want:   v1alpha1.QueueParameters{UserOwners: []string{"alice"}},
+			params: armadav1.QueueParameters{UserOwners: []string{"alice"}},
+			want:   armadav1.QueueParameters{UserOwners: []string{"alice"}},
 		},
 		"FirstPermissionIsNotOwners": {
 			reason: "A first permission without every verb is not an owners entry.",

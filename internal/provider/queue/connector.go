@@ -16,7 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
 )
 
@@ -47,8 +47,8 @@ func NewConnector(kube client.Client) *Connector {
 	return &Connector{
 		kube: kube,
 		usage: map[string]resource.ModernTracker{
-			v1alpha1.ProviderConfigKind:        resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}),
-			v1alpha1.ClusterProviderConfigKind: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ClusterProviderConfigUsage{}),
+			armadav1.ProviderConfigKind:        resource.NewProviderConfigUsageTracker(kube, &armadav1.ProviderConfigUsage{}),
+			armadav1.ClusterProviderConfigKind: resource.NewProviderConfigUsageTracker(kube, &armadav1.ClusterProviderConfigUsage{}),
 		},
 		tokens:       &armadaclient.TokenSources{},
 		dial:         armadaclient.Dial,
@@ -58,27 +58,27 @@ func NewConnector(kube client.Client) *Connector {
 	}
 }
 
-var _ managed.TypedExternalConnector[*v1alpha1.Queue] = &Connector{}
+var _ managed.TypedExternalConnector[*armadav1.Queue] = &Connector{}
 
 // Connect returns an External holding a new connection to the Armada cr's
 // provider config names. A config being deleted is not tracked again (its
 // Armada is going), and the External it returns knows so: see going.
-func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.TypedExternalClient[*v1alpha1.Queue], error) {
+func (c *Connector) Connect(ctx context.Context, cr *armadav1.Queue) (managed.TypedExternalClient[*armadav1.Queue], error) {
 	ref := cr.GetProviderConfigReference()
 	if ref == nil {
 		return nil, errors.New("spec.providerConfigRef is not set")
 	}
 	t, ok := c.usage[ref.Kind]
 	if !ok {
-		return nil, errors.Errorf("spec.providerConfigRef.kind %q is neither %s nor %s", ref.Kind, v1alpha1.ProviderConfigKind, v1alpha1.ClusterProviderConfigKind)
+		return nil, errors.Errorf("spec.providerConfigRef.kind %q is neither %s nor %s", ref.Kind, armadav1.ProviderConfigKind, armadav1.ClusterProviderConfigKind)
 	}
 	cfg := armadaclient.Config{Tokens: c.tokens, Dialer: c.dialer}
 	g := &going{config: ref.Kind + " " + ref.Name, after: c.releaseAfter, kube: c.kube, record: c.record}
 	var pc client.Object
 	switch ref.Kind {
-	case v1alpha1.ProviderConfigKind:
-		p := &v1alpha1.ProviderConfig{}
-		pc, g.usage = p, &v1alpha1.ProviderConfigUsage{}
+	case armadav1.ProviderConfigKind:
+		p := &armadav1.ProviderConfig{}
+		pc, g.usage = p, &armadav1.ProviderConfigUsage{}
 		g.config = fmt.Sprintf("%s %s/%s", ref.Kind, cr.GetNamespace(), ref.Name)
 		err := c.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: ref.Name}, p)
 		if kerrors.IsNotFound(err) && meta.WasDeleted(cr) {
@@ -90,8 +90,8 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Queue) (managed.Ty
 		}
 		cfg.Spec, cfg.Namespace = p.Spec, p.GetNamespace()
 	default:
-		p := &v1alpha1.ClusterProviderConfig{}
-		pc, g.usage = p, &v1alpha1.ClusterProviderConfigUsage{}
+		p := &armadav1.ClusterProviderConfig{}
+		pc, g.usage = p, &armadav1.ClusterProviderConfigUsage{}
 		err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, p)
 		if kerrors.IsNotFound(err) && meta.WasDeleted(cr) {
 			return &External{going: g, now: c.now}, nil

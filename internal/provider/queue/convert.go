@@ -8,7 +8,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // parseDecimal parses a decimal string the schema has already checked.
@@ -24,7 +24,7 @@ func parseDecimal(field, s string) (float64, error) {
 func formatDecimal(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // parseFractions parses a map of resource fractions, each in [0, 1].
-func parseFractions(field string, in map[string]v1alpha1.Fraction) (map[string]float64, error) {
+func parseFractions(field string, in map[string]armadav1.Fraction) (map[string]float64, error) {
 	if in == nil {
 		return nil, nil
 	}
@@ -44,7 +44,7 @@ func parseFractions(field string, in map[string]v1alpha1.Fraction) (map[string]f
 
 // ToAPI returns the queue named name with parameters p, as Armada's API
 // takes it.
-func ToAPI(name string, p v1alpha1.QueueParameters) (*api.Queue, error) {
+func ToAPI(name string, p armadav1.QueueParameters) (*api.Queue, error) {
 	pf, err := parseDecimal("priorityFactor", string(p.PriorityFactor))
 	if err != nil {
 		return nil, err
@@ -109,8 +109,8 @@ func formatFractions(in map[string]float64) map[string]string {
 }
 
 // Observation returns what Armada holds for q, for status.atProvider.
-func Observation(q *api.Queue) v1alpha1.QueueObservation {
-	o := v1alpha1.QueueObservation{
+func Observation(q *api.Queue) armadav1.QueueObservation {
+	o := armadav1.QueueObservation{
 		Name:           q.GetName(),
 		PriorityFactor: formatDecimal(q.GetPriorityFactor()),
 		Cordoned:       q.GetCordoned(),
@@ -118,22 +118,22 @@ func Observation(q *api.Queue) v1alpha1.QueueObservation {
 		RetryPolicies:  q.GetRetryPolicies(),
 	}
 	for _, p := range q.GetPermissions() {
-		op := v1alpha1.ObservedPermission{Verbs: p.GetVerbs()}
+		op := armadav1.ObservedPermission{Verbs: p.GetVerbs()}
 		for _, s := range p.GetSubjects() {
-			op.Subjects = append(op.Subjects, v1alpha1.ObservedSubject{Kind: s.GetKind(), Name: s.GetName()})
+			op.Subjects = append(op.Subjects, armadav1.ObservedSubject{Kind: s.GetKind(), Name: s.GetName()})
 		}
 		o.Permissions = append(o.Permissions, op)
 	}
 	if len(q.GetResourceLimitsByPriorityClassName()) > 0 {
-		o.ResourceLimitsByPriorityClassName = map[string]v1alpha1.ObservedPriorityClassResourceLimits{}
+		o.ResourceLimitsByPriorityClassName = map[string]armadav1.ObservedPriorityClassResourceLimits{}
 	}
 	for pc, l := range q.GetResourceLimitsByPriorityClassName() {
-		ol := v1alpha1.ObservedPriorityClassResourceLimits{MaximumResourceFraction: formatFractions(l.GetMaximumResourceFraction())}
+		ol := armadav1.ObservedPriorityClassResourceLimits{MaximumResourceFraction: formatFractions(l.GetMaximumResourceFraction())}
 		for pool, pl := range l.GetMaximumResourceFractionByPool() {
 			if ol.MaximumResourceFractionByPool == nil {
-				ol.MaximumResourceFractionByPool = map[string]v1alpha1.ObservedPoolResourceLimits{}
+				ol.MaximumResourceFractionByPool = map[string]armadav1.ObservedPoolResourceLimits{}
 			}
-			ol.MaximumResourceFractionByPool[pool] = v1alpha1.ObservedPoolResourceLimits{MaximumResourceFraction: formatFractions(pl.GetMaximumResourceFraction())}
+			ol.MaximumResourceFractionByPool[pool] = armadav1.ObservedPoolResourceLimits{MaximumResourceFraction: formatFractions(pl.GetMaximumResourceFraction())}
 		}
 		o.ResourceLimitsByPriorityClassName[pc] = ol
 	}

@@ -7,22 +7,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 func TestToAPI(t *testing.T) {
-	full := v1alpha1.QueueParameters{
+	full := armadav1.QueueParameters{
 		PriorityFactor: "1.5",
 		UserOwners:     []string{"alice"},
 		GroupOwners:    []string{"team"},
-		Permissions: []v1alpha1.QueuePermission{{
-			Subjects: []v1alpha1.PermissionSubject{{Kind: v1alpha1.SubjectKindGroup, Name: "ops"}},
-			Verbs:    []v1alpha1.PermissionVerb{v1alpha1.VerbCancel, v1alpha1.VerbWatch},
+		Permissions: []armadav1.QueuePermission{{
+			Subjects: []armadav1.PermissionSubject{{Kind: armadav1.SubjectKindGroup, Name: "ops"}},
+			Verbs:    []armadav1.PermissionVerb{armadav1.VerbCancel, armadav1.VerbWatch},
 		}},
-		ResourceLimitsByPriorityClassName: map[string]v1alpha1.PriorityClassResourceLimits{
+		ResourceLimitsByPriorityClassName: map[string]armadav1.PriorityClassResourceLimits{
 			"armada-default": {
-				MaximumResourceFraction:       map[string]v1alpha1.Fraction{"cpu": "0.5", "memory": "1"},
-				MaximumResourceFractionByPool: map[string]v1alpha1.PoolResourceLimits{"gpu": {MaximumResourceFraction: map[string]v1alpha1.Fraction{"nvidia.com/gpu": "0.25"}}},
+				MaximumResourceFraction:       map[string]armadav1.Fraction{"cpu": "0.5", "memory": "1"},
+				MaximumResourceFractionByPool: map[string]armadav1.PoolResourceLimits{"gpu": {MaximumResourceFraction: map[string]armadav1.Fraction{"nvidia.com/gpu": "0.25"}}},
 			},
 		},
 		Labels:        map[string]string{"armadaproject.io/priority": "critical"},
@@ -31,7 +31,7 @@ func TestToAPI(t *testing.T) {
 	}
 	cases := map[string]struct {
 		reason string
-		params v1alpha1.QueueParameters
+		params armadav1.QueueParameters
 		want   *api.Queue
 		err    error
 	}{
@@ -54,19 +54,19 @@ func TestToAPI(t *testing.T) {
 		},
 		"PriorityFactorBelowOne": {
 			reason: "Armada rejects a priority factor below 1, so the provider does too.",
-			params: v1alpha1.QueueParameters{PriorityFactor: "0.5"},
+			params: armadav1.QueueParameters{PriorityFactor: "0.5"},
 			err:    cmpopts.AnyError,
 		},
 		"FractionAboveOne": {
 			reason: "Fractions must be within [0, 1].",
-			params: v1alpha1.QueueParameters{PriorityFactor: "1", ResourceLimitsByPriorityClassName: map[string]v1alpha1.PriorityClassResourceLimits{
-				"pc": {MaximumResourceFraction: map[string]v1alpha1.Fraction{"cpu": "1.5"}},
+			params: armadav1.QueueParameters{PriorityFactor: "1", ResourceLimitsByPriorityClassName: map[string]armadav1.PriorityClassResourceLimits{
+				"pc": {MaximumResourceFraction: map[string]armadav1.Fraction{"cpu": "1.5"}},
 			}},
 			err: cmpopts.AnyError,
 		},
 		"NotANumber": {
 			reason: "A priority factor that is not a number is an error.",
-			params: v1alpha1.QueueParameters{PriorityFactor: "many"},
+			params: armadav1.QueueParameters{PriorityFactor: "many"},
 			err:    cmpopts.AnyError,
 		},
 	}
@@ -97,13 +97,13 @@ func TestObservationRoundTrip(t *testing.T) {
 		},
 		Labels: map[string]string{"k": "v"}, Cordoned: true, RetryPolicies: []string{"r"},
 	}
-	want := v1alpha1.QueueObservation{
+	want := armadav1.QueueObservation{
 		Name: "q", PriorityFactor: "1.1",
-		Permissions: []v1alpha1.ObservedPermission{{Subjects: []v1alpha1.ObservedSubject{{Kind: "User", Name: "alice"}}, Verbs: all}},
-		ResourceLimitsByPriorityClassName: map[string]v1alpha1.ObservedPriorityClassResourceLimits{
+		Permissions: []armadav1.ObservedPermission{{Subjects: []armadav1.ObservedSubject{{Kind: "User", Name: "alice"}}, Verbs: all}},
+		ResourceLimitsByPriorityClassName: map[string]armadav1.ObservedPriorityClassResourceLimits{
 			"pc": {
 				MaximumResourceFraction:       map[string]string{"cpu": "0.3"},
-				MaximumResourceFractionByPool: map[string]v1alpha1.ObservedPoolResourceLimits{"p": {MaximumResourceFraction: map[string]string{"memory": "1"}}},
+				MaximumResourceFractionByPool: map[string]armadav1.ObservedPoolResourceLimits{"p": {MaximumResourceFraction: map[string]string{"memory": "1"}}},
 			},
 		},
 		Labels: map[string]string{"k": "v"}, Cordoned: true, RetryPolicies: []string{"r"},
@@ -128,7 +128,7 @@ func TestName(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cr := &v1alpha1.Queue{}
+			cr := &armadav1.Queue{}
 			cr.SetName(tc.name)
 			cr.SetAnnotations(tc.meta)
 			got, err := Name(cr)

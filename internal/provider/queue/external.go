@@ -12,7 +12,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
 )
 
@@ -31,7 +31,7 @@ type External struct {
 // Disconnect.
 func NewExternal(conn *armadaclient.Conn) *External { return &External{conn: conn} }
 
-var _ managed.TypedExternalClient[*v1alpha1.Queue] = &External{}
+var _ managed.TypedExternalClient[*armadav1.Queue] = &External{}
 
 // call runs fn with a deadline of the connection's timeout.
 func (e *External) call(ctx context.Context, fn func(context.Context) error) error {
@@ -56,7 +56,7 @@ func (e *External) Get(ctx context.Context, name string) (*api.Queue, error) {
 // A queue Armada does not have is absent; any other error, such as Armada
 // being unavailable, is returned, so the reconciler never concludes the
 // queue is gone when it merely cannot see it.
-func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalObservation, error) {
+func (e *External) Observe(ctx context.Context, cr *armadav1.Queue) (managed.ExternalObservation, error) {
 	name, err := target(cr)
 	if err != nil && meta.WasDeleted(cr) {
 		// A queue with a name Armada cannot hold was never created, so
@@ -111,7 +111,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Queue) (managed.Ext
 }
 
 // Create creates the queue.
-func (e *External) Create(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalCreation, error) {
+func (e *External) Create(ctx context.Context, cr *armadav1.Queue) (managed.ExternalCreation, error) {
 	cr.SetConditions(xpv2.Creating())
 	q, err := e.desired(cr)
 	if err != nil {
@@ -130,7 +130,7 @@ func (e *External) Create(ctx context.Context, cr *v1alpha1.Queue) (managed.Exte
 }
 
 // Update makes Armada's queue match the spec.
-func (e *External) Update(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalUpdate, error) {
+func (e *External) Update(ctx context.Context, cr *armadav1.Queue) (managed.ExternalUpdate, error) {
 	q, err := e.desired(cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, "cannot update queue")
@@ -143,7 +143,7 @@ func (e *External) Update(ctx context.Context, cr *v1alpha1.Queue) (managed.Exte
 }
 
 // Delete deletes the queue. A queue that is already gone is deleted.
-func (e *External) Delete(ctx context.Context, cr *v1alpha1.Queue) (managed.ExternalDelete, error) {
+func (e *External) Delete(ctx context.Context, cr *armadav1.Queue) (managed.ExternalDelete, error) {
 	cr.SetConditions(xpv2.Deleting())
 	name, err := target(cr)
 	if err != nil {
@@ -168,7 +168,7 @@ func (e *External) Disconnect(context.Context) error {
 }
 
 // desired returns the queue cr asks for.
-func (e *External) desired(cr *v1alpha1.Queue) (*api.Queue, error) {
+func (e *External) desired(cr *armadav1.Queue) (*api.Queue, error) {
 	name, err := target(cr)
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ const AnnotationAdopt = "armadaproject.io/adopt"
 // observes it, or it was explicitly adopted. Otherwise it is someone
 // else's queue that only shares the name, and the provider neither
 // changes nor deletes it.
-func createdOrImported(cr *v1alpha1.Queue) bool {
+func createdOrImported(cr *armadav1.Queue) bool {
 	if !meta.GetExternalCreateSucceeded(cr).IsZero() || cr.GetAnnotations()[AnnotationAdopt] == "true" {
 		return true
 	}

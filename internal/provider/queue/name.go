@@ -6,7 +6,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
 // validName matches a Kubernetes label value of at least one character.
@@ -17,7 +17,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9]
 
 // Name returns the Armada name of cr's queue: its external name, or its
 // metadata.name when that is unset.
-func Name(cr *v1alpha1.Queue) (string, error) {
+func Name(cr *armadav1.Queue) (string, error) {
 	name := meta.GetExternalName(cr)
 	if name == "" {
 		name = cr.GetName()
@@ -38,12 +38,12 @@ const AnnotationCreated = "armadaproject.io/created-queue"
 
 // Created returns the name of the queue cr created, empty if it created
 // none (or did so before the provider recorded the name).
-func Created(cr *v1alpha1.Queue) string { return cr.GetAnnotations()[AnnotationCreated] }
+func Created(cr *armadav1.Queue) string { return cr.GetAnnotations()[AnnotationCreated] }
 
 // target returns the queue the provider may act on for cr: its Name,
 // unless cr created a queue under another name. Then a Queue being
 // deleted deletes the queue it created, and any other is refused.
-func target(cr *v1alpha1.Queue) (string, error) {
+func target(cr *armadav1.Queue) (string, error) {
 	name, err := Name(cr)
 	created := Created(cr)
 	switch {

@@ -15,7 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
 )
 
@@ -65,7 +65,7 @@ func (g *going) expired(now time.Time) bool {
 // queue left behind. A live Queue (a team's, whose Armada is being deleted
 // under it) reports why; it reconnects when a config of that name exists
 // again.
-func (g *going) release(ctx context.Context, cr *v1alpha1.Queue, cause error) (managed.ExternalObservation, error) {
+func (g *going) release(ctx context.Context, cr *armadav1.Queue, cause error) (managed.ExternalObservation, error) {
 	name, _ := Name(cr)
 	why := fmt.Sprintf("%s is being deleted", g.config)
 	if g.since.IsZero() {
@@ -81,7 +81,7 @@ func (g *going) release(ctx context.Context, cr *v1alpha1.Queue, cause error) (m
 	// config goes as soon as its last Queue lets go.
 	u := g.usage.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of a client.Object is one.
 	u.SetName(string(cr.GetUID()))
-	if _, ok := u.(*v1alpha1.ProviderConfigUsage); ok {
+	if _, ok := u.(*armadav1.ProviderConfigUsage); ok {
 		u.SetNamespace(cr.GetNamespace())
 	}
 	if err := g.kube.Delete(ctx, u); err != nil && !kerrors.IsNotFound(err) {

@@ -15,15 +15,18 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 )
 
-// Options configure the Queue controller.
+// Options configure the Queue controller (and, as provider.Options, every
+// provider-armada controller).
 type Options struct {
-	// Controller are crossplane-runtime's controller options.
+	// Controller are crossplane-runtime's controller options: logger,
+	// poll interval, rate limits, metrics.
 	Controller controller.Options
 	// CreationGracePeriod is how long after creating a queue a NotFound
-	// is taken for a slow read; zero means crossplane-runtime's default.
+	// is taken for a slow read rather than a deleted queue; zero means
+	// crossplane-runtime's default, 30s.
 	CreationGracePeriod time.Duration
 	// Dialer, if set, opens connections to Armada instead of dialling the
 	// provider configs' endpoints; tests use it to reach a local Armada.
@@ -38,11 +41,11 @@ type Options struct {
 // Delete) or only observe its queue.
 func Setup(mgr ctrl.Manager, so Options) error {
 	o := so.Controller
-	name := managed.ControllerName(v1alpha1.QueueKind)
+	name := managed.ControllerName(armadav1.QueueKind)
 	// crossplane-runtime v2.4.0's recorder takes the old events API; see crossplane/crossplane#7152.
 	recorder := mgr.GetEventRecorderFor(name) //nolint:staticcheck // See above.
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.Queue](newConnector(mgr.GetClient(), so, event.NewAPIRecorder(recorder))),
+		managed.WithTypedExternalConnector[*armadav1.Queue](newConnector(mgr.GetClient(), so, event.NewAPIRecorder(recorder))),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithRecorder(event.NewAPIRecorder(recorder)),
@@ -58,17 +61,17 @@ func Setup(mgr ctrl.Manager, so Options) error {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
 			mo := o.MetricOptions
-			r := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, mo.MRStateMetrics, &v1alpha1.QueueList{}, mo.PollStateMetricInterval)
+			r := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, mo.MRStateMetrics, &armadav1.QueueList{}, mo.PollStateMetricInterval)
 			if err := mgr.Add(r); err != nil {
 				return errors.Wrap(err, "cannot register Queue state metrics recorder")
 			}
 		}
 	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.QueueGroupVersionKind), opts...)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(armadav1.QueueGroupVersionKind), opts...)
 	return errors.Wrap(ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
 		WithEventFilter(resource.DesiredStateChanged()).
-		For(&v1alpha1.Queue{}).
+		For(&armadav1.Queue{}).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)), "cannot set up Queue controller")
 }

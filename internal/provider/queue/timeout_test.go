@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
+	armadav1 "github.com/armadaproject/armada-crossplane/apis/armada/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadaclient"
 	"github.com/armadaproject/armada-crossplane/internal/provider/armadatest"
 )
@@ -73,11 +73,11 @@ func TestStalledPeers(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
 		Data:       map[string][]byte{"client-secret": []byte("client-secret")},
 	}).Build()
-	oidc := v1alpha1.Credentials{Source: v1alpha1.CredentialsOIDCClientCredentials, OIDCClientCredentials: &v1alpha1.OIDCClientCredentials{
+	oidc := armadav1.Credentials{Source: armadav1.CredentialsOIDCClientCredentials, OIDCClientCredentials: &armadav1.OIDCClientCredentials{
 		TokenURL: "http://" + hang + "/token", ClientID: "provider",
-		ClientSecretSecretRef: v1alpha1.SecretKeySelector{Name: "creds", Key: "client-secret"},
+		ClientSecretSecretRef: armadav1.SecretKeySelector{Name: "creds", Key: "client-secret"},
 	}}
-	none := v1alpha1.Credentials{Source: v1alpha1.CredentialsNone}
+	none := armadav1.Credentials{Source: armadav1.CredentialsNone}
 	// viaExternal is how the Queue controller calls Armada.
 	viaExternal := func(ctx context.Context, c *armadaclient.Conn) error {
 		_, err := NewExternal(c).Get(ctx, "q")
@@ -91,32 +91,32 @@ func TestStalledPeers(t *testing.T) {
 	}
 	cases := map[string]struct {
 		reason string
-		spec   v1alpha1.ProviderConfigSpec
+		spec   armadav1.ProviderConfigSpec
 		call   func(context.Context, *armadaclient.Conn) error
 		// want are substrings of the error.
 		want []string
 	}{
 		"ArmadaNeverAnswers": {
 			reason: "A gRPC call to an Armada that accepts and stalls times out.",
-			spec:   v1alpha1.ProviderConfigSpec{Endpoint: hang, TLS: v1alpha1.TLS{Insecure: true}, Credentials: none},
+			spec:   armadav1.ProviderConfigSpec{Endpoint: hang, TLS: armadav1.TLS{Insecure: true}, Credentials: none},
 			call:   viaExternal,
 			want:   []string{"timed out waiting for Armada"},
 		},
 		"TLSHandshakeNeverAnswers": {
 			reason: "A TLS handshake with a peer that stalls times out.",
-			spec:   v1alpha1.ProviderConfigSpec{Endpoint: hang, Credentials: none},
+			spec:   armadav1.ProviderConfigSpec{Endpoint: hang, Credentials: none},
 			call:   viaExternal,
 			want:   []string{"timed out waiting for Armada"},
 		},
 		"TokenEndpointNeverAnswers": {
 			reason: "The call's deadline bounds the OIDC token fetch, which names the token endpoint.",
-			spec:   v1alpha1.ProviderConfigSpec{Endpoint: armada.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: oidc},
+			spec:   armadav1.ProviderConfigSpec{Endpoint: armada.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: oidc},
 			call:   viaExternal,
 			want:   []string{"cannot get bearer token: cannot fetch a token from http://" + hang + "/token"},
 		},
 		"TokenEndpointNeverAnswersNoDeadline": {
 			reason: "Without a deadline on the call, the token fetch's HTTP client still times out.",
-			spec:   v1alpha1.ProviderConfigSpec{Endpoint: armada.Address(), TLS: v1alpha1.TLS{Insecure: true}, Credentials: oidc},
+			spec:   armadav1.ProviderConfigSpec{Endpoint: armada.Address(), TLS: armadav1.TLS{Insecure: true}, Credentials: oidc},
 			call:   withoutDeadline,
 			want:   []string{"cannot get bearer token: cannot fetch a token from http://" + hang + "/token", "Client.Timeout exceeded"},
 		},

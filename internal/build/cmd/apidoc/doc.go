@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -24,7 +24,7 @@ type Kind struct {
 	Definition      string // the kind of the defining object: CompositeResourceDefinition or CustomResourceDefinition
 	DefinitionGroup string // its apiVersion
 	Source          string
-	Schema          *apiextv1.JSONSchemaProps
+	Schema          *extv1.JSONSchemaProps
 }
 
 // Title is the kind's heading: the claim's kind when it has one, as users
@@ -56,7 +56,7 @@ type definition struct {
 		Versions   []struct {
 			Name   string `json:"name"`
 			Schema struct {
-				OpenAPIV3Schema *apiextv1.JSONSchemaProps `json:"openAPIV3Schema"`
+				OpenAPIV3Schema *extv1.JSONSchemaProps `json:"openAPIV3Schema"`
 			} `json:"schema"`
 		} `json:"versions"`
 	} `json:"spec"`
@@ -101,13 +101,13 @@ type Row struct {
 
 // Rows flattens a schema into one row per field, depth first, properties
 // in name order; apiVersion, kind and metadata are left out.
-func Rows(s *apiextv1.JSONSchemaProps) []Row {
+func Rows(s *extv1.JSONSchemaProps) []Row {
 	var rows []Row
 	walkProperties(&rows, "", s)
 	return rows
 }
 
-func walkProperties(rows *[]Row, prefix string, s *apiextv1.JSONSchemaProps) {
+func walkProperties(rows *[]Row, prefix string, s *extv1.JSONSchemaProps) {
 	required := map[string]bool{}
 	for _, r := range s.Required {
 		required[r] = true
@@ -130,7 +130,7 @@ func walkProperties(rows *[]Row, prefix string, s *apiextv1.JSONSchemaProps) {
 	}
 }
 
-func walk(rows *[]Row, path string, s *apiextv1.JSONSchemaProps, required bool) {
+func walk(rows *[]Row, path string, s *extv1.JSONSchemaProps, required bool) {
 	v := validation(s)
 	if required {
 		v = append([]string{"required"}, v...)
@@ -159,7 +159,7 @@ func walk(rows *[]Row, path string, s *apiextv1.JSONSchemaProps, required bool) 
 	}
 }
 
-func typeOf(s *apiextv1.JSONSchemaProps) string {
+func typeOf(s *extv1.JSONSchemaProps) string {
 	switch {
 	case s.XIntOrString:
 		return "int or string"
@@ -182,14 +182,14 @@ func typeOf(s *apiextv1.JSONSchemaProps) string {
 	return s.Type
 }
 
-func defaultOf(s *apiextv1.JSONSchemaProps) string {
+func defaultOf(s *extv1.JSONSchemaProps) string {
 	if s.Default == nil {
 		return ""
 	}
 	return code(string(s.Default.Raw))
 }
 
-func validation(s *apiextv1.JSONSchemaProps) []string {
+func validation(s *extv1.JSONSchemaProps) []string {
 	var v []string
 	if len(s.Enum) > 0 {
 		vals := make([]string, 0, len(s.Enum))

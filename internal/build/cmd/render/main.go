@@ -1,159 +1,100 @@
-// Command render shows what function-armada composes for an example claim:
-// it serves the function locally, renders the claim's XR with the real
-// Crossplane CLI and core, feeds the result back as a healthy cluster
-// would report it until it converges, and prints a tree of every composed
-// object and the claim's status. `make run` and `make render` call it.
+// Command render shows what function-armada composes for an example: it
+// serves the function locally, renders each claim or namespaced XR in the
+// file with the real Crossplane CLI and core, feeds the result back as a
+// healthy cluster would report it until it converges, and prints a tree
+// of every composed object and the claim's status. The platform's
+// ArmadaTenancyPolicies, and any other resource the function requires
+// (a team queue's Armada), come from -required-resources files, as with
+// `crossplane composition render --required-resources`. `make render`
+// calls it.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"sort"
 	"strings"
-	"time"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/crossplane/function-sdk-go/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/build/cli"
-	fn "github.com/armadaproject/armada-crossplane/internal/function"
-	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
-	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
 
 func main() {
-	out := flag.String("o", "", "also write the converged render output (YAML) to this file")
+	opt := options{root: "."}
+	flag.StringVar(&opt.out, "o", "", "also write the converged render output (YAML) to this file")
+	flag.Func("required-resources", "a YAML file of the resources the function may require: the platform's ArmadaTenancyPolicies, "+
+		"a team queue's Armada (claims are passed as their XRs); repeat the flag or separate files with commas",
+		func(v string) error {
+			opt.required = append(opt.required, strings.Split(v, ",")...)
+			return nil
+		})
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: render [-o FILE] [CLAIM.yaml]\n\n"+
-			"Renders an ArmadaClaim (default examples/minimal.yaml) through function-armada and Crossplane.\n")
+		fmt.Fprintf(os.Stderr, "usage: render [-o FILE] [-required-resources FILE]... [EXAMPLE.yaml]\n\n"+
+			"Renders each ArmadaClaim, ArmadaQueueClaim, Armada and ArmadaQueue in EXAMPLE.yaml (default\n"+
+			"examples/minimal.yaml) through function-armada and Crossplane. For example:\n\n"+
+			"  go run ./internal/build/cmd/render -required-resources examples/tenancy-policy.yaml examples/multi-cluster.yaml\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	path := "examples/minimal.yaml"
+	opt.example = "examples/minimal.yaml"
 	if flag.NArg() > 0 {
-		path = flag.Arg(0)
+		opt.example = flag.Arg(0)
 	}
-	cli.Main("render", func(ctx context.Context) error { return run(ctx, path, *out) })
+	if flag.NArg() > 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	cli.Main("render", func(ctx context.Context) error { return run(ctx, os.Stdout, opt) })
 }
 
-func run(ctx context.Context, path, outFile string) error {
-	tools, err := xprender.FindTools()
-	if err != nil {
-		return err
-	}
-	f, err := fn.New(logging.NewNopLogger())
-	if err != nil {
-		return err
-	}
-	addr, stop, err := xprender.Serve(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	docs, err := manifest.ReadDocs(path)
-	if err != nil {
-		return err
-	}
-	xr, err := xprender.ClaimToXR(docs)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	start := time.Now()
-	opt := xprender.RenderOptions{
-		XR: xr, Composition: "package/xarmada/composition.yaml", XRD: "package/xarmada/definition.yaml", FunctionAddress: addr,
-	}
-	if xr["kind"] == "Armada" {
-		opt.Composition, opt.XRD = "package/xarmada/namespaced-composition.yaml", "package/xarmada/namespaced-definition.yaml"
-	}
-	steps, err := tools.Converge(ctx, opt, 6)
-	if err != nil {
-		return err
-	}
-	meta, _ := xr["metadata"].(map[string]any)
-	labels, _ := meta["labels"].(map[string]any)
-	kind, ns, name := "ArmadaClaim", labels["crossplane.io/claim-namespace"], labels["crossplane.io/claim-name"]
-	if xr["kind"] == "Armada" {
-		kind, ns, name = "Armada", meta["namespace"], meta["name"]
-	}
-	fmt.Printf("%s %s/%s (%s) through function-armada and Crossplane %s (core %s)\n",
-		kind, ns, name, path, xprender.CLIVersion, xprender.CoreVersion)
-	fmt.Printf("First reconcile composes %d objects; converged after %d reconciles in %s, treating Jobs as complete and workloads as available.\n\n",
-		len(steps[0].Composed), len(steps), time.Since(start).Round(time.Millisecond))
-
-	final := steps[len(steps)-1]
-	printTree(final.Composed)
-	all, err := manifest.Split(final.Output)
-	if err != nil {
-		return err
-	}
-	status, _ := all[0]["status"].(map[string]any)
-	printStatus(status)
-	if outFile != "" {
-		if err := os.WriteFile(outFile, final.Output, 0o600); err != nil {
-			return err
-		}
-		fmt.Printf("\nFull render: %s\n", outFile)
-	}
-	return nil
+// options are the command's inputs.
+type options struct {
+	// example is the file whose claims and XRs are rendered.
+	example string
+	// required are the -required-resources files.
+	required []string
+	// out, if set, is where the converged outputs are written.
+	out string
+	// root is the repository root, where package/ is.
+	root string
 }
 
-// printTree prints composed objects grouped by kind.
-func printTree(composed []map[string]any) {
-	byKind := map[string][]string{}
-	for _, o := range composed {
-		kind, _ := o["kind"].(string)
-		m, _ := o["metadata"].(map[string]any)
-		name, _ := m["name"].(string)
-		if ns, _ := m["namespace"].(string); ns != "" {
-			name = ns + "/" + name
-		}
-		byKind[kind] = append(byKind[kind], name)
-	}
-	kinds := make([]string, 0, len(byKind))
-	for k := range byKind {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	fmt.Printf("XArmada composed %d objects:\n", len(composed))
-	for i, k := range kinds {
-		branch, indent := "├─", "│  "
-		if i == len(kinds)-1 {
-			branch, indent = "└─", "   "
-		}
-		names := byKind[k]
-		sort.Strings(names)
-		fmt.Printf("%s %s (%d)\n", branch, k, len(names))
-		for j, n := range names {
-			b := "├─"
-			if j == len(names)-1 {
-				b = "└─"
-			}
-			fmt.Printf("%s%s %s\n", indent, b, n)
-		}
-	}
+// hints add how to pass what a refusal is missing to the render errors
+// that mention it.
+var hints = []struct{ refusal, hint string }{
+	{
+		"not allowed by the built-in tenancy policy",
+		"no ArmadaTenancyPolicy applies to the namespace, so the built-in policy refused it: pass the platform's policies " +
+			"with -required-resources FILE (make render REQUIRED=FILE); examples/tenancy-policy.yaml holds the examples'",
+	},
+	{
+		"spec.armada.name: Not found",
+		"the team queue's Armada is required: pass the file that holds its claim or XR " +
+			"with -required-resources FILE (make render REQUIRED=FILE,...), e.g. examples/production.yaml for examples/team-queue.yaml",
+	},
 }
 
-// printStatus prints the XR status the claim would show, without
-// Crossplane's bookkeeping fields.
-func printStatus(status map[string]any) {
-	show := map[string]any{}
-	for _, k := range []string{"version", "endpoints", "components", "credentialsSecret"} {
-		if v, ok := status[k]; ok {
-			show[k] = v
+// hinted is err, with the hints for the refusals it mentions.
+func hinted(err error) error {
+	if err == nil {
+		return nil
+	}
+	var add []string
+	for _, h := range hints {
+		if strings.Contains(err.Error(), h.refusal) {
+			add = append(add, h.hint)
 		}
 	}
-	list, _ := status["conditions"].([]any)
-	conds := make([]string, 0, len(list))
-	for _, c := range list {
-		m, _ := c.(map[string]any)
-		conds = append(conds, fmt.Sprintf("%s=%s (%s)", m["type"], m["status"], m["reason"]))
+	if len(add) == 0 {
+		return err
 	}
-	b, _ := yaml.Marshal(show)
-	fmt.Printf("\nClaim status:\n  conditions: %s\n  %s", strings.Join(conds, ", "), strings.ReplaceAll(string(b), "\n", "\n  "))
-	fmt.Println()
+	return errors.Errorf("%w\n\n%s", err, strings.Join(add, "\n"))
+}
+
+// run renders every claim and XR of opt.example and prints them to w.
+func run(ctx context.Context, w io.Writer, opt options) error {
+	return hinted(render(ctx, w, opt))
 }
