@@ -18,7 +18,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
-	"github.com/armadaproject/armada-crossplane/internal/harness/thirdparty"
 )
 
 // An ArmadaComponent names one of Armada's images: its directory under
@@ -284,7 +283,7 @@ func withParents(files []File) []File {
 // set). version may lack the leading v ("0.22.8").
 func ArmadaSourcesFor(ctx context.Context, version string) (ArmadaSources, error) {
 	version = "v" + strings.TrimPrefix(version, "v")
-	dir, err := thirdparty.ModuleDir(ctx, "github.com/armadaproject/armada", version)
+	dir, err := testutil.ModuleDir(ctx, "github.com/armadaproject/armada", version)
 	if err != nil {
 		return ArmadaSources{}, err
 	}
