@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,23 +23,23 @@ import (
 // it and the render goldens, and the API server refused the claim's CRD.
 func TestXRDSchemasAcceptedAsCRDs(t *testing.T) {
 	s := runtime.NewScheme()
-	if err := apiextv1.AddToScheme(s); err != nil {
+	if err := extv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	for _, file := range []string{"definition.yaml", "namespaced-definition.yaml", "queue-definition.yaml", "namespaced-queue-definition.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(root, "package", "xarmada", file)) //nolint:gosec // The repository's own files.
+			b, err := os.ReadFile(filepath.Join(root, "package", "xarmada", file))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var xrd struct {
 				Spec struct {
-					Group    string                                 `json:"group"`
-					Names    apiextv1.CustomResourceDefinitionNames `json:"names"`
+					Group    string                              `json:"group"`
+					Names    extv1.CustomResourceDefinitionNames `json:"names"`
 					Versions []struct {
 						Name   string `json:"name"`
 						Schema struct {
-							OpenAPIV3Schema apiextv1.JSONSchemaProps `json:"openAPIV3Schema"`
+							OpenAPIV3Schema extv1.JSONSchemaProps `json:"openAPIV3Schema"`
 						} `json:"schema"`
 					} `json:"versions"`
 				} `json:"spec"`
@@ -49,15 +49,15 @@ func TestXRDSchemasAcceptedAsCRDs(t *testing.T) {
 			}
 			names := xrd.Spec.Names
 			names.Singular, names.ListKind = strings.ToLower(names.Kind), names.Kind+"List"
-			crd := &apiextv1.CustomResourceDefinition{
+			crd := &extv1.CustomResourceDefinition{
 				ObjectMeta: metav1.ObjectMeta{Name: names.Plural + "." + xrd.Spec.Group},
-				Spec:       apiextv1.CustomResourceDefinitionSpec{Group: xrd.Spec.Group, Names: names, Scope: apiextv1.ClusterScoped},
+				Spec:       extv1.CustomResourceDefinitionSpec{Group: xrd.Spec.Group, Names: names, Scope: extv1.ClusterScoped},
 			}
 			for i, v := range xrd.Spec.Versions {
 				schema := v.Schema.OpenAPIV3Schema
-				crd.Spec.Versions = append(crd.Spec.Versions, apiextv1.CustomResourceDefinitionVersion{
+				crd.Spec.Versions = append(crd.Spec.Versions, extv1.CustomResourceDefinitionVersion{
 					Name: v.Name, Served: true, Storage: i == 0,
-					Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &schema},
+					Schema: &extv1.CustomResourceValidation{OpenAPIV3Schema: &schema},
 				})
 			}
 			crd.Status.StoredVersions = []string{xrd.Spec.Versions[0].Name}

@@ -100,7 +100,7 @@ func TestArmadaImage(t *testing.T) {
 			}
 			// The baked config is the release's own file.
 			cfg := "config/" + tc.c.Build + "/config.yaml"
-			b, err := os.ReadFile(filepath.Join(src.ModuleDir, cfg)) //nolint:gosec // A file of Armada's module source.
+			b, err := os.ReadFile(filepath.Join(src.ModuleDir, cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -22,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // files collects the repeated -expect-file flags.
