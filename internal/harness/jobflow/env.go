@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
@@ -158,7 +160,13 @@ func RunProvider(ctx context.Context, cfg *rest.Config, names *podrun.Names, err
 	// Its event recorder logs through klog: failed event writes while
 	// the control plane stops would land on stderr.
 	klog.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Client: provider.ClientOptions()})
+	// A test binary may run the provider more than once (TestJobFlow and
+	// TestLookoutUI); controller-runtime refuses a controller name twice.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Client:     provider.ClientOptions(),
+	})
 	if err != nil {
 		return errors.Wrap(err, "cannot create provider-armada's manager")
 	}
