@@ -169,8 +169,17 @@ func (u *upgrade) step(t *testing.T, rel armada.Release, previous string) {
 	e := conformance.NewEnv(t, v)
 	u.setVersion(v)
 
-	// 1. Render from what the previous release left.
+	// 1. Render from what the previous release left. An upgrade first
+	// suspends the running release's database pruners and holds its
+	// migrations until they are observed suspended; the next render,
+	// observing them so, composes the migration Jobs.
 	r := u.render(t)
+	if previous != "" {
+		if c, _ := manifest.ConditionOf(r.XR, armada.ConditionMigrations); c.Reason != armada.ReasonWaitingForPruning {
+			t.Errorf("Armada %s: the first render of the upgrade has %s = %v, want reason %s", v, armada.ConditionMigrations, c, armada.ReasonWaitingForPruning)
+		}
+		r = u.render(t)
+	}
 	workloads, err := r.Workloads()
 	if err != nil {
 		t.Fatal(err)
