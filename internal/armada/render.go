@@ -284,21 +284,39 @@ func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, er
 	return done, nil
 }
 
-// instance composes one component instance. Its workload runs the desired
-// version once the component's migration is complete; until then a running
-// workload keeps its version and a new one is not created yet.
+// instance composes one component instance: its objects, then its
+// workload once nothing gates it, then its status. A remote executor's
+// objects go to its worker cluster.
 func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobState) error {
-	in, name := r.in, inst.Name
-	// A remote executor's objects go to its worker cluster.
 	to := remoteCluster(inst.Executor)
 	id := r.remoteExecutor(inst, to)
+	cfg, err := r.instanceObjects(inst, to)
+	if err != nil {
+		return err
+	}
+	status := r.workload(inst, to, id, cfg, r.workloadGate(inst, g, migrated))
+	r.componentStatus(inst, status)
+	return nil
+}
+
+// instanceConfig is the config Secret an instance's pods mount.
+type instanceConfig struct {
+	// secret is the Secret's name, hash the hash of its desired data.
+	secret, hash string
+}
+
+// instanceObjects composes an instance's objects other than its workload:
+// its config Secret, ServiceAccount, Services, PodDisruptionBudget, lease
+// RBAC and component RBAC.
+func (r *renderer) instanceObjects(inst *instance, to *clusterRef) (instanceConfig, error) {
+	in, name := r.in, inst.Name
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
-		return errors.Wrapf(err, "cannot compose the %s config", name)
+		return instanceConfig{}, errors.Wrapf(err, "cannot compose the %s config", name)
 	}
 	secret, hash, err := in.configSecret(&r.yaml, in.object(name+"-config"), name, cfg)
 	if err != nil {
-		return err
+		return instanceConfig{}, err
 	}
 	r.addTo(to, name+"-config", secret, r.exists(name+"-config"))
 	r.addTo(to, name+"-serviceaccount", in.serviceAccount(name, inst.component), r.exists(name+"-serviceaccount"))
@@ -307,10 +325,9 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	if !inst.PerExecutor {
 		r.addTo(to, name+"-pdb", in.podDisruptionBudget(name), r.exists(name+"-pdb"))
 	}
-	replicas := inst.replicas()
 	if inst.LeaderElected {
 		r.addTo(to, name+"-headless", in.service(name, in.object(name+"-headless"), inst.component, true), r.exists(name+"-headless"))
-		if replicas > 1 {
+		if inst.replicas() > 1 {
 			role, binding := in.leaseRole(name)
 			r.addTo(to, name+"-leader-role", role, r.exists(name+"-leader-role"))
 			// The binding waits for its Role: Crossplane may not bind the
@@ -324,35 +341,61 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 	}
 	r.instanceRBAC(inst, to)
+	return instanceConfig{secret: secret.Name, hash: hash}, nil
+}
 
-	observed, running := r.opt.Observed.Workloads[name]
-	version, reason := in.Spec.Version, g.waitingFor(inst)
+// A workloadGate is the version an instance's workload runs, and why it
+// does not run the desired one yet.
+type workloadGate struct {
+	// compose is false while the workload waits and is not running yet:
+	// a new workload is not created before its gates open.
+	compose bool
+	// version is the version the workload runs: the desired one once its
+	// gates open, until then the one it runs.
+	version string
+	// reason says what the workload waits for; empty once it runs the
+	// desired version.
+	reason string
+}
+
+// workloadGate gates an instance's workload on its backing services, its
+// certificates and its component's migration, in that order. A running
+// workload keeps its version while gated; a new one is not created yet.
+func (r *renderer) workloadGate(inst *instance, g gates, migrated map[string]JobState) workloadGate {
+	reason := g.waitingFor(inst)
 	if reason == "" {
 		reason = r.certificateWaiting(inst)
 	}
 	if reason == "" && inst.Migration != "" && migrated[inst.Migration] != JobComplete {
-		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, in.Spec.Version)
+		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, r.in.Spec.Version)
 	}
-	if reason != "" {
-		if !running {
-			r.out.Status.Components[name] = v1alpha1.ComponentStatus{Reason: reason}
-			if inst.Executor != nil {
-				r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(name, inst.Executor, r.out.Status.Components[name]))
-			}
-			return nil
-		}
-		version = observed.Version
+	if reason == "" {
+		return workloadGate{compose: true, version: r.in.Spec.Version}
 	}
+	observed, running := r.opt.Observed.Workloads[inst.Name]
+	return workloadGate{compose: running, version: observed.Version, reason: reason}
+}
+
+// workload composes an instance's Deployment, or StatefulSet for a leader
+// elected component, at the version its gate allows, and returns the
+// instance's status.
+func (r *renderer) workload(inst *instance, to *clusterRef, id *remoteIdentity, cfg instanceConfig, gate workloadGate) v1alpha1.ComponentStatus {
+	if !gate.compose {
+		return v1alpha1.ComponentStatus{Reason: gate.reason}
+	}
+	in, name, version := r.in, inst.Name, gate.version
 	// The template carries the hash of the config Secret as observed once
 	// it exists, not as desired: Crossplane applies the Secret and the
 	// workload in one pass in no set order, and a template that changed
 	// first would restart pods on the old config, with nothing to restart
 	// them when the Secret changes after. The pass that observes the new
 	// Secret changes the hash and rolls the pods.
+	hash := cfg.hash
 	if h, ok := r.opt.Observed.ConfigHashes[name+"-config"]; ok {
 		hash = h
 	}
 	env, vols, mounts, hash := r.podExtras(inst, id, hash)
+	replicas := inst.replicas()
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
 		Name:         name,
@@ -363,7 +406,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		Image:        in.image(inst.Image, version, inst.Settings.Image),
 		Args:         inst.Args,
 		Resources:    resources(inst.Settings.Resources),
-		ConfigSecret: secret.Name,
+		ConfigSecret: cfg.secret,
 		ConfigHash:   hash,
 		Version:      version,
 		Replicas:     replicas,
@@ -376,20 +419,27 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		},
 	})
 	in.withRestart(&tpl, name)
+	observed, running := r.opt.Observed.Workloads[name]
 	ready := running && observed.Ready && observed.Version == version
-	if reason == "" && !ready {
-		reason = "Waiting for the workload to become available"
-	}
 	if inst.LeaderElected {
 		r.addTo(to, name+keyWorkloadSuffix, in.statefulSet(name, replicas, tpl), ready)
 	} else {
 		r.addTo(to, name+keyWorkloadSuffix, in.deployment(name, replicas, tpl), ready)
 	}
-	r.out.Status.Components[name] = v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
-	if inst.Executor != nil {
-		r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(name, inst.Executor, r.out.Status.Components[name]))
+	reason := gate.reason
+	if reason == "" && !ready {
+		reason = "Waiting for the workload to become available"
 	}
-	return nil
+	return v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
+}
+
+// componentStatus records an instance's status, and a remote executor's
+// status beside it.
+func (r *renderer) componentStatus(inst *instance, s v1alpha1.ComponentStatus) {
+	r.out.Status.Components[inst.Name] = s
+	if inst.Executor != nil {
+		r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(inst.Name, inst.Executor, s))
+	}
 }
 
 // cluster composes the cluster-scoped priority classes (through
