@@ -2,7 +2,6 @@ package armada
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,27 +19,6 @@ const (
 	keyWorkloadSuffix = "-workload"
 )
 
-// Condition types and reasons the XR reports. They are stable: users and
-// tooling may match on them.
-const (
-	ConditionBackingServices = "BackingServicesReady"
-	ConditionQueues          = "QueuesReady"
-	ConditionMigrations      = "MigrationsComplete"
-	ConditionComponents      = "ComponentsReady"
-
-	ReasonComplete            = "Complete"
-	ReasonRunning             = "Running"
-	ReasonFailed              = "Failed"
-	ReasonAllReady            = "AllReady"
-	ReasonWaitingForMigration = "WaitingForMigration"
-	ReasonUnavailable         = "Unavailable"
-	ReasonReady               = "Ready"
-	ReasonWaiting             = "Waiting"
-	ReasonWaitingForDatabases = "WaitingForDatabases"
-	ReasonWaitingForBackup    = "WaitingForBackup"
-	ReasonBackupFailed        = "BackupFailed"
-)
-
 // Object is one composed object.
 type Object struct {
 	// Key is the object's composition resource name.
@@ -49,14 +27,6 @@ type Object struct {
 	Object client.Object
 	// Ready is true when the object is observed and healthy.
 	Ready bool
-}
-
-// Condition is a condition for the XR and its claim.
-type Condition struct {
-	Type    string
-	Status  bool
-	Reason  string
-	Message string
 }
 
 // Output is everything rendered for one XArmada.
@@ -116,30 +86,6 @@ type renderer struct {
 	yaml []byte
 }
 
-// add composes an object in this cluster.
-func (r *renderer) add(key string, o client.Object, ready bool) {
-	r.addTo(nil, key, o, ready)
-}
-
-// addTo composes an object where to says: in this cluster if to is nil,
-// else wrapped in a provider-kubernetes Object for the cluster to names
-// (a worker cluster, or the cluster-scope config of a namespaced XR),
-// ready when the Object is.
-func (r *renderer) addTo(to *clusterRef, key string, o client.Object, ready bool) {
-	r.addWith(to, key, o, remoteOptions{}, ready)
-}
-
-// addWith is addTo with what a wrapping Object adds around its manifest.
-func (r *renderer) addWith(to *clusterRef, key string, o client.Object, opt remoteOptions, ready bool) {
-	if to != nil {
-		o, ready = r.in.remoteObject(key, *to, o, opt), r.opt.Observed.Ready[key]
-	}
-	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ready})
-}
-
-// exists is add's readiness for objects that are ready once they exist.
-func (r *renderer) exists(key string) bool { return r.opt.Observed.Keys[key] }
-
 // Render composes the whole installation.
 func Render(in *Install, opt Options) (*Output, error) {
 	if err := checkDowngrade(in, opt.Observed); err != nil {
@@ -192,7 +138,8 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := r.monitoring(insts); err != nil {
 		return nil, err
 	}
-	r.cluster()
+	r.priorityClasses()
+	r.ingresses()
 	r.jobNamespaces()
 	r.admissionPolicies()
 	r.networkPolicies(insts)
@@ -204,84 +151,6 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	return &r.out, nil
-}
-
-// checkDowngrade refuses to render an older version than a running one.
-func checkDowngrade(in *Install, o Observed) error {
-	names := make([]string, 0, len(o.Workloads))
-	for name := range o.Workloads {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if v := o.Workloads[name].Version; v != "" && compareVersions(in.Spec.Version, v) < 0 {
-			return errors.Errorf("spec.version: Forbidden: cannot downgrade Armada from %s to %s (%s runs %s); set spec.version to %s or newer",
-				v, in.Spec.Version, name, v, v)
-		}
-	}
-	return nil
-}
-
-// credentials composes the Secret of generated passwords, reusing every
-// password already observed at its desired generation (spec.rotation) so
-// they stay stable across reconciles.
-func (r *renderer) credentials() error {
-	passwords, gens := map[string]string{}, map[string]int32{}
-	for _, key := range r.in.passwordKeys() {
-		gen, had := r.in.passwordGeneration(key), r.opt.Observed.PasswordGenerations[key]
-		gens[key] = gen
-		if gen < had {
-			return errors.Errorf("spec.rotation.passwords.%s: Invalid value: %d: the credentials Secret holds generation %d; generations only go up", key, gen, had)
-		}
-		if p, ok := r.opt.Observed.Passwords[key]; ok && gen == had {
-			passwords[key] = p
-			continue
-		}
-		if r.opt.Rand == nil {
-			return errors.New("cannot generate passwords: no random source configured")
-		}
-		p, err := generatePassword(rotated(r.opt.Rand, key, gen))
-		if err != nil {
-			return errors.Wrapf(err, "cannot generate password %q", key)
-		}
-		passwords[key] = p
-	}
-	r.passwords = passwords
-	secret := r.in.credentials(passwords)
-	secret.Annotations = generationAnnotations(gens)
-	r.add(keyCredentials, secret, r.exists(keyCredentials))
-	return nil
-}
-
-// migrations composes the migration Jobs of the desired version, once the
-// databases exist and no pre-upgrade Backup holds them, and reports which
-// migrations are complete. A Job already created stays composed whatever
-// the databases' and the Backup's observed state.
-func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, error) {
-	done := map[string]JobState{}
-	v := r.in.Spec.Version
-	for _, m := range migrations {
-		secret, hash, err := r.in.configSecret(&r.yaml, r.in.object("migrate-"+m.Name+"-config"), "migrate-"+m.Name, migrationConfig(r.in, m))
-		if err != nil {
-			return nil, err
-		}
-		r.add("migrate-"+m.Name+"-config", secret, r.exists("migrate-"+m.Name+"-config"))
-		job, key, err := r.in.migrationJob(m, v, secret.Name, hash)
-		if err != nil {
-			return nil, err
-		}
-		state, seen := r.opt.Observed.Jobs[job.Name]
-		if !seen && (!g.Postgres || hold.Reason != "") {
-			if g.Postgres {
-				r.held = hold
-			}
-			done[m.Name] = JobNotCreated
-			continue
-		}
-		done[m.Name] = state
-		r.add(key, job, state == JobComplete)
-	}
-	return done, nil
 }
 
 // instance composes one component instance: its objects, then its
@@ -440,146 +309,6 @@ func (r *renderer) componentStatus(inst *instance, s v1alpha1.ComponentStatus) {
 	if inst.Executor != nil {
 		r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(inst.Name, inst.Executor, s))
 	}
-}
-
-// cluster composes the cluster-scoped priority classes (through
-// provider-kubernetes for a namespaced XR) and the Ingresses. The
-// ClusterRoles of components with cluster rules are fixed (rbac.go); each
-// instance composes its own binding.
-func (r *renderer) cluster() {
-	in := r.in
-	for _, pc := range in.Spec.Scheduling.PriorityClasses {
-		key := "priorityclass-" + pc.Name
-		r.addClusterScoped(nil, key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
-	}
-	for _, i := range in.ingressRoutes() {
-		key := "ingress-" + i.suffix
-		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
-	}
-}
-
-// An ingressRoute is one host of spec.ingress and the component port it
-// routes to.
-type ingressRoute struct {
-	suffix, host, component, port string
-	grpc                          bool
-}
-
-// ingressRoutes are the Ingresses spec.ingress asks for: one per host set.
-func (in *Install) ingressRoutes() []ingressRoute {
-	ing := in.Spec.Ingress
-	if ing == nil {
-		return nil
-	}
-	var out []ingressRoute
-	for _, i := range []ingressRoute{
-		{"grpc", ing.GRPCHost, "server", "grpc", true},
-		{"rest", ing.RESTHost, "server", "http", false},
-		{"lookout", ing.LookoutHost, dbLookout, "http", false},
-		{"executor-api", ing.ExecutorAPIHost, dbScheduler, "grpc", true},
-	} {
-		if i.host != "" {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// conditions summarise migrations and components, with stable reasons and
-// messages that list what is pending in a stable order.
-func (r *renderer) conditions(migrated map[string]JobState) {
-	var running, failed, pending []string
-	for _, m := range migrations {
-		switch migrated[m.Name] {
-		case JobRunning:
-			running = append(running, m.Name)
-		case JobFailed:
-			failed = append(failed, m.Name)
-		case JobNotCreated:
-			pending = append(pending, m.Name)
-		case JobComplete:
-		}
-	}
-	v := r.in.Spec.Version
-	switch {
-	case len(pending) > 0 && r.held.Reason != "":
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: r.held.Reason, Message: r.held.Message})
-	case len(pending) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Reason: ReasonWaitingForDatabases,
-			Message: fmt.Sprintf("Waiting for the PostgreSQL databases before running the %s migration of Armada %s", strings.Join(pending, " and "), v),
-		})
-	case len(failed) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Reason: ReasonFailed,
-			Message: fmt.Sprintf("Migration Job for %s of Armada %s failed; see the Job's pod logs", strings.Join(failed, " and "), v),
-		})
-	case len(running) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Reason: ReasonRunning,
-			Message: fmt.Sprintf("Waiting for the %s migration of Armada %s", strings.Join(running, " and "), v),
-		})
-	default:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Status: true, Reason: ReasonComplete,
-			Message: "Migrations of Armada " + v + " are complete",
-		})
-	}
-
-	names := make([]string, 0, len(r.out.Status.Components))
-	for name := range r.out.Status.Components {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var waiting, unavailable []string
-	for _, name := range names {
-		s := r.out.Status.Components[name]
-		switch {
-		case s.Ready:
-		case s.Version == "" || s.Version != v:
-			waiting = append(waiting, name)
-		default:
-			unavailable = append(unavailable, name)
-		}
-	}
-	switch {
-	case len(waiting) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionComponents, Reason: ReasonWaitingForMigration,
-			Message: "Waiting for migrations before rolling out Armada " + v + " to: " + strings.Join(waiting, ", "),
-		})
-	case len(unavailable) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionComponents, Reason: ReasonUnavailable,
-			Message: "Not yet available: " + strings.Join(unavailable, ", "),
-		})
-	default:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionComponents, Status: true, Reason: ReasonAllReady,
-			Message: "All components run Armada " + v,
-		})
-		r.out.Ready = true
-		r.out.Status.Version.Running = v
-	}
-	if !r.out.Ready {
-		r.out.Status.Version.Running = runningVersion(r.out.Status.Components)
-	}
-}
-
-// runningVersion is the version every component runs, or empty while they
-// differ or some have not started.
-func runningVersion(cs map[string]v1alpha1.ComponentStatus) string {
-	v := ""
-	for _, s := range cs {
-		if !s.Ready && s.Version == "" {
-			return ""
-		}
-		if v != "" && s.Version != v {
-			return ""
-		}
-		v = s.Version
-	}
-	return v
 }
 
 // settingsField is the spec.components field of a component.
