@@ -3,13 +3,10 @@ package armada
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
@@ -166,29 +163,4 @@ func defaultIssuerRef(ref *v1alpha1.IssuerRef) {
 	if ref.Group == "" {
 		ref.Group = defaultIssuerGroup
 	}
-}
-
-// validateTLS checks spec.tls.issuerRef, as the XRD does.
-func validateTLS(p *field.Path, t *v1alpha1.TLS) field.ErrorList {
-	if t == nil || t.IssuerRef == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	rp := p.Child("issuerRef")
-	if t.Enabled != nil && !*t.Enabled {
-		errs = append(errs, field.Invalid(rp, t.IssuerRef.Name, "needs spec.tls.enabled: true"))
-	}
-	ref := t.IssuerRef
-	if ref.Name == "" {
-		errs = append(errs, field.Required(rp.Child("name"), "name the cert-manager Issuer or ClusterIssuer"))
-	}
-	for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
-		if ref.Name != "" {
-			errs = append(errs, field.Invalid(rp.Child("name"), ref.Name, msg))
-		}
-	}
-	if ref.Kind != "" && !slices.Contains(issuerKinds, ref.Kind) {
-		errs = append(errs, field.NotSupported(rp.Child("kind"), ref.Kind, issuerKinds))
-	}
-	return errs
 }

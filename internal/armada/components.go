@@ -21,23 +21,6 @@ const componentServer = "server"
 // keyMetricsPort is the metrics port key of most components' configs.
 const keyMetricsPort = "metricsPort"
 
-// A migration is a one-shot schema migration run by a component's image.
-type migration struct {
-	// Name of the database the migration owns: "scheduler" or "lookout".
-	Name string
-	// Image is the image (without org and tag) that contains the migrator.
-	Image string
-	// Args run the migration given the config file path.
-	Args []string
-}
-
-// migrations are Armada's two schema migrations. Their Jobs are named per
-// Armada version, so an upgrade creates and runs new ones.
-var migrations = []migration{
-	{Name: dbLookout, Image: "armada-lookout", Args: []string{"--migrateDatabase", "--config", configPath}},
-	{Name: dbScheduler, Image: "armada-scheduler", Args: []string{"migrateDatabase", "--config", configPath, "--timeout", "5m"}},
-}
-
 // probeKind says how a component's health is checked.
 type probeKind int
 

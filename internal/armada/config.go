@@ -1,12 +1,20 @@
 package armada
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
 // Topic names. Every producer and consumer gets the same full names.
@@ -353,7 +361,49 @@ func (in *Install) poolTolerations(pool string) []any {
 	return out
 }
 
-// migrationConfig is the config of a migration Job: only the database.
-func migrationConfig(in *Install, m migration) map[string]any {
-	return map[string]any{"postgres": in.postgres(m.Name)}
+// configSecret holds a component's rendered Armada config. It is a Secret,
+// not a ConfigMap, because a user's free-form config may hold credentials
+// (for example an OIDC client secret); generated passwords never appear in
+// it. It returns the Secret and a hash of its content.
+func (in *Install) configSecret(scratch *[]byte, name, component string, cfg map[string]any) (*corev1.Secret, string, error) {
+	e, err := encodeConfig(scratch, cfg)
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "cannot encode %s config", component)
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
+		ObjectMeta: in.meta(name, component),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{configKey: e.yaml},
+	}, e.hash, nil
+}
+
+// configEncoding is a config's YAML and its hash.
+type configEncoding struct {
+	yaml []byte
+	hash string
+}
+
+// encodeConfig writes a config as YAML. structenc writes what
+// sigs.k8s.io/yaml would, in one pass; keys are sorted, so the output is
+// deterministic. It writes through scratch, a buffer one render reuses
+// for all its configs, and keeps a copy of just the config's size.
+func encodeConfig(scratch *[]byte, cfg map[string]any) (configEncoding, error) {
+	if *scratch == nil {
+		// The production example's largest config is under 3 kB.
+		*scratch = make([]byte, 0, 4096)
+	}
+	b, err := structenc.AppendYAML((*scratch)[:0], cfg)
+	*scratch = b
+	if err != nil {
+		return configEncoding{}, err
+	}
+	b = bytes.Clone(b)
+	return configEncoding{yaml: b, hash: configHash(b)}, nil
+}
+
+// configHash is the hash of a config's YAML that pod templates carry.
+func configHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }

@@ -5,6 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"io"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -78,4 +83,49 @@ func (h *hmacStream) Read(p []byte) (int, error) {
 		n += k
 	}
 	return n, nil
+}
+
+// credentialsSecret holds every basic-auth user's password, keyed by user.
+func (in *Install) credentials(passwords map[string]string) *corev1.Secret {
+	data := map[string][]byte{}
+	for _, u := range slices.Sorted(maps.Keys(passwords)) {
+		data[u] = []byte(passwords[u])
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kindSecret},
+		ObjectMeta: in.meta(in.credentialsSecret(), "credentials"),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+// credentials composes the Secret of generated passwords, reusing every
+// password already observed at its desired generation (spec.rotation) so
+// they stay stable across reconciles.
+func (r *renderer) credentials() error {
+	passwords, gens := map[string]string{}, map[string]int32{}
+	for _, key := range r.in.passwordKeys() {
+		gen, had := r.in.passwordGeneration(key), r.opt.Observed.PasswordGenerations[key]
+		gens[key] = gen
+		if gen < had {
+			return errors.Errorf("spec.rotation.passwords.%s: Invalid value: %d: the credentials Secret holds generation %d; generations only go up", key, gen, had)
+		}
+		if p, ok := r.opt.Observed.Passwords[key]; ok && gen == had {
+			passwords[key] = p
+			continue
+		}
+		if r.opt.Rand == nil {
+			return errors.New("cannot generate passwords: no random source configured")
+		}
+		p, err := generatePassword(rotated(r.opt.Rand, key, gen))
+		if err != nil {
+			return errors.Wrapf(err, "cannot generate password %q", key)
+		}
+		passwords[key] = p
+	}
+	r.passwords = passwords
+	secret := r.in.credentials(passwords)
+	secret.Annotations = generationAnnotations(gens)
+	r.add(keyCredentials, secret, r.exists(keyCredentials))
+	return nil
 }

@@ -1,6 +1,3 @@
-// Package armada renders a complete Armada installation from an XArmada
-// spec. Everything here is pure: spec and observations in, typed Kubernetes
-// objects out, no I/O.
 package armada
 
 import (

@@ -3,7 +3,6 @@ package armada
 import (
 	"encoding/base64"
 	"slices"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -400,26 +399,4 @@ func number(obj map[string]any, fields ...string) (int64, bool) {
 		return int64(n), true
 	}
 	return 0, false
-}
-
-// compareVersions compares two x.y.z versions like strings.Compare.
-// Malformed parts compare as zero.
-func compareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range 3 {
-		var x, y int
-		if i < len(pa) {
-			x, _ = strconv.Atoi(pa[i])
-		}
-		if i < len(pb) {
-			y, _ = strconv.Atoi(pb[i])
-		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
 }

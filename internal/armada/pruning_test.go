@@ -167,12 +167,8 @@ func TestPrunerPod(t *testing.T) {
 	if pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy = %s, want Never", pod.RestartPolicy)
 	}
+	checkRestrictedPod(t, o.Key, &pod)
 	c := pod.Containers[0]
-	psc, csc := pod.SecurityContext, c.SecurityContext
-	if !ptr.Deref(psc.RunAsNonRoot, false) || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
-		ptr.Deref(csc.AllowPrivilegeEscalation, true) || csc.Capabilities == nil || !cmp.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("the pruner's pod does not meet restricted: pod %+v, container %+v", psc, csc)
-	}
 	want := []corev1.EnvVar{secretEnv("ARMADA_POSTGRES_CONNECTION_PASSWORD", "pg", "password")}
 	if diff := cmp.Diff(want, c.Env, cmpopts.IgnoreSliceElements(func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })); diff != "" {
 		t.Errorf("pruner env (-want +got):\n%s", diff)

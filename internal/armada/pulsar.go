@@ -177,7 +177,7 @@ func (in *Install) topicsJob() (*batchv1.Job, error) {
 		vols = append(vols, corev1.Volume{Name: "pulsar-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref.Name}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "pulsar-ca", MountPath: topicsCADir, ReadOnly: true})
 	}
-	sc := containerSecurityContext()
+	sc := RestrictedContainerSecurity()
 	// pulsar-admin is a JVM that writes logs under its install directory.
 	sc.ReadOnlyRootFilesystem = ptr.To(false)
 	job := &batchv1.Job{
@@ -191,7 +191,7 @@ func (in *Install) topicsJob() (*batchv1.Job, error) {
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             in.Spec.ImagePullSecrets,
-					SecurityContext:              restrictedPodSecurity(pulsarUID, 0, nil),
+					SecurityContext:              RestrictedPodSecurity(pulsarUID, 0, nil),
 					Containers: []corev1.Container{{
 						Name:            "pulsar-topics",
 						Image:           in.thirdPartyImage(pulsarImage),

@@ -211,3 +211,45 @@ func lookupFold(cfg map[string]any, key []string) (any, bool) {
 	}
 	return cur, true
 }
+
+// clusterRole grants a component's cluster-wide rules in a worker cluster,
+// where provider-kubernetes creates it for this install (see remote.go).
+func (in *Install) clusterRole(component string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(component), Labels: in.labels(component)},
+		Rules:      rules,
+	}
+}
+
+// clusterRoleBinding binds the ClusterRole role to an instance's
+// ServiceAccount.
+func (in *Install) clusterRoleBinding(role, instance string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.clusterObject(instance), Labels: in.labels(instance)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(instance), Namespace: in.Namespace}},
+	}
+}
+
+// leaseRole lets a leader-elected component hold its lease, in its own
+// namespace only.
+func (in *Install) leaseRole(name string) (*rbacv1.Role, *rbacv1.RoleBinding) {
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "Role"},
+		ObjectMeta: in.meta(in.object(name+"-leader"), name),
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"},
+			Resources: []string{"leases"},
+			Verbs:     []string{"get", "list", "watch", "create", "update", "patch"},
+		}},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiVersionRBAC, Kind: "RoleBinding"},
+		ObjectMeta: in.meta(in.object(name+"-leader"), name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: in.object(name), Namespace: in.Namespace}},
+	}
+	return role, binding
+}

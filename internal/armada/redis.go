@@ -69,7 +69,7 @@ func (in *Install) redisStatefulSet() *appsv1.StatefulSet {
 						ReadinessProbe:  probe,
 						LivenessProbe:   probe,
 						VolumeMounts:    []corev1.VolumeMount{{Name: redisVolume, MountPath: "/data"}},
-						SecurityContext: containerSecurityContext(),
+						SecurityContext: RestrictedContainerSecurity(),
 					}},
 				},
 			},
@@ -105,5 +105,5 @@ func (in *Install) thirdPartyImage(ref string) string {
 // redisPodSecurity is the pod security context of the in-cluster Redis's
 // and its Sentinels' pods: Redis's own user, restricted.
 func redisPodSecurity() *corev1.PodSecurityContext {
-	return restrictedPodSecurity(redisUID, redisUID, ptr.To[int64](redisUID))
+	return RestrictedPodSecurity(redisUID, redisUID, ptr.To[int64](redisUID))
 }

@@ -186,7 +186,7 @@ func (in *Install) sentinelStatefulSet() *appsv1.StatefulSet {
 						ReadinessProbe:  probe,
 						LivenessProbe:   probe,
 						VolumeMounts:    []corev1.VolumeMount{{Name: redisVolume, MountPath: "/data"}},
-						SecurityContext: containerSecurityContext(),
+						SecurityContext: RestrictedContainerSecurity(),
 					}},
 					Volumes: []corev1.Volume{{Name: redisVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 				},

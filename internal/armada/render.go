@@ -2,7 +2,6 @@ package armada
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,27 +19,6 @@ const (
 	keyWorkloadSuffix = "-workload"
 )
 
-// Condition types and reasons the XR reports. They are stable: users and
-// tooling may match on them.
-const (
-	ConditionBackingServices = "BackingServicesReady"
-	ConditionQueues          = "QueuesReady"
-	ConditionMigrations      = "MigrationsComplete"
-	ConditionComponents      = "ComponentsReady"
-
-	ReasonComplete            = "Complete"
-	ReasonRunning             = "Running"
-	ReasonFailed              = "Failed"
-	ReasonAllReady            = "AllReady"
-	ReasonWaitingForMigration = "WaitingForMigration"
-	ReasonUnavailable         = "Unavailable"
-	ReasonReady               = "Ready"
-	ReasonWaiting             = "Waiting"
-	ReasonWaitingForDatabases = "WaitingForDatabases"
-	ReasonWaitingForBackup    = "WaitingForBackup"
-	ReasonBackupFailed        = "BackupFailed"
-)
-
 // Object is one composed object.
 type Object struct {
 	// Key is the object's composition resource name.
@@ -49,14 +27,6 @@ type Object struct {
 	Object client.Object
 	// Ready is true when the object is observed and healthy.
 	Ready bool
-}
-
-// Condition is a condition for the XR and its claim.
-type Condition struct {
-	Type    string
-	Status  bool
-	Reason  string
-	Message string
 }
 
 // Output is everything rendered for one XArmada.
@@ -116,30 +86,6 @@ type renderer struct {
 	yaml []byte
 }
 
-// add composes an object in this cluster.
-func (r *renderer) add(key string, o client.Object, ready bool) {
-	r.addTo(nil, key, o, ready)
-}
-
-// addTo composes an object where to says: in this cluster if to is nil,
-// else wrapped in a provider-kubernetes Object for the cluster to names
-// (a worker cluster, or the cluster-scope config of a namespaced XR),
-// ready when the Object is.
-func (r *renderer) addTo(to *clusterRef, key string, o client.Object, ready bool) {
-	r.addWith(to, key, o, remoteOptions{}, ready)
-}
-
-// addWith is addTo with what a wrapping Object adds around its manifest.
-func (r *renderer) addWith(to *clusterRef, key string, o client.Object, opt remoteOptions, ready bool) {
-	if to != nil {
-		o, ready = r.in.remoteObject(key, *to, o, opt), r.opt.Observed.Ready[key]
-	}
-	r.out.Objects = append(r.out.Objects, Object{Key: key, Object: o, Ready: ready})
-}
-
-// exists is add's readiness for objects that are ready once they exist.
-func (r *renderer) exists(key string) bool { return r.opt.Observed.Keys[key] }
-
 // Render composes the whole installation.
 func Render(in *Install, opt Options) (*Output, error) {
 	if err := checkDowngrade(in, opt.Observed); err != nil {
@@ -192,7 +138,8 @@ func Render(in *Install, opt Options) (*Output, error) {
 	if err := r.monitoring(insts); err != nil {
 		return nil, err
 	}
-	r.cluster()
+	r.priorityClasses()
+	r.ingresses()
 	r.jobNamespaces()
 	r.admissionPolicies()
 	r.networkPolicies(insts)
@@ -206,99 +153,39 @@ func Render(in *Install, opt Options) (*Output, error) {
 	return &r.out, nil
 }
 
-// checkDowngrade refuses to render an older version than a running one.
-func checkDowngrade(in *Install, o Observed) error {
-	names := make([]string, 0, len(o.Workloads))
-	for name := range o.Workloads {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if v := o.Workloads[name].Version; v != "" && compareVersions(in.Spec.Version, v) < 0 {
-			return errors.Errorf("spec.version: Forbidden: cannot downgrade Armada from %s to %s (%s runs %s); set spec.version to %s or newer",
-				v, in.Spec.Version, name, v, v)
-		}
-	}
-	return nil
-}
-
-// credentials composes the Secret of generated passwords, reusing every
-// password already observed at its desired generation (spec.rotation) so
-// they stay stable across reconciles.
-func (r *renderer) credentials() error {
-	passwords, gens := map[string]string{}, map[string]int32{}
-	for _, key := range r.in.passwordKeys() {
-		gen, had := r.in.passwordGeneration(key), r.opt.Observed.PasswordGenerations[key]
-		gens[key] = gen
-		if gen < had {
-			return errors.Errorf("spec.rotation.passwords.%s: Invalid value: %d: the credentials Secret holds generation %d; generations only go up", key, gen, had)
-		}
-		if p, ok := r.opt.Observed.Passwords[key]; ok && gen == had {
-			passwords[key] = p
-			continue
-		}
-		if r.opt.Rand == nil {
-			return errors.New("cannot generate passwords: no random source configured")
-		}
-		p, err := generatePassword(rotated(r.opt.Rand, key, gen))
-		if err != nil {
-			return errors.Wrapf(err, "cannot generate password %q", key)
-		}
-		passwords[key] = p
-	}
-	r.passwords = passwords
-	secret := r.in.credentials(passwords)
-	secret.Annotations = generationAnnotations(gens)
-	r.add(keyCredentials, secret, r.exists(keyCredentials))
-	return nil
-}
-
-// migrations composes the migration Jobs of the desired version, once the
-// databases exist and no pre-upgrade Backup holds them, and reports which
-// migrations are complete. A Job already created stays composed whatever
-// the databases' and the Backup's observed state.
-func (r *renderer) migrations(g gates, hold backupHold) (map[string]JobState, error) {
-	done := map[string]JobState{}
-	v := r.in.Spec.Version
-	for _, m := range migrations {
-		secret, hash, err := r.in.configSecret(&r.yaml, r.in.object("migrate-"+m.Name+"-config"), "migrate-"+m.Name, migrationConfig(r.in, m))
-		if err != nil {
-			return nil, err
-		}
-		r.add("migrate-"+m.Name+"-config", secret, r.exists("migrate-"+m.Name+"-config"))
-		job, key, err := r.in.migrationJob(m, v, secret.Name, hash)
-		if err != nil {
-			return nil, err
-		}
-		state, seen := r.opt.Observed.Jobs[job.Name]
-		if !seen && (!g.Postgres || hold.Reason != "") {
-			if g.Postgres {
-				r.held = hold
-			}
-			done[m.Name] = JobNotCreated
-			continue
-		}
-		done[m.Name] = state
-		r.add(key, job, state == JobComplete)
-	}
-	return done, nil
-}
-
-// instance composes one component instance. Its workload runs the desired
-// version once the component's migration is complete; until then a running
-// workload keeps its version and a new one is not created yet.
+// instance composes one component instance: its objects, then its
+// workload once nothing gates it, then its status. A remote executor's
+// objects go to its worker cluster.
 func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobState) error {
-	in, name := r.in, inst.Name
-	// A remote executor's objects go to its worker cluster.
 	to := remoteCluster(inst.Executor)
 	id := r.remoteExecutor(inst, to)
+	cfg, err := r.instanceObjects(inst, to)
+	if err != nil {
+		return err
+	}
+	status := r.workload(inst, to, id, cfg, r.workloadGate(inst, g, migrated))
+	r.componentStatus(inst, status)
+	return nil
+}
+
+// instanceConfig is the config Secret an instance's pods mount.
+type instanceConfig struct {
+	// secret is the Secret's name, hash the hash of its desired data.
+	secret, hash string
+}
+
+// instanceObjects composes an instance's objects other than its workload:
+// its config Secret, ServiceAccount, Services, PodDisruptionBudget, lease
+// RBAC and component RBAC.
+func (r *renderer) instanceObjects(inst *instance, to *clusterRef) (instanceConfig, error) {
+	in, name := r.in, inst.Name
 	cfg, err := in.componentConfig(inst)
 	if err != nil {
-		return errors.Wrapf(err, "cannot compose the %s config", name)
+		return instanceConfig{}, errors.Wrapf(err, "cannot compose the %s config", name)
 	}
 	secret, hash, err := in.configSecret(&r.yaml, in.object(name+"-config"), name, cfg)
 	if err != nil {
-		return err
+		return instanceConfig{}, err
 	}
 	r.addTo(to, name+"-config", secret, r.exists(name+"-config"))
 	r.addTo(to, name+"-serviceaccount", in.serviceAccount(name, inst.component), r.exists(name+"-serviceaccount"))
@@ -307,10 +194,9 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 	if !inst.PerExecutor {
 		r.addTo(to, name+"-pdb", in.podDisruptionBudget(name), r.exists(name+"-pdb"))
 	}
-	replicas := inst.replicas()
 	if inst.LeaderElected {
 		r.addTo(to, name+"-headless", in.service(name, in.object(name+"-headless"), inst.component, true), r.exists(name+"-headless"))
-		if replicas > 1 {
+		if inst.replicas() > 1 {
 			role, binding := in.leaseRole(name)
 			r.addTo(to, name+"-leader-role", role, r.exists(name+"-leader-role"))
 			// The binding waits for its Role: Crossplane may not bind the
@@ -324,35 +210,61 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		}
 	}
 	r.instanceRBAC(inst, to)
+	return instanceConfig{secret: secret.Name, hash: hash}, nil
+}
 
-	observed, running := r.opt.Observed.Workloads[name]
-	version, reason := in.Spec.Version, g.waitingFor(inst)
+// A workloadGate is the version an instance's workload runs, and why it
+// does not run the desired one yet.
+type workloadGate struct {
+	// compose is false while the workload waits and is not running yet:
+	// a new workload is not created before its gates open.
+	compose bool
+	// version is the version the workload runs: the desired one once its
+	// gates open, until then the one it runs.
+	version string
+	// reason says what the workload waits for; empty once it runs the
+	// desired version.
+	reason string
+}
+
+// workloadGate gates an instance's workload on its backing services, its
+// certificates and its component's migration, in that order. A running
+// workload keeps its version while gated; a new one is not created yet.
+func (r *renderer) workloadGate(inst *instance, g gates, migrated map[string]JobState) workloadGate {
+	reason := g.waitingFor(inst)
 	if reason == "" {
 		reason = r.certificateWaiting(inst)
 	}
 	if reason == "" && inst.Migration != "" && migrated[inst.Migration] != JobComplete {
-		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, in.Spec.Version)
+		reason = fmt.Sprintf("Waiting for the %s migration of Armada %s", inst.Migration, r.in.Spec.Version)
 	}
-	if reason != "" {
-		if !running {
-			r.out.Status.Components[name] = v1alpha1.ComponentStatus{Reason: reason}
-			if inst.Executor != nil {
-				r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(name, inst.Executor, r.out.Status.Components[name]))
-			}
-			return nil
-		}
-		version = observed.Version
+	if reason == "" {
+		return workloadGate{compose: true, version: r.in.Spec.Version}
 	}
+	observed, running := r.opt.Observed.Workloads[inst.Name]
+	return workloadGate{compose: running, version: observed.Version, reason: reason}
+}
+
+// workload composes an instance's Deployment, or StatefulSet for a leader
+// elected component, at the version its gate allows, and returns the
+// instance's status.
+func (r *renderer) workload(inst *instance, to *clusterRef, id *remoteIdentity, cfg instanceConfig, gate workloadGate) v1alpha1.ComponentStatus {
+	if !gate.compose {
+		return v1alpha1.ComponentStatus{Reason: gate.reason}
+	}
+	in, name, version := r.in, inst.Name, gate.version
 	// The template carries the hash of the config Secret as observed once
 	// it exists, not as desired: Crossplane applies the Secret and the
 	// workload in one pass in no set order, and a template that changed
 	// first would restart pods on the old config, with nothing to restart
 	// them when the Secret changes after. The pass that observes the new
 	// Secret changes the hash and rolls the pods.
+	hash := cfg.hash
 	if h, ok := r.opt.Observed.ConfigHashes[name+"-config"]; ok {
 		hash = h
 	}
 	env, vols, mounts, hash := r.podExtras(inst, id, hash)
+	replicas := inst.replicas()
 	tpl := in.podTemplate(podOptions{
 		Component:    inst.component,
 		Name:         name,
@@ -363,7 +275,7 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		Image:        in.image(inst.Image, version, inst.Settings.Image),
 		Args:         inst.Args,
 		Resources:    resources(inst.Settings.Resources),
-		ConfigSecret: secret.Name,
+		ConfigSecret: cfg.secret,
 		ConfigHash:   hash,
 		Version:      version,
 		Replicas:     replicas,
@@ -376,160 +288,27 @@ func (r *renderer) instance(inst *instance, g gates, migrated map[string]JobStat
 		},
 	})
 	in.withRestart(&tpl, name)
+	observed, running := r.opt.Observed.Workloads[name]
 	ready := running && observed.Ready && observed.Version == version
-	if reason == "" && !ready {
-		reason = "Waiting for the workload to become available"
-	}
 	if inst.LeaderElected {
 		r.addTo(to, name+keyWorkloadSuffix, in.statefulSet(name, replicas, tpl), ready)
 	} else {
 		r.addTo(to, name+keyWorkloadSuffix, in.deployment(name, replicas, tpl), ready)
 	}
-	r.out.Status.Components[name] = v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
+	reason := gate.reason
+	if reason == "" && !ready {
+		reason = "Waiting for the workload to become available"
+	}
+	return v1alpha1.ComponentStatus{Ready: ready && version == in.Spec.Version, Version: version, Reason: reason}
+}
+
+// componentStatus records an instance's status, and a remote executor's
+// status beside it.
+func (r *renderer) componentStatus(inst *instance, s v1alpha1.ComponentStatus) {
+	r.out.Status.Components[inst.Name] = s
 	if inst.Executor != nil {
-		r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(name, inst.Executor, r.out.Status.Components[name]))
+		r.out.Status.Executors = append(r.out.Status.Executors, r.remoteStatus(inst.Name, inst.Executor, s))
 	}
-	return nil
-}
-
-// cluster composes the cluster-scoped priority classes (through
-// provider-kubernetes for a namespaced XR) and the Ingresses. The
-// ClusterRoles of components with cluster rules are fixed (rbac.go); each
-// instance composes its own binding.
-func (r *renderer) cluster() {
-	in := r.in
-	for _, pc := range in.Spec.Scheduling.PriorityClasses {
-		key := "priorityclass-" + pc.Name
-		r.addClusterScoped(nil, key, in.priorityClass(pc.Name, pc.Priority, pc.Preemptible), r.exists(key))
-	}
-	for _, i := range in.ingressRoutes() {
-		key := "ingress-" + i.suffix
-		r.add(key, in.ingress("ingress-"+i.suffix, i.host, i.component, i.port, i.grpc), r.exists(key))
-	}
-}
-
-// An ingressRoute is one host of spec.ingress and the component port it
-// routes to.
-type ingressRoute struct {
-	suffix, host, component, port string
-	grpc                          bool
-}
-
-// ingressRoutes are the Ingresses spec.ingress asks for: one per host set.
-func (in *Install) ingressRoutes() []ingressRoute {
-	ing := in.Spec.Ingress
-	if ing == nil {
-		return nil
-	}
-	var out []ingressRoute
-	for _, i := range []ingressRoute{
-		{"grpc", ing.GRPCHost, "server", "grpc", true},
-		{"rest", ing.RESTHost, "server", "http", false},
-		{"lookout", ing.LookoutHost, dbLookout, "http", false},
-		{"executor-api", ing.ExecutorAPIHost, dbScheduler, "grpc", true},
-	} {
-		if i.host != "" {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// conditions summarise migrations and components, with stable reasons and
-// messages that list what is pending in a stable order.
-func (r *renderer) conditions(migrated map[string]JobState) {
-	var running, failed, pending []string
-	for _, m := range migrations {
-		switch migrated[m.Name] {
-		case JobRunning:
-			running = append(running, m.Name)
-		case JobFailed:
-			failed = append(failed, m.Name)
-		case JobNotCreated:
-			pending = append(pending, m.Name)
-		case JobComplete:
-		}
-	}
-	v := r.in.Spec.Version
-	switch {
-	case len(pending) > 0 && r.held.Reason != "":
-		r.out.Conditions = append(r.out.Conditions, Condition{Type: ConditionMigrations, Reason: r.held.Reason, Message: r.held.Message})
-	case len(pending) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Reason: ReasonWaitingForDatabases,
-			Message: fmt.Sprintf("Waiting for the PostgreSQL databases before running the %s migration of Armada %s", strings.Join(pending, " and "), v),
-		})
-	case len(failed) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Reason: ReasonFailed,
-			Message: fmt.Sprintf("Migration Job for %s of Armada %s failed; see the Job's pod logs", strings.Join(failed, " and "), v),
-		})
-	case len(running) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Reason: ReasonRunning,
-			Message: fmt.Sprintf("Waiting for the %s migration of Armada %s", strings.Join(running, " and "), v),
-		})
-	default:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionMigrations, Status: true, Reason: ReasonComplete,
-			Message: "Migrations of Armada " + v + " are complete",
-		})
-	}
-
-	names := make([]string, 0, len(r.out.Status.Components))
-	for name := range r.out.Status.Components {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var waiting, unavailable []string
-	for _, name := range names {
-		s := r.out.Status.Components[name]
-		switch {
-		case s.Ready:
-		case s.Version == "" || s.Version != v:
-			waiting = append(waiting, name)
-		default:
-			unavailable = append(unavailable, name)
-		}
-	}
-	switch {
-	case len(waiting) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionComponents, Reason: ReasonWaitingForMigration,
-			Message: "Waiting for migrations before rolling out Armada " + v + " to: " + strings.Join(waiting, ", "),
-		})
-	case len(unavailable) > 0:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionComponents, Reason: ReasonUnavailable,
-			Message: "Not yet available: " + strings.Join(unavailable, ", "),
-		})
-	default:
-		r.out.Conditions = append(r.out.Conditions, Condition{
-			Type: ConditionComponents, Status: true, Reason: ReasonAllReady,
-			Message: "All components run Armada " + v,
-		})
-		r.out.Ready = true
-		r.out.Status.Version.Running = v
-	}
-	if !r.out.Ready {
-		r.out.Status.Version.Running = runningVersion(r.out.Status.Components)
-	}
-}
-
-// runningVersion is the version every component runs, or empty while they
-// differ or some have not started.
-func runningVersion(cs map[string]v1alpha1.ComponentStatus) string {
-	v := ""
-	for _, s := range cs {
-		if !s.Ready && s.Version == "" {
-			return ""
-		}
-		if v != "" && s.Version != v {
-			return ""
-		}
-		v = s.Version
-	}
-	return v
 }
 
 // settingsField is the spec.components field of a component.

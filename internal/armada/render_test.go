@@ -264,28 +264,37 @@ func checkRestricted(t *testing.T, out *Output) {
 			pod = &w.Spec.Template.Spec
 		case *batchv1.Job:
 			pod = &w.Spec.Template.Spec
+		case *batchv1.CronJob:
+			pod = &w.Spec.JobTemplate.Spec.Template.Spec
 		default:
 			continue
 		}
-		psc := pod.SecurityContext
-		if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			t.Errorf("%s: pod security context is not restricted: %+v", o.Key, psc)
-		}
-		for _, c := range pod.Containers {
-			sc := c.SecurityContext
-			if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-				t.Errorf("%s: container %s security context is not restricted: %+v", o.Key, c.Name, sc)
-			}
-		}
-		for _, v := range pod.Volumes {
-			if v.HostPath != nil {
-				t.Errorf("%s: hostPath volume %s", o.Key, v.Name)
-			}
-		}
+		checkRestrictedPod(t, o.Key, pod)
 		pods++
 	}
 	if pods == 0 {
 		t.Error("the render composes no pod template")
+	}
+}
+
+// checkRestrictedPod checks one pod template against the "restricted" Pod
+// Security Standard's rules.
+func checkRestrictedPod(t *testing.T, key string, pod *corev1.PodSpec) {
+	t.Helper()
+	psc := pod.SecurityContext
+	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod security context is not restricted: %+v", key, psc)
+	}
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s: container %s security context is not restricted: %+v", key, c.Name, sc)
+		}
+	}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("%s: hostPath volume %s", key, v.Name)
+		}
 	}
 }
 

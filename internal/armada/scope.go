@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
@@ -65,7 +64,7 @@ func (in *Install) checkClusterScope() field.ErrorList {
 }
 
 // clusterScoped lists the kinds of the cluster-scoped objects this cluster
-// gets, as r.cluster and r.instance compose them.
+// gets, as r.priorityClasses and r.instance compose them.
 func (in *Install) clusterScoped() []string {
 	var kinds []string
 	if len(in.Spec.Scheduling.PriorityClasses) > 0 {
@@ -89,38 +88,3 @@ func (in *Install) clusterScopedSummary() string {
 
 // Namespaced says whether the install is a namespaced XR's.
 func (in *Install) Namespaced() bool { return in.isNamespaced }
-
-// addClusterScoped composes a cluster-scoped object: directly for a claim,
-// through the cluster-scope config for a namespaced XR. An object for a
-// worker cluster (to) goes there, as any other.
-func (r *renderer) addClusterScoped(to *clusterRef, key string, o client.Object, ready bool) {
-	if to == nil {
-		to = r.in.clusterScope
-	}
-	r.addTo(to, key, o, ready)
-}
-
-// ObjectIn wraps an object in a provider-kubernetes Object named name in
-// namespace, keyed key, for the config ref: how a namespaced XR composes
-// an object outside its namespace. Ready is the wrapped object's own Ready
-// condition when derive is set, else the Object's creation.
-func (in *Install) ObjectIn(namespace, name, key string, ref v1alpha1.ProviderConfigRef, o client.Object, derive bool) Object {
-	c := clusterRef{Kind: ref.Kind, Name: ref.Name, local: true}
-	u := in.remoteObject(key, c, o, remoteOptions{})
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	if derive {
-		spec, _ := u.Object["spec"].(map[string]any)
-		spec["readiness"] = map[string]any{"policy": "DeriveFromObject"}
-	}
-	return Object{Key: key, Object: u}
-}
-
-// ClusterScope is a namespaced install's spec.clusterScope.providerConfigRef,
-// or nil.
-func (in *Install) ClusterScope() *v1alpha1.ProviderConfigRef {
-	if in.clusterScope == nil {
-		return nil
-	}
-	return &v1alpha1.ProviderConfigRef{Kind: in.clusterScope.Kind, Name: in.clusterScope.Name}
-}

@@ -19,9 +19,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 	"github.com/armadaproject/armada-crossplane/internal/structenc"
 )
 
@@ -185,7 +188,7 @@ func (r *renderer) tls() error {
 	}
 	data := map[string][]byte{}
 	// The CA: kept while it is the CA wanted, else replaced through a
-	// rollover that trusts both CAs while pods move (tlsrollover.go).
+	// rollover that trusts both CAs while pods move (carotation.go).
 	ca, caKey, err := r.caRollover(clock, gen, data)
 	if err != nil {
 		return err
@@ -269,7 +272,7 @@ func leafTemplate(names []string, notBefore, notAfter time.Time) *x509.Certifica
 // from the browser, so every key is ECDSA P-256, which every browser and
 // Go's TLS accept. A CA or certificate of another key type in an observed
 // Secret (Ed25519, as generated before) is replaced, the CA through a
-// rollover (tlsrollover.go).
+// rollover (carotation.go).
 func issue(memo *TLSMemo, rand io.Reader, tmpl, parent *x509.Certificate,
 	parentKey crypto.Signer,
 ) (*x509.Certificate, crypto.Signer, []byte, []byte, error) {
@@ -446,4 +449,29 @@ func memoKey(parts ...[]byte) [sha256.Size]byte {
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
+}
+
+// validateTLS checks spec.tls.issuerRef, as the XRD does.
+func validateTLS(p *field.Path, t *v1alpha1.TLS) field.ErrorList {
+	if t == nil || t.IssuerRef == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	rp := p.Child("issuerRef")
+	if t.Enabled != nil && !*t.Enabled {
+		errs = append(errs, field.Invalid(rp, t.IssuerRef.Name, "needs spec.tls.enabled: true"))
+	}
+	ref := t.IssuerRef
+	if ref.Name == "" {
+		errs = append(errs, field.Required(rp.Child("name"), "name the cert-manager Issuer or ClusterIssuer"))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
+		if ref.Name != "" {
+			errs = append(errs, field.Invalid(rp.Child("name"), ref.Name, msg))
+		}
+	}
+	if ref.Kind != "" && !slices.Contains(issuerKinds, ref.Kind) {
+		errs = append(errs, field.NotSupported(rp.Child("kind"), ref.Kind, issuerKinds))
+	}
+	return errs
 }

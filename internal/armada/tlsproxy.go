@@ -93,7 +93,7 @@ func (in *Install) withTLSProxy(tpl *corev1.PodTemplateSpec, c *component) {
 			Ports:           []corev1.ContainerPort{p},
 			Resources:       tlsProxyResources(),
 			VolumeMounts:    tlsMounts,
-			SecurityContext: containerSecurityContext(),
+			SecurityContext: RestrictedContainerSecurity(),
 		})
 	}
 }

@@ -1,6 +1,13 @@
 package armada
 
-import "slices"
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
 
 // A Release is one supported Armada release: a row of the version table.
 // Everything the function renders differently per release, and every fact
@@ -85,4 +92,42 @@ func ReleaseOf(version string) (Release, bool) {
 		return Release{}, false
 	}
 	return Releases[i], true
+}
+
+// compareVersions compares two x.y.z versions like strings.Compare.
+// Malformed parts compare as zero.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range 3 {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// checkDowngrade refuses to render an older version than a running one.
+func checkDowngrade(in *Install, o Observed) error {
+	names := make([]string, 0, len(o.Workloads))
+	for name := range o.Workloads {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := o.Workloads[name].Version; v != "" && compareVersions(in.Spec.Version, v) < 0 {
+			return errors.Errorf("spec.version: Forbidden: cannot downgrade Armada from %s to %s (%s runs %s); set spec.version to %s or newer",
+				v, in.Spec.Version, name, v, v)
+		}
+	}
+	return nil
 }

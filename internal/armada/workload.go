@@ -46,14 +46,14 @@ func (in *Install) meta(name, component string) metav1.ObjectMeta {
 // podSecurityContext is Armada's components' pod security context: the
 // image's user, restricted.
 func podSecurityContext() *corev1.PodSecurityContext {
-	return restrictedPodSecurity(runAsUser, runAsGroup, ptr.To[int64](runAsGroup))
+	return RestrictedPodSecurity(runAsUser, runAsGroup, ptr.To[int64](runAsGroup))
 }
 
-// restrictedPodSecurity is the one pod security context every composed pod
+// RestrictedPodSecurity is the one pod security context every composed pod
 // starts from: it meets the "restricted" Pod Security Standard (non-root,
 // the runtime's default seccomp profile), running as uid and gid, with
-// fsGroup owning its volumes if set.
-func restrictedPodSecurity(uid, gid int64, fsGroup *int64) *corev1.PodSecurityContext {
+// fsGroup owning its volumes if set. The tests' own pods start from it too.
+func RestrictedPodSecurity(uid, gid int64, fsGroup *int64) *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To(uid),
@@ -63,8 +63,10 @@ func restrictedPodSecurity(uid, gid int64, fsGroup *int64) *corev1.PodSecurityCo
 	}
 }
 
-// containerSecurityContext meets the "restricted" Pod Security Standard.
-func containerSecurityContext() *corev1.SecurityContext {
+// RestrictedContainerSecurity is the one container security context every
+// composed container has: it meets the "restricted" Pod Security Standard
+// (no privilege escalation, every capability dropped) with a read-only root.
+func RestrictedContainerSecurity() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
 		ReadOnlyRootFilesystem:   ptr.To(true),
@@ -256,7 +258,7 @@ func (in *Install) podTemplate(o podOptions) corev1.PodTemplateSpec {
 		Env:             env,
 		Resources:       o.Resources,
 		VolumeMounts:    mounts,
-		SecurityContext: containerSecurityContext(),
+		SecurityContext: RestrictedContainerSecurity(),
 	}
 	labels := in.labels(o.Name)
 	labels[labelVersion] = o.Version

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -83,9 +84,12 @@ func converged(tb testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionReq
 			tb.Fatalf("RunFunction(...): %v %v", err, rsp.GetResults())
 		}
 		observed := map[string]*fnv1.Resource{}
+		oxr := &unstructured.Unstructured{Object: req.GetObserved().GetComposite().GetResource().AsMap()}
 		for name, r := range rsp.GetDesired().GetResources() {
 			u := &unstructured.Unstructured{Object: r.GetResource().AsMap()}
 			simulate.AsCreated(u, time.Time{})
+			// Crossplane sets the XR's controller reference on everything it applies.
+			u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(oxr, oxr.GroupVersionKind())})
 			s, err := structpb.NewStruct(u.Object)
 			if err != nil {
 				tb.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
 // TestJobNamespaceGuards: the job namespaces a team queue composes hold
@@ -186,17 +188,11 @@ func jobPod(ns, name string, mutate func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext: armada.RestrictedPodSecurity(1000, 1000, nil),
 			Containers: []corev1.Container{{
 				Name: "job", Image: "busybox", Command: []string{"true"},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}},
+				SecurityContext: armada.RestrictedContainerSecurity(),
+				Resources:       corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}},
 			}},
 		},
 	}

@@ -1,14 +1,18 @@
 // Package layout checks the repository's layout by role (docs/dev/layout.md):
-// the shipped binaries build from the product alone, and no Go file grows
-// past 600 lines.
+// the shipped binaries build from the product alone, no Go file grows
+// past 600 lines, and internal/armada's package doc maps its files.
 package layout
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +85,49 @@ func TestNoLongFiles(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string(nil), long); diff != "" {
 		t.Errorf("Go files over %d lines (split by concern): -want, +got:\n%s", maxLines, diff)
+	}
+}
+
+// TestArmadaDocMapsFiles: internal/armada's package doc (doc.go) is the
+// map of its concerns, so it names every non-test file of the package, and
+// every file it names exists.
+func TestArmadaDocMapsFiles(t *testing.T) {
+	dir := filepath.Join(testutil.Root(), "internal", "armada")
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, "doc.go"), nil, parser.PackageClauseOnly|parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Doc == nil {
+		t.Fatal("internal/armada/doc.go has no package doc")
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`[a-z0-9_]+\.go\b`).FindAllString(f.Doc.Text(), -1) {
+		named[m] = true
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exist := map[string]bool{}
+	var unnamed []string
+	for _, p := range files {
+		name := filepath.Base(p)
+		exist[name] = true
+		if name != "doc.go" && !strings.HasSuffix(name, "_test.go") && !named[name] {
+			unnamed = append(unnamed, name)
+		}
+	}
+	var missing []string
+	for name := range named {
+		if !exist[name] {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	if diff := cmp.Diff([]string(nil), unnamed); diff != "" {
+		t.Errorf("files internal/armada/doc.go does not name (add each to the map of concerns): -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string(nil), missing); diff != "" {
+		t.Errorf("files internal/armada/doc.go names that do not exist: -want, +got:\n%s", diff)
 	}
 }

@@ -116,13 +116,9 @@ func TestAdmissionPolicy(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "job-", Namespace: ns, Labels: map[string]string{"armada_queue_id": "jobflow", "armada_job_id": "j"}},
 			// Restricted, as the job namespaces' Pod Security level asks.
 			Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				SecurityContext: &corev1.PodSecurityContext{
-					RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				},
-				Containers: []corev1.Container{{Name: "work", Image: "busybox", SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				}}},
+				RestartPolicy:   corev1.RestartPolicyNever,
+				SecurityContext: armada.RestrictedPodSecurity(1000, 1000, nil),
+				Containers:      []corev1.Container{{Name: "work", Image: "busybox", SecurityContext: armada.RestrictedContainerSecurity()}},
 			},
 		}
 		for _, m := range mods {

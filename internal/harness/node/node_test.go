@@ -280,22 +280,12 @@ func jobPod(name, node string, args []string) *corev1.Pod {
 			ServiceAccountName:            "job",
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](1000),
-				RunAsGroup:     ptr.To[int64](2000),
-				FSGroup:        ptr.To[int64](2000),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:               armada.RestrictedPodSecurity(1000, 2000, ptr.To[int64](2000)),
 			Containers: []corev1.Container{{
-				Name:  "job",
-				Image: JobImage,
-				Args:  args,
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				Name:            "job",
+				Image:           JobImage,
+				Args:            args,
+				SecurityContext: armada.RestrictedContainerSecurity(),
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstrPort(8080)}},
 					PeriodSeconds: 1,

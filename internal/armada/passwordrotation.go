@@ -19,7 +19,9 @@ import (
 // records each generation above 0 in an annotation, and a stored value is
 // reused only while its recorded generation is the desired one. Generation
 // 0 is the label as it always was, so existing values and pods stay as
-// they are.
+// they are. This file rotates the passwords; the executors' identities
+// (identityrotation.go) and the CA (carotation.go) rotate on the same
+// generations.
 
 // annotationRotation prefixes the annotations recording generations: the
 // credentials Secret's per password key, the TLS Secret's for the CA.
