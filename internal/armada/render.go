@@ -189,6 +189,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	r.actions()
+	r.restoreDrill()
 	if err := r.monitoring(insts); err != nil {
 		return nil, err
 	}
