@@ -68,11 +68,21 @@ echo "local all all trust" >"$scratch/pg_hba.conf"
 : >"$scratch/pg_ident.conf"
 touch "$data/recovery.signal"
 trap 'pg_ctl -D "$data" -m immediate stop >/dev/null 2>&1 || true' EXIT
+# pg_ctl returns once PostgreSQL runs (in recovery, without hot standby
+# it accepts no connection yet), or fails if it stops first. It accepts
+# connections once it has recovered and left recovery, and stops if
+# recovery fails. The Job's deadline bounds the wait.
 if ! pg_ctl -D "$data" -o "-c config_file=$scratch/drill.conf" -l "$log" -w -t 86400 start >/dev/null; then
 	tail -n 20 "$log" || true
 	fail "backup $backup of $SERVER_NAME did not recover (PostgreSQL's log above)"
 fi
-[ "$(scratchsql postgres 'SELECT pg_is_in_recovery()')" = f ] || fail "the restored PostgreSQL did not leave recovery"
+until [ "$(scratchsql postgres 'SELECT pg_is_in_recovery()' 2>/dev/null)" = f ]; do
+	if ! pg_ctl -D "$data" status >/dev/null; then
+		tail -n 20 "$log" || true
+		fail "backup $backup of $SERVER_NAME did not recover (PostgreSQL's log above)"
+	fi
+	sleep 1
+done
 summary=""
 for entry in $DATABASES; do
 	db=${entry%%:*}
