@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -76,8 +77,21 @@ func TestDrillCronJob(t *testing.T) {
 	if find(off, keyDrillCronJob) != nil || find(off, keyDrillServiceAccount) != nil || find(off, "netpol-"+drillName) != nil {
 		t.Errorf("restoreDrill.enabled false still composes the drill")
 	}
-	if find(out, "netpol-"+drillName) == nil {
-		t.Errorf("the drill has no NetworkPolicy")
+	np, ok := find(out, "netpol-"+drillName).Object.(*networkingv1.NetworkPolicy)
+	if !ok {
+		t.Fatalf("the drill has no NetworkPolicy")
+	}
+	var egress []string
+	for _, e := range np.Spec.Egress {
+		for _, p := range e.Ports {
+			egress = append(egress, string(*p.Protocol)+"/"+p.Port.String())
+		}
+	}
+	if diff := cmp.Diff([]string{"UDP/53", "TCP/53", "TCP/9000", "TCP/5432"}, egress); diff != "" {
+		t.Errorf("the drill's egress: DNS, the object store's endpoint port and PostgreSQL only: -want, +got:\n%s", diff)
+	}
+	if len(np.Spec.Ingress) != 0 {
+		t.Errorf("the drill's pod admits ingress %v: nothing connects to it", np.Spec.Ingress)
 	}
 }
 

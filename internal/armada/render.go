@@ -189,7 +189,6 @@ func Render(in *Install, opt Options) (*Output, error) {
 		return nil, err
 	}
 	r.actions()
-	r.restoreDrill()
 	if err := r.monitoring(insts); err != nil {
 		return nil, err
 	}
@@ -201,6 +200,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
+	r.restoreDrill()
 	if err := checkDrops(&in.Spec, opt.Observed, r.out.Objects); err != nil {
 		return nil, err
 	}
