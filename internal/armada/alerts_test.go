@@ -254,7 +254,7 @@ func withBackups(s *v1alpha1.ArmadaSpec) {
 // drillSeries are kube-state-metrics' series of the drill's CronJob, as
 // scraped with its own target labels: the last start, the last success
 // (none if 0) and the running Jobs. The CronJob was created at -900000.
-func drillSeries(lastSchedule, lastSuccessful float64, active float64) []series {
+func drillSeries(lastSchedule, lastSuccessful, active float64) []series {
 	ksm := func(metric string) string {
 		return metric + `{namespace="armada",cronjob="armada-restore-drill",job="kube-state-metrics",instance="10.0.0.1:8080"}`
 	}

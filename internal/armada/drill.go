@@ -1,7 +1,6 @@
 package armada
 
 import (
-	_ "embed" // The drill's script.
 	"fmt"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
+
+	_ "embed" // The drill's script.
 )
 
 // The restore drill (spec.postgres.backup.restoreDrill) proves on a
@@ -304,10 +305,7 @@ func (in *Install) drillStatus(o *DrillObserved, created, now time.Time) (*v1alp
 	}
 	maxAge, _ := time.ParseDuration(d.MaxAge)
 	if !now.IsZero() && !since.IsZero() {
-		age := now.Sub(since)
-		if age < 0 {
-			age = 0
-		}
+		age := max(now.Sub(since), 0)
 		st.Age = fmt.Sprintf("%dh", int64(age/time.Hour))
 		st.Overdue = age > maxAge
 	}
@@ -319,8 +317,9 @@ func (in *Install) drillStatus(o *DrillObserved, created, now time.Time) (*v1alp
 				"Its pod's log says why (%s); kubectl -n %s get jobs -l %s=%s lists the runs", st.LastRun, logs, in.Namespace, labelComponent, drillName)}
 	case st.Overdue && st.LastVerifiedRestore == "":
 		return st, Condition{Type: ConditionRestoreDrill, Reason: ReasonDrillOverdue, Message: fmt.Sprintf(
-			"No restore of a backup has been verified in the %s since the Armada was created (maxAge %s); check that backups complete (status.backup.lastSuccessfulTime) "+
-				"and that the CronJob %s runs (kubectl -n %s get cronjob %s)", st.Age, d.MaxAge, name, in.Namespace, name)}
+			"No restore of a backup has been verified in the %s since the Armada was created (maxAge %s); "+
+				"check that backups complete (status.backup.lastSuccessfulTime) and that the CronJob %s runs (kubectl -n %s get cronjob %s)",
+			st.Age, d.MaxAge, name, in.Namespace, name)}
 	case st.Overdue:
 		return st, Condition{Type: ConditionRestoreDrill, Reason: ReasonDrillOverdue, Message: fmt.Sprintf(
 			"The last verified restore was at %s, %s ago, longer than maxAge %s; check that the CronJob %s runs (kubectl -n %s get cronjob %s)",

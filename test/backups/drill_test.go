@@ -60,7 +60,8 @@ type drillRun struct {
 // PATH has Debian's PostgreSQL binaries, which the image has on its PATH.
 func (d drillPod) run(t *testing.T, pg *testenv.Postgres, secrets map[string]map[string]string) drillRun {
 	t.Helper()
-	env := []string{"PATH=" + testenv.PostgresBinDir + ":" + os.Getenv("PATH")}
+	env := make([]string, 0, len(d.Env)+5)
+	env = append(env, "PATH="+testenv.PostgresBinDir+":"+os.Getenv("PATH"))
 	for _, e := range d.Env {
 		v := e.Value
 		if e.ValueFrom != nil {
