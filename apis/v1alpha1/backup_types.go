@@ -27,6 +27,43 @@ type PostgresBackup struct {
 	// true.
 	// +optional
 	BeforeUpgrade *bool `json:"beforeUpgrade,omitempty"`
+	// RestoreDrill restores the newest backup on a schedule into a scratch
+	// PostgreSQL and checks it. On by default.
+	// +optional
+	RestoreDrill RestoreDrill `json:"restoreDrill,omitempty"`
+}
+
+// RestoreDrill is a CronJob that proves the newest backup restores: it
+// restores it with Barman Cloud into a scratch PostgreSQL on a volume that
+// lives as long as its pod, checks Armada's schema and job tables against
+// the running database, and ends. Durations are Go durations with h, m or
+// s units, e.g. "2h" or "192h".
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.maxAge) || duration(self.maxAge) > duration(self.timeout)",message="spec.postgres.backup.restoreDrill.maxAge must be longer than timeout"
+type RestoreDrill struct {
+	// Enabled composes the drill. Defaults to true; false removes it.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Schedule of the drill, in Kubernetes CronJob syntax: five fields
+	// (minute hour day-of-month month day-of-week) or a macro such as
+	// @weekly. Defaults to "0 4 * * 0" (Sundays at 04:00).
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+( \S+){4})$`
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+	// Timeout ends a drill that takes longer, as failed. Defaults to "2h".
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be at least 1m"
+	// +optional
+	Timeout string `json:"timeout,omitempty"`
+	// MaxAge is how old the last verified restore may be before the drill
+	// is overdue: the RestoreDrill condition turns False and the
+	// ArmadaRestoreDrillOverdue alert fires. Defaults to "192h" (8 days).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="must be at least 1h"
+	// +optional
+	MaxAge string `json:"maxAge,omitempty"`
 }
 
 // BackupObjectStore is an S3-compatible bucket and how to reach it. Every
@@ -99,6 +136,32 @@ type PostgresBackupStatus struct {
 	// can reach.
 	// +optional
 	FirstRecoverabilityPoint string `json:"firstRecoverabilityPoint,omitempty"`
+	// RestoreDrill reports the scheduled restore drill.
+	// +optional
+	RestoreDrill *RestoreDrillStatus `json:"restoreDrill,omitempty"`
+}
+
+// RestoreDrillStatus reports the restore drill, as its CronJob's status
+// shows it.
+type RestoreDrillStatus struct {
+	// CronJob running the drill; its Jobs' logs say what each drill found.
+	CronJob string `json:"cronJob"`
+	// Outcome of the newest drill: Succeeded, Failed, Running or NotRunYet.
+	Outcome string `json:"outcome"`
+	// LastRun is when the newest drill started.
+	// +optional
+	LastRun string `json:"lastRun,omitempty"`
+	// LastVerifiedRestore is when the newest successful drill ended.
+	// +optional
+	LastVerifiedRestore string `json:"lastVerifiedRestore,omitempty"`
+	// Age of the last verified restore, in whole hours, when the function
+	// last looked (or of the Armada, before the first).
+	// +optional
+	Age string `json:"age,omitempty"`
+	// Overdue is set when no restore has been verified for longer than
+	// spec.postgres.backup.restoreDrill.maxAge.
+	// +optional
+	Overdue bool `json:"overdue,omitempty"`
 }
 
 // BackupRun is one CloudNativePG Backup.

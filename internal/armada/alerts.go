@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -47,6 +48,13 @@ const (
 	ingesterDelay          = "pulsar_message_processing_delay"
 	ingesterDBErrors       = "db_errors"
 	ingesterPulsarErrors   = "pulsar_connection_errors"
+	// kube-state-metrics' CronJob series (docs/metrics/workload/
+	// cronjob-metrics.md, all STABLE), labelled with the CronJob's
+	// namespace and name: the restore drill's outcome.
+	ksmCronJobLastSchedule   = "kube_cronjob_status_last_schedule_time"
+	ksmCronJobLastSuccessful = "kube_cronjob_status_last_successful_time"
+	ksmCronJobCreated        = "kube_cronjob_created"
+	ksmCronJobActive         = "kube_cronjob_status_active"
 	// executorAPI is the scheduler's gRPC service executors call
 	// (pkg/executorapi/executorapi.proto).
 	executorAPI = "executorapi.ExecutorApi"
@@ -78,7 +86,7 @@ func (in *Install) alertRules(insts []*instance) []alertRule {
 			sc.ingesters = append(sc.ingesters, inst.IngesterMetrics)
 		}
 	}
-	return slices.Concat(sc.componentAlerts(), sc.schedulerAlerts(), sc.ingesterAlerts(), sc.executorAlerts())
+	return slices.Concat(sc.componentAlerts(), sc.schedulerAlerts(), sc.ingesterAlerts(), sc.executorAlerts(), sc.drillAlerts())
 }
 
 func (sc *alertScope) sel(extra ...string) string { return sc.in.promSelector(extra...) }
@@ -250,4 +258,42 @@ func (in *Install) prometheusRule(insts []*instance) *unstructured.Unstructured 
 	})
 	u.SetLabels(in.monitoringLabels("monitoring"))
 	return u
+}
+
+// drillAlerts watch the restore drill through kube-state-metrics' series
+// of its CronJob: the newest run ended without success, or no run has
+// succeeded for longer than maxAge (counted from the CronJob's creation
+// before the first).
+func (sc *alertScope) drillAlerts() []alertRule {
+	in := sc.in
+	if !in.drillOn() {
+		return nil
+	}
+	d := in.Spec.Postgres.Backup.RestoreDrill
+	maxAge, _ := time.ParseDuration(d.MaxAge)
+	name := in.object(drillName)
+	sel := `{namespace="` + sc.ns + `",cronjob="` + name + `"}`
+	by := "max by (namespace, cronjob) "
+	verified := fmt.Sprintf("%s(%s%s or %s%s)", by, ksmCronJobLastSuccessful, sel, ksmCronJobCreated, sel)
+	logs := fmt.Sprintf("kubectl -n %s logs -l %s=%s,%s=%s --tail=20", sc.ns, labelInstance, in.Name, labelComponent, drillName)
+	return []alertRule{
+		{
+			Name: "ArmadaRestoreDrillFailed", Severity: severityWarning, For: holdShort,
+			Expr: fmt.Sprintf("%s(%s%s) > %s unless on (namespace, cronjob) %s%s > 0",
+				by, ksmCronJobLastSchedule, sel, verified, ksmCronJobActive, sel),
+			Summary: "The restore drill of Armada " + in.Name + "'s PostgreSQL backup failed",
+			Description: "The newest run of the CronJob " + name + " in namespace " + sc.ns + " ended without restoring and checking the newest " +
+				"backup, so it is not known to restore. Its pod's log says why (" + logs + "): no completed backup, an object missing " +
+				"or damaged in the bucket, credentials, or a restored schema or job table that does not match the running database. " +
+				"The claim's RestoreDrill condition says the same.",
+		},
+		{
+			Name: "ArmadaRestoreDrillOverdue", Severity: severityWarning, For: holdLong,
+			Expr:    fmt.Sprintf("time() - %s > %d", verified, int64(maxAge.Seconds())),
+			Summary: "No restore of Armada " + in.Name + "'s PostgreSQL backup has been verified for {{ $value | humanizeDuration }}",
+			Description: "The CronJob " + name + " in namespace " + sc.ns + " has not completed a restore drill for longer than " +
+				"spec.postgres.backup.restoreDrill.maxAge (" + d.MaxAge + "). Check that it runs (kubectl -n " + sc.ns + " get cronjob " + name +
+				"), that it is not suspended, and the log of its last pod (" + logs + ").",
+		},
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
 // alertMinutes is how long each synthetic scenario runs: longer than the
@@ -69,7 +71,7 @@ func clusters(capacity map[string]float64) []series {
 // does: it fires, with the labels a person on call needs, on a synthetic
 // bad series, and stays silent on a healthy one.
 func TestAlerts(t *testing.T) {
-	in, errs := New(claimed(monitored()))
+	in, errs := New(claimed(monitored(withBackups)))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -150,6 +152,16 @@ func TestAlerts(t *testing.T) {
 			healthy: clusters(map[string]float64{"a": 32, "b": 64}),
 			fires:   []string{`cluster="a"`},
 		},
+		"ArmadaRestoreDrillFailed": {
+			bad:     drillSeries(1000, 500, 0),
+			healthy: drillSeries(1000, 1100, 0),
+			fires:   []string{`cronjob="armada-restore-drill", namespace="armada"`},
+		},
+		"ArmadaRestoreDrillOverdue": {
+			bad:     drillSeries(-800_000, -800_000, 0),
+			healthy: drillSeries(-600_000, -600_000, 0),
+			fires:   []string{`cronjob="armada-restore-drill", namespace="armada"`},
+		},
 		"ArmadaQueueBacklog": {
 			bad: []series{
 				{target("scheduler", metricQueueSize, `queueName="q1"`, `queue="q1"`, `state="validated"`), constant(1500)},
@@ -215,7 +227,7 @@ type expr struct {
 // renderedExprs are every alert and panel expression of monitored().
 func renderedExprs(t *testing.T) []expr {
 	t.Helper()
-	in, errs := New(claimed(monitored()))
+	in, errs := New(claimed(monitored(withBackups)))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -231,4 +243,48 @@ func renderedExprs(t *testing.T) []expr {
 		}
 	}
 	return out
+}
+
+// withBackups gives monitored() an in-cluster PostgreSQL with backups, so
+// the restore drill and its alerts are rendered.
+func withBackups(s *v1alpha1.ArmadaSpec) {
+	s.Postgres = v1alpha1.Postgres{Mode: modeInCluster, Backup: &v1alpha1.PostgresBackup{ObjectStore: store("prod")}}
+}
+
+// drillSeries are kube-state-metrics' series of the drill's CronJob, as
+// scraped with its own target labels: the last start, the last success
+// (none if 0) and the running Jobs. The CronJob was created at -900000.
+func drillSeries(lastSchedule, lastSuccessful, active float64) []series {
+	ksm := func(metric string) string {
+		return metric + `{namespace="armada",cronjob="armada-restore-drill",job="kube-state-metrics",instance="10.0.0.1:8080"}`
+	}
+	out := []series{
+		{ksm(ksmCronJobCreated), constant(-900_000)},
+		{ksm(ksmCronJobLastSchedule), constant(lastSchedule)},
+		{ksm(ksmCronJobActive), constant(active)},
+	}
+	if lastSuccessful != 0 {
+		out = append(out, series{ksm(ksmCronJobLastSuccessful), constant(lastSuccessful)})
+	}
+	return out
+}
+
+// TestDrillFailedNotWhileRunning proves a drill that is still running
+// (its CronJob has an active Job, started after the last success) does
+// not alert as failed.
+func TestDrillFailedNotWhileRunning(t *testing.T) {
+	in, errs := New(claimed(monitored(withBackups)))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, r := range in.alertRules(instances(in)) {
+		if r.Name != "ArmadaRestoreDrillFailed" {
+			continue
+		}
+		if got := firing(t, r, toStorage(t, drillSeries(2000, 1100, 1), alertMinutes), alertMinutes); len(got) > 0 {
+			t.Errorf("a running drill fires %s: %v\nexpr: %s", r.Name, got, r.Expr)
+		}
+		return
+	}
+	t.Fatal("ArmadaRestoreDrillFailed is not rendered")
 }

@@ -104,6 +104,7 @@ func defaultBackup(b *v1alpha1.PostgresBackup) {
 	if b.BeforeUpgrade == nil {
 		b.BeforeUpgrade = ptr.To(true)
 	}
+	defaultDrill(&b.RestoreDrill)
 }
 
 // validateBackupRestore checks spec.postgres.backup and restore: they need
@@ -134,6 +135,7 @@ func validateBackupRestore(p *field.Path, pg *v1alpha1.Postgres) field.ErrorList
 		if !retention.MatchString(b.Retention) {
 			errs = append(errs, field.Invalid(bp.Child("retention"), b.Retention, "must be a number and d, w or m (e.g. 30d)"))
 		}
+		errs = append(errs, validateDrill(bp.Child("restoreDrill"), &b.RestoreDrill)...)
 	}
 	if r := pg.Restore; r != nil {
 		rp := p.Child("restore")

@@ -34,7 +34,8 @@ var Dependencies = []Dependency{
 	{
 		Name: "provider-kubernetes", Module: "github.com/crossplane-contrib/provider-kubernetes", Version: "v1.3.1",
 		CRDDir: "package/crds", Package: "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes",
-		Why: "newest release built on crossplane-runtime v2.3 and Go 1.26; the local control plane runs it",
+		Why: "the local control plane runs it; v1.4.1, the newest, needs Go 1.27 and crossplane-runtime " +
+			"v2.5.0-rc.0.0.20260922181840-9d02af3667a0 and crossplane/apis v2.4.1, which the Go module proxy refuses here (403)",
 	},
 	{
 		Name: "provider-helm", Module: "github.com/crossplane-contrib/provider-helm", Version: "v1.3.0",

@@ -239,6 +239,7 @@ func (in *Install) flows(insts []*instance) []flow {
 		out = append(out, dnsFlow(name), flowTo(name, in.postgresEndpoint(), "postgres"))
 	}
 	out = append(out, in.prunerFlows()...)
+	out = append(out, in.drillFlows()...)
 	out = append(out, in.sentinelFlows()...)
 	return append(out, dnsFlow(podTopics), flowTo(podTopics, in.pulsarEndpoint(true), "ADMIN_URL"))
 }
@@ -351,6 +352,7 @@ func (in *Install) policyPods(insts []*instance) []string {
 		out = append(out, "migrate-"+m.Name)
 	}
 	out = append(out, in.prunerPods()...)
+	out = append(out, in.drillPods()...)
 	out = append(out, podTopics)
 	if in.Spec.Redis.Mode == modeInCluster {
 		out = append(out, serviceRedis)

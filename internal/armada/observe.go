@@ -88,6 +88,9 @@ type Observed struct {
 	// Pruners are the observed database pruner CronJobs, by composition
 	// resource name (pruning.go); nil if none.
 	Pruners map[string]PrunerObserved
+	// Drill is the observed restore drill CronJob (drill.go); nil if
+	// none.
+	Drill *DrillObserved
 }
 
 // BackupObserved is an observed CloudNativePG Backup.
@@ -224,6 +227,8 @@ func observeContent(o *Observed, key string, u *unstructured.Unstructured) {
 		}
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Backup":
 		o.Backups[u.GetName()] = backupObserved(u)
+	case key == keyDrillCronJob:
+		observeDrill(o, u)
 	case u.GetKind() == "CronJob":
 		observePruner(o, key, u)
 	case u.GetAPIVersion() == apiBarmanCloud && u.GetKind() == "ObjectStore":

@@ -147,6 +147,7 @@ func Render(in *Install, opt Options) (*Output, error) {
 	r.queues(r.passwords[userQueues])
 	r.out.Conditions = append(r.out.Conditions, r.backingCondition())
 	r.conditions(migrated)
+	r.restoreDrill()
 	if err := checkDrops(&in.Spec, opt.Observed, r.out.Objects); err != nil {
 		return nil, err
 	}

@@ -33,8 +33,9 @@ import (
 // relayed to pg) and runs the render's Jobs with package podrun's Runner,
 // which runs each as its image's Armada binary at the composed release
 // with the composed args, config Secret and environment, and marks it
-// complete once it exits 0, as in the job-flow suite.
-func migrate(t *testing.T, pg *testenv.Postgres, r *composed) {
+// complete once it exits 0, as in the job-flow suite. It returns the
+// password of the app Secret it plays.
+func migrate(t *testing.T, pg *testenv.Postgres, r *composed) string {
 	t.Helper()
 	rel, _, err := jobflow.FindRelease(t.Context(), armada.DefaultVersion)
 	if err != nil {
@@ -97,6 +98,7 @@ func migrate(t *testing.T, pg *testenv.Postgres, r *composed) {
 		}
 		return true, ""
 	}, nil)
+	return password
 }
 
 // complete reports whether a Job has a Complete condition.

@@ -60,7 +60,7 @@ func TestJobFlow(t *testing.T) {
 	// default release.
 	f := compose(t, composeOptions{
 		nodes: localNodes(), version: fromVersion, upgradeTo: armada.DefaultVersion,
-		spec:   map[string]any{"scheduling": poolsSpec(), "executors": executorsSpec()},
+		spec:   map[string]any{"scheduling": poolsSpec(), "executors": executorsSpec(), "retention": pruneRetention()},
 		worker: true,
 	})
 	a, lookout, clusterID, pg, applied := f.a, f.lookout, f.clusterID, f.be.Postgres, f.applied
@@ -136,6 +136,8 @@ func TestJobFlow(t *testing.T) {
 	t.Run("GPUPool", func(t *testing.T) { testGPUPool(t, f) })
 	t.Run("RemoteExecutor", func(t *testing.T) { testRemoteExecutor(t, f) })
 	t.Run("Upgrade", func(t *testing.T) { testUpgrade(t, f, armada.DefaultVersion) })
+	// Last: it prunes the earlier subtests' jobs.
+	t.Run("PruneThenSucceeded", func(t *testing.T) { testPruneThenSucceeded(t, f) })
 }
 
 // watch follows a job set's events until every job in it has finished,

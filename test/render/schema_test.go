@@ -181,6 +181,24 @@ func TestSchema(t *testing.T) {
 			claim:  strings.Replace(inCluster, "postgres: {mode: InCluster}", `postgres: {mode: InCluster, backup: {schedule: "0 2 * * *", objectStore: `+objectStore+"}}", 1),
 			want:   []string{"spec.postgres.backup.schedule: Invalid value"},
 		},
+		"RestoreDrillSixFieldSchedule": {
+			reason: "The restore drill is a Kubernetes CronJob: five fields or a macro.",
+			claim: strings.Replace(inCluster, "postgres: {mode: InCluster}", `postgres: {mode: InCluster, backup: {objectStore: `+objectStore+
+				`, restoreDrill: {schedule: "0 0 4 * * 0"}}}`, 1),
+			want: []string{"spec.postgres.backup.restoreDrill.schedule: Invalid value"},
+		},
+		"RestoreDrillMaxAgeNotAfterTimeout": {
+			reason: "A drill is overdue only after it could have ended.",
+			claim: strings.Replace(inCluster, "postgres: {mode: InCluster}", `postgres: {mode: InCluster, backup: {objectStore: `+objectStore+
+				`, restoreDrill: {timeout: 3h, maxAge: 2h}}}`, 1),
+			want: []string{"restoreDrill.maxAge must be longer than timeout"},
+		},
+		"RestoreDrillShortTimeout": {
+			reason: "A drill needs at least a minute.",
+			claim: strings.Replace(inCluster, "postgres: {mode: InCluster}", `postgres: {mode: InCluster, backup: {objectStore: `+objectStore+
+				`, restoreDrill: {timeout: 30s}}}`, 1),
+			want: []string{"spec.postgres.backup.restoreDrill.timeout: Invalid value", "must be at least 1m"},
+		},
 		"RestoreBadTargetTime": {
 			reason: "A point in time is an RFC 3339 date-time.",
 			claim:  strings.Replace(inCluster, "postgres: {mode: InCluster}", "postgres: {mode: InCluster, restore: {serverName: old-postgres, targetTime: yesterday, objectStore: "+objectStore+"}}", 1),

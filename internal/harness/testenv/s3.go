@@ -109,6 +109,12 @@ func (s *S3) CreateBucket(tb TB, name string) {
 	}
 }
 
+// ObjectFile is the file the gateway keeps an object's content in: a test
+// that damages an object writes it.
+func (s *S3) ObjectFile(bucket, key string) string {
+	return filepath.Join(s.root, bucket, filepath.FromSlash(key))
+}
+
 // Log returns the server's log output.
 func (s *S3) Log() string {
 	b, err := os.ReadFile(s.log)
