@@ -22,7 +22,8 @@
 //     from cert-manager).
 //   - Backing services: backing.go (gates and status), postgres.go,
 //     redis.go, redis_sentinel.go, pulsar.go, pulsarauth.go; then
-//     migrations.go, pruning.go and backup.go for the databases.
+//     migrations.go, pruning.go, backup.go and drill.go (the restore
+//     drill) for the databases.
 //   - Components: config.go, merge.go and owned.go (each component's
 //     config, the user's overrides and the keys the composition owns),
 //     workload.go (pods, Deployments, StatefulSets, Services),

@@ -195,7 +195,7 @@ func (in *Install) drillCronJob() *batchv1.CronJob {
 			ServiceAccountName:           in.object(drillName),
 			AutomountServiceAccountToken: ptr.To(false),
 			RestartPolicy:                corev1.RestartPolicyNever,
-			SecurityContext:              restrictedPodSecurity(cnpgUID, cnpgUID, ptr.To[int64](cnpgUID)),
+			SecurityContext:              RestrictedPodSecurity(cnpgUID, cnpgUID, ptr.To[int64](cnpgUID)),
 			ImagePullSecrets:             in.Spec.ImagePullSecrets,
 			Volumes:                      vols,
 			Containers: []corev1.Container{{
@@ -205,7 +205,7 @@ func (in *Install) drillCronJob() *batchv1.CronJob {
 				Env:                      in.drillEnv(),
 				Resources:                requirements("500m", "512Mi", "2", "2Gi"),
 				VolumeMounts:             mounts,
-				SecurityContext:          containerSecurityContext(),
+				SecurityContext:          RestrictedContainerSecurity(),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 		},
