@@ -82,7 +82,26 @@ func TestLookoutUI(t *testing.T) {
 	}
 	running := jobflow.WaitLookout(t, f.lookout, pw, "ui-cancelled", "RUNNING")[0].JobID
 
-	b, origin := openLookout(t, f, lookoutBrowser{basicPassword: pw})
+	// A browser alone cannot sign in with basic auth: Armada answers the
+	// page's calls without credentials with no WWW-Authenticate
+	// challenge, so the browser never asks for a password, and the page
+	// shows no job.
+	nb, origin := openLookout(t, f, lookoutBrowser{})
+	if err := nb.Navigate(ctx, origin+"/"); err != nil {
+		t.Fatal(err)
+	}
+	refused := waitProblem(t, nb, regexp.MustCompile(`^[45][0-9][0-9] `+regexp.QuoteMeta(origin)+`/api/v1/jobs`))
+	if strings.Contains(refused, "challenge") {
+		t.Errorf("Lookout's API challenges a browser without credentials (%s): a browser could sign in with basic auth", refused)
+	}
+	var row string
+	if err := nb.Eval(ctx, fmt.Sprintf(jsRow, succeeded), &row); err != nil || row != "" {
+		t.Errorf("a browser without credentials: job %s's row = %q (%v), want none", succeeded, row, err)
+	}
+	t.Logf("a browser without credentials: %s", refused)
+	nb.Close()
+
+	b, _ := openLookout(t, f, lookoutBrowser{basicPassword: pw})
 	var checked bool
 	t.Cleanup(func() {
 		if p := b.Problems(); t.Failed() && !checked && len(p) > 0 {
@@ -157,6 +176,25 @@ func TestLookoutUI(t *testing.T) {
 // the UI asks of every run (400 "no error found for run").
 var expectedProblem = regexp.MustCompile(`^(browser log: Failed to load resource: the server responded with a status of )?(500|400)\b.*` +
 	`https://[^ ]*(/v1/binoculars/log|/api/v1/jobRun(Error|DebugMessage|SchedulerTerminationReason))$`)
+
+// waitProblem waits until the page has a problem re matches, and returns
+// it.
+func waitProblem(t *testing.T, b *browser.Browser, re *regexp.Regexp) string {
+	t.Helper()
+	var seen []string
+	deadline := time.Now().Add(uiWait)
+	for time.Now().Before(deadline) {
+		for _, p := range b.Problems() {
+			if re.MatchString(p) {
+				return p
+			}
+			seen = append(seen, p)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("no problem matching %s in the page after %s; it had:\n%s", re, uiWait, strings.Join(seen, "\n"))
+	return ""
+}
 
 // lookoutBrowser says how the browser signs in.
 type lookoutBrowser struct {

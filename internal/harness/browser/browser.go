@@ -118,9 +118,14 @@ func resolverRules(hosts map[string]string) string {
 // Start starts it for o (the names resolved and the certificates trusted
 // alike, its own profile in a new temporary directory), opening url: for
 // a shell.
+// As root, Chromium starts only without its sandbox (--no-sandbox).
 func CommandLine(o Options, url string) string {
-	return fmt.Sprintf("%s --user-data-dir=\"$(mktemp -d)\" --host-resolver-rules=%q --ignore-certificate-errors-spki-list=%q %s",
-		Chromium, resolverRules(o.Hosts), strings.Join(o.SPKIs, ","), url)
+	sandbox := ""
+	if os.Geteuid() == 0 {
+		sandbox = " --no-sandbox"
+	}
+	return fmt.Sprintf("%s%s --user-data-dir=\"$(mktemp -d)\" --host-resolver-rules=%q --ignore-certificate-errors-spki-list=%q %s",
+		Chromium, sandbox, resolverRules(o.Hosts), strings.Join(o.SPKIs, ","), url)
 }
 
 // Close stops Chromium.
@@ -174,7 +179,13 @@ func (b *Browser) listen(ev any) {
 		b.mu.Unlock()
 	case *network.EventResponseReceived:
 		if ev.Response.Status >= 400 {
-			b.problemf("%d %s", ev.Response.Status, ev.Response.URL)
+			challenge := ""
+			for k, v := range ev.Response.Headers {
+				if strings.EqualFold(k, "WWW-Authenticate") {
+					challenge = fmt.Sprintf(" (challenge: %v)", v)
+				}
+			}
+			b.problemf("%d %s%s", ev.Response.Status, ev.Response.URL, challenge)
 		}
 	case *network.EventLoadingFailed:
 		if ev.Canceled {
