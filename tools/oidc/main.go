@@ -67,6 +67,9 @@ func run() error {
 	st := &store{Storage: storage.NewStorage(us), groups: strings.Split(*groups, ",")}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	router := exampleop.SetupServer(*issuer, st, logger, false)
+	// The login page has no icon; a browser asks for one, and a 404 would
+	// show as a failed request on the page.
+	router.Get("/favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 
 	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", *listen)
 	if err != nil {
