@@ -77,7 +77,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
 # alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel node-bins lookoutui
+TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel oidc node-bins lookoutui
 
 # LONG_TEST_PKGS are the longest suites, longest first. go test starts
 # packages in the order it is given them (two at a time, -p defaults to the
@@ -299,6 +299,10 @@ versitygw: ## Build versitygw (cached): the S3-compatible server test/backups ar
 .PHONY: ghostunnel
 ghostunnel: ## Build ghostunnel (cached): the binoculars pod's TLS-terminating sidecar, which the conformance and job-flow tests run as rendered.
 	tools/ghostunnel/build.sh
+
+.PHONY: oidc
+oidc: ## Build the OpenID Provider (cached): zitadel/oidc's example provider, which the browser test of Lookout's OIDC login signs in through.
+	tools/oidc/build.sh
 
 .PHONY: node-bins
 node-bins: system-deps ## Build what the real node runs (cached): kubelet (the API server's Kubernetes pin), containerd and its runc shim, runc (cgo, libseccomp) and the CNI plugins bridge, host-local, loopback and portmap.

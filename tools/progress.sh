@@ -11,7 +11,10 @@
 #                           is now (the hash in OUT.gosum): binaries are
 #                           named by the tool's version, so a raised pin
 #                           of a dependency would otherwise keep the old.
-#   stamp OUT DIR           records that OUT was built from DIR's go.sum.
+#                           A wrapper module's own main.go (tools/etcd,
+#                           tools/oidc) counts with its go.sum.
+#   stamp OUT DIR           records that OUT was built from DIR's go.sum
+#                           (and main.go).
 #   gobuild LABEL ARGS...   runs `go build -v ARGS` the same way; each
 #                           report also counts the packages compiled and
 #                           the modules downloaded so far and names the
@@ -50,7 +53,11 @@ stamp() {
 }
 
 _gosum_hash() {
-  sha256sum <"$1/go.sum" | cut -d' ' -f1
+  if [[ -f "$1/main.go" ]]; then
+    cat "$1/go.sum" "$1/main.go" | sha256sum | cut -d' ' -f1
+  else
+    sha256sum <"$1/go.sum" | cut -d' ' -f1
+  fi
 }
 
 # _progress_ticker PID LABEL START [LOG]: until PID exits, prints a report

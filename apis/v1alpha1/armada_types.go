@@ -374,6 +374,14 @@ type OIDC struct {
 	// "openid email profile".
 	// +optional
 	Scope string `json:"scope,omitempty"`
+	// CASecretRef is a Secret in the Armada's namespace holding the CA
+	// certificate (PEM) that signed the provider's certificate, for a
+	// provider a private CA vouches for. The components that verify
+	// tokens (server, scheduler, Lookout, binoculars) fetch the
+	// provider's keys at start and trust the system roots and this CA
+	// (SSL_CERT_DIR); a browser must trust it too, for the login page.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 }
 
 // ProviderConfigs names ClusterProviderConfigs.

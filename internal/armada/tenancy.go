@@ -190,6 +190,9 @@ func secretInputs(s *v1alpha1.ArmadaSpec) map[*field.Path]string {
 	key(p.Child("redis", "passwordSecretRef"), s.Redis.PasswordSecretRef)
 	key(p.Child("pulsar", "tokenSecretRef"), s.Pulsar.TokenSecretRef)
 	key(p.Child("pulsar", "caSecretRef"), s.Pulsar.CASecretRef)
+	if o := s.Auth.OIDC; o != nil {
+		key(p.Child("auth", "oidc", "caSecretRef"), o.CASecretRef)
+	}
 	if a := s.ExecutorAPI; a != nil {
 		key(p.Child("executorApi", "caSecretRef"), a.CASecretRef)
 	}

@@ -212,8 +212,10 @@ func TestSecretInputs(t *testing.T) {
 				s.Pulsar.CASecretRef = &v1alpha1.SecretKeyRef{Name: "armada-scheduler-tls", Key: "ca.crt"}
 				s.ExecutorAPI = &v1alpha1.ExecutorAPI{CASecretRef: &v1alpha1.SecretKeyRef{Name: "armada-tls", Key: "ca.crt"}}
 				s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}, {Name: "armada-credentials"}}
+				s.Auth.OIDC = &v1alpha1.OIDC{ProviderURL: "https://login.example", ClientID: "lookout", CASecretRef: &v1alpha1.SecretKeyRef{Name: "armada-lookout-tls", Key: "ca.crt"}}
 			}),
 			want: field.ErrorList{
+				field.Invalid(p.Child("auth", "oidc", "caSecretRef", "name"), "armada-lookout-tls", ""),
 				field.Invalid(p.Child("executorApi", "caSecretRef", "name"), "armada-tls", ""),
 				field.Invalid(p.Child("imagePullSecrets").Index(1).Child("name"), "armada-credentials", ""),
 				field.Invalid(p.Child("postgres", "adminSecretRef", "name"), "armada-provider-armada", ""),

@@ -150,12 +150,14 @@ func (in *Install) tlsExtras(inst *instance, data map[string][]byte) (env []core
 }
 
 // podExtras are the pod settings an instance has beyond its table row's:
-// a remote executor's CA, and TLS. A changed CA or certificate rolls the
+// a remote executor's CA, the OIDC provider's CA, and TLS. A changed CA or certificate rolls the
 // pods that mount it, as a changed config does: its hash joins the
 // config's (for a cert-manager Certificate, its revision's hash; see
 // certmanager.go).
 func (r *renderer) podExtras(inst *instance, id *remoteIdentity, configHash string) ([]corev1.EnvVar, []corev1.Volume, []corev1.VolumeMount, string) {
 	env, vols, mounts := r.in.remoteExtras(id)
+	oidcEnv, oidcVols, oidcMounts := r.in.oidcExtras(inst.component)
+	env, vols, mounts = append(env, oidcEnv...), append(vols, oidcVols...), append(mounts, oidcMounts...)
 	tlsEnv, tlsVols, tlsMounts, tlsHash := r.in.tlsExtras(inst, r.tlsData)
 	if src, ok := r.in.certSource(inst); ok {
 		tlsHash = r.certificateHash(inst, src)

@@ -352,6 +352,9 @@ func validateAuth(p *field.Path, a *v1alpha1.Auth) field.ErrorList {
 		if o.ClientID == "" {
 			errs = append(errs, field.Required(p.Child("oidc", "clientId"), "the client id tokens are issued for"))
 		}
+		if o.CASecretRef != nil {
+			errs = append(errs, validateSecretRef(p.Child("oidc", "caSecretRef"), o.CASecretRef)...)
+		}
 	}
 	return errs
 }

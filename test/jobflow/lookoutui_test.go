@@ -16,6 +16,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -81,7 +82,26 @@ func TestLookoutUI(t *testing.T) {
 	}
 	running := jobflow.WaitLookout(t, f.lookout, pw, "ui-cancelled", "RUNNING")[0].JobID
 
-	b, origin := openLookout(t, f)
+	// A browser alone cannot sign in with basic auth: Armada answers the
+	// page's calls without credentials with no WWW-Authenticate
+	// challenge, so the browser never asks for a password, and the page
+	// shows no job.
+	nb, origin := openLookout(t, f, lookoutBrowser{})
+	if err := nb.Navigate(ctx, origin+"/"); err != nil {
+		t.Fatal(err)
+	}
+	refused := waitProblem(t, nb, regexp.MustCompile(`^[45][0-9][0-9] `+regexp.QuoteMeta(origin)+`/api/v1/jobs`))
+	if strings.Contains(refused, "challenge") {
+		t.Errorf("Lookout's API challenges a browser without credentials (%s): a browser could sign in with basic auth", refused)
+	}
+	var row string
+	if err := nb.Eval(ctx, fmt.Sprintf(jsRow, succeeded), &row); err != nil || row != "" {
+		t.Errorf("a browser without credentials: job %s's row = %q (%v), want none", succeeded, row, err)
+	}
+	t.Logf("a browser without credentials: %s", refused)
+	nb.Close()
+
+	b, _ := openLookout(t, f, lookoutBrowser{basicPassword: pw})
 	var checked bool
 	t.Cleanup(func() {
 		if p := b.Problems(); t.Failed() && !checked && len(p) > 0 {
@@ -97,25 +117,8 @@ func TestLookoutUI(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	poll := func(what, js string, ok func(string) bool) string {
-		t.Helper()
-		v, err := b.Poll(ctx, uiWait, js, ok)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return v
-	}
-	has := func(parts ...string) func(string) bool {
-		return func(s string) bool {
-			for _, p := range parts {
-				if !strings.Contains(s, p) {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	click := func(what, js string) { poll(what, js, func(s string) bool { return s == "ok" }) }
+	pg := &page{t: t, b: b}
+	poll, click := pg.poll, pg.click
 
 	// The jobs table: the job Succeeded, under the Armada's name.
 	if err := b.Navigate(ctx, origin+"/"); err != nil {
@@ -162,13 +165,7 @@ func TestLookoutUI(t *testing.T) {
 	poll("the jobs table shows job "+running+" Cancelled", fmt.Sprintf(jsRow, running), has("ui-cancelled", "Cancelled"))
 
 	checked = true
-	var unexpected []string
-	for _, p := range b.Problems() {
-		if !expectedProblem.MatchString(p) {
-			unexpected = append(unexpected, p)
-		}
-	}
-	if len(unexpected) > 0 {
+	if unexpected := unexpectedProblems(b.Problems()); len(unexpected) > 0 {
 		t.Errorf("the page logged errors or had requests fail:\n%s", strings.Join(unexpected, "\n"))
 	}
 }
@@ -180,44 +177,73 @@ func TestLookoutUI(t *testing.T) {
 var expectedProblem = regexp.MustCompile(`^(browser log: Failed to load resource: the server responded with a status of )?(500|400)\b.*` +
 	`https://[^ ]*(/v1/binoculars/log|/api/v1/jobRun(Error|DebugMessage|SchedulerTerminationReason))$`)
 
+// waitProblem waits until the page has a problem re matches, and returns
+// it.
+func waitProblem(t *testing.T, b *browser.Browser, re *regexp.Regexp) string {
+	t.Helper()
+	var seen []string
+	deadline := time.Now().Add(uiWait)
+	for time.Now().Before(deadline) {
+		for _, p := range b.Problems() {
+			if re.MatchString(p) {
+				return p
+			}
+			seen = append(seen, p)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("no problem matching %s in the page after %s; it had:\n%s", re, uiWait, strings.Join(seen, "\n"))
+	return ""
+}
+
+// lookoutBrowser says how the browser signs in.
+type lookoutBrowser struct {
+	// basicPassword, if set, is admin's password, sent with every
+	// request.
+	basicPassword string
+	// oidc, if set, is the OpenID Provider at oidcIssuer: its name
+	// resolves to its relay, and its certificate is trusted.
+	oidc *testenv.OIDC
+}
+
 // openLookout starts Chromium for the claim's Lookout: each name the page
 // reaches (Lookout, the server's REST API, binoculars, as Lookout's UI
-// config names them) resolves to where the composed Service is, each
-// server's certificate is trusted once verified against the claim's CA,
-// and admin's credentials go with every request. It returns the browser
-// and Lookout's origin.
-func openLookout(t *testing.T, f *flow) (*browser.Browser, string) {
+// config names them, and the OIDC provider) resolves to where the composed
+// Service (or the provider's relay) is, each server's certificate is
+// trusted once verified against the claim's CA (the provider's against
+// its own), and with basic auth admin's credentials go with every
+// request. It returns the browser and Lookout's origin.
+func openLookout(t *testing.T, f *flow, o lookoutBrowser) (*browser.Browser, string) {
 	t.Helper()
 	ctx := t.Context()
-	cfg, err := jobflow.GetLookoutUIConfig(ctx, f.lookout)
+	bo, notes, err := jobflow.LookoutBrowser(ctx, f.lookout, executorCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts := map[string]string{}
-	var spkis []string
-	for _, u := range []string{f.lookout.URL, cfg.ArmadaAPIBaseURL, strings.ReplaceAll(cfg.BinocularsBaseURLPattern, "{CLUSTER_ID}", executorCluster)} {
-		pu, err := url.Parse(u)
+	for _, n := range notes {
+		t.Log(n)
+	}
+	if o.oidc != nil {
+		pu, err := url.Parse(oidcIssuer)
 		if err != nil {
-			t.Fatalf("Lookout's UI config names %q: %v", u, err)
+			t.Fatal(err)
 		}
 		ip, ok := f.be.Names.Lookup(pu.Hostname())
 		if !ok {
-			t.Fatalf("Lookout's UI config names %s, which no composed Service answers", u)
+			t.Fatalf("no relay for the OIDC provider %s", pu.Hostname())
 		}
-		hosts[pu.Hostname()] = ip
-		if pu.Scheme == "https" {
-			// One that does not answer is left to the page: its calls
-			// fail, and the checks of what the page shows say so.
-			spki, err := browser.SPKIOf(ctx, f.be.Names.Dial, pu.Host, pu.Hostname(), f.lookout.CA)
-			if err != nil {
-				t.Logf("Lookout's UI config names %s: %v", u, err)
-				continue
-			}
-			spkis = append(spkis, spki)
+		bo.Hosts[pu.Hostname()] = ip
+		spki, err := browser.SPKIOf(ctx, f.be.Names.Dial, pu.Hostname()+":443", pu.Hostname(), o.oidc.CA)
+		if err != nil {
+			t.Fatal(err)
 		}
+		bo.SPKIs = append(bo.SPKIs, spki)
 	}
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+f.adminPassword))
-	b, err := browser.Start(context.WithoutCancel(ctx), browser.Options{Hosts: hosts, SPKIs: spkis, Dir: t.TempDir(), Headers: map[string]string{"Authorization": auth}})
+	bo.Dir = t.TempDir()
+	if o.basicPassword != "" {
+		bo.Headers = map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+o.basicPassword))}
+	}
+	b, err := browser.Start(context.WithoutCancel(ctx), bo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package jobflow
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // TestMakeRun runs what `make run` runs (internal/build/cmd/run, its flags as
@@ -106,6 +110,10 @@ func TestMakeRun(t *testing.T) {
 	if !strings.Contains(output(), "Succeeded ") {
 		t.Errorf("make run printed no Succeeded event of the demo job; output:\n%s", output())
 	}
+
+	// The Chromium command it printed opens Lookout's UI as pasted:
+	// headless here, the page rendered under the Armada's name.
+	openPrintedBrowser(t, output())
 
 	// What the command runs now: its process tree (each process with its
 	// start time, so a reused PID does not count) and the temporary
@@ -257,4 +265,35 @@ func postmaster(t *testing.T, out string) pgProcess {
 	}
 	t.Fatalf("no PostgreSQL postmaster listens on port %s", port)
 	return pgProcess{}
+}
+
+// openPrintedBrowser runs the Chromium command make run printed, as a
+// person pastes it into a shell, headless and printing the page as
+// rendered, and fails unless the page is Lookout's UI for the claim.
+func openPrintedBrowser(t *testing.T, out string) {
+	t.Helper()
+	var line string
+	for l := range strings.SplitSeq(out, "\n") {
+		if _, after, ok := strings.Cut(l, " "+browser.Chromium+" "); ok {
+			line = browser.Chromium + " " + after
+		}
+	}
+	if line == "" {
+		t.Errorf("make run printed no Chromium command for Lookout; output:\n%s", out)
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// Flags after the URL are flags too.
+	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=15000 --dump-dom") //nolint:gosec // The command make run printed.
+	sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir())                                                                  // Its mktemp -d profile, removed with the test's.
+	dom, err := sh.Output()
+	if err != nil {
+		t.Errorf("make run's Chromium command: %v\n%s", err, line)
+		return
+	}
+	// make run applies examples/minimal.yaml: claim armada/armada.
+	if want := "Armada " + ns + "/" + claimName; !strings.Contains(string(dom), want) {
+		t.Errorf("make run's Chromium command shows no %q; it rendered:\n%s", want, testutil.Tail(string(dom), 40))
+	}
 }

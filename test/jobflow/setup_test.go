@@ -33,6 +33,11 @@ type composeOptions struct {
 	// worker starts a worker cluster, connects it, and adds the remote
 	// executor (remoteExecutor) to the claim once it is Ready.
 	worker bool
+	// relays make each host:port name the pods dial reach a test server's
+	// address (a far end outside the cluster, such as an OIDC provider).
+	relays map[string]string
+	// objects are applied in the claim's namespace before the claim.
+	objects []*unstructured.Unstructured
 }
 
 // A flow is a composed Armada, Ready and with its queue, that jobs can go
@@ -99,6 +104,11 @@ func compose(t testing.TB, o composeOptions) *flow {
 		PulsarAddr: pulsarHost + ":6650", PulsarAdminAddr: pulsarHost + ":8080",
 		PostgresUser: "armada", PostgresPassword: pgPassword, RedisPassword: redisPassword,
 	})
+	for from, to := range o.relays {
+		if err := f.be.Names.Relay(from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cpo := controlplane.Options{JobFlow: true}
 	if o.worker {
 		// provider-kubernetes observes the worker's Objects every 5 s.
@@ -126,6 +136,7 @@ func compose(t testing.TB, o composeOptions) *flow {
 	}
 	jobflow.Namespace(t, c, ns, true)
 	apply(t, c, secret(ns, "armada-postgres", "password", pgPassword), secret(ns, "armada-redis", "password", redisPassword))
+	apply(t, c, o.objects...)
 	f.manifest = claimFor(o.version)
 	maps.Copy(f.manifest.Object["spec"].(map[string]any), o.spec)
 	f.applied = time.Now()

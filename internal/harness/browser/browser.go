@@ -14,6 +14,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -59,6 +60,16 @@ type Browser struct {
 	mu       sync.Mutex
 	urls     map[network.RequestID]string
 	problems []string
+	requests []Request
+}
+
+// A Request is one request the page sent, as the browser sent it.
+type Request struct {
+	// Method and URL are the request's.
+	Method, URL string
+	// Auth is the scheme of its Authorization header ("Bearer",
+	// "Basic"), "" if it had none; the credentials are not kept.
+	Auth string
 }
 
 // Start starts Chromium and opens its tab.
@@ -69,24 +80,12 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	if o.Width == 0 {
 		o.Width, o.Height = 1600, 1000
 	}
-	rules := make([]string, 0, len(o.Hosts)+1)
-	for _, h := range slices.Sorted(func(yield func(string) bool) {
-		for h := range o.Hosts {
-			if !yield(h) {
-				return
-			}
-		}
-	}) {
-		rules = append(rules, "MAP "+h+" "+o.Hosts[h])
-	}
-	// Nothing else resolves: a page reaching elsewhere fails visibly.
-	rules = append(rules, "MAP * ~NOTFOUND", "EXCLUDE localhost")
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(Chromium),
 		chromedp.UserDataDir(o.Dir),
 		chromedp.NoSandbox, // Root, as the tests run, has no user namespace sandbox.
 		chromedp.WindowSize(o.Width, o.Height),
-		chromedp.Flag("host-resolver-rules", strings.Join(rules, ",")),
+		chromedp.Flag("host-resolver-rules", resolverRules(o.Hosts)),
 		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(o.SPKIs, ",")),
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)
@@ -103,6 +102,30 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 		return nil, errors.Wrap(err, "cannot start Chromium")
 	}
 	return b, nil
+}
+
+// resolverRules is --host-resolver-rules for hosts: each to its address,
+// and nothing else, so a page reaching elsewhere fails visibly.
+func resolverRules(hosts map[string]string) string {
+	rules := make([]string, 0, len(hosts)+2)
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		rules = append(rules, "MAP "+h+" "+hosts[h])
+	}
+	return strings.Join(append(rules, "MAP * ~NOTFOUND", "EXCLUDE localhost"), ",")
+}
+
+// CommandLine is how a person starts Debian's Chromium, with a window, as
+// Start starts it for o (the names resolved and the certificates trusted
+// alike, its own profile in a new temporary directory), opening url: for
+// a shell.
+// As root, Chromium starts only without its sandbox (--no-sandbox).
+func CommandLine(o Options, url string) string {
+	sandbox := ""
+	if os.Geteuid() == 0 {
+		sandbox = " --no-sandbox"
+	}
+	return fmt.Sprintf("%s%s --user-data-dir=\"$(mktemp -d)\" --host-resolver-rules=%q --ignore-certificate-errors-spki-list=%q %s",
+		Chromium, sandbox, resolverRules(o.Hosts), strings.Join(o.SPKIs, ","), url)
 }
 
 // Close stops Chromium.
@@ -128,6 +151,13 @@ func (b *Browser) Problems() []string {
 	return out
 }
 
+// Requests returns the requests the page sent so far, in order.
+func (b *Browser) Requests() []Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.requests)
+}
+
 func (b *Browser) problemf(format string, args ...any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -137,12 +167,25 @@ func (b *Browser) problemf(format string, args ...any) {
 func (b *Browser) listen(ev any) {
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
+		r := Request{Method: ev.Request.Method, URL: ev.Request.URL}
+		for k, v := range ev.Request.Headers {
+			if h, ok := v.(string); ok && strings.EqualFold(k, "Authorization") {
+				r.Auth, _, _ = strings.Cut(h, " ")
+			}
+		}
 		b.mu.Lock()
 		b.urls[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
+		b.requests = append(b.requests, r)
 		b.mu.Unlock()
 	case *network.EventResponseReceived:
 		if ev.Response.Status >= 400 {
-			b.problemf("%d %s", ev.Response.Status, ev.Response.URL)
+			challenge := ""
+			for k, v := range ev.Response.Headers {
+				if strings.EqualFold(k, "WWW-Authenticate") {
+					challenge = fmt.Sprintf(" (challenge: %v)", v)
+				}
+			}
+			b.problemf("%d %s%s", ev.Response.Status, ev.Response.URL, challenge)
 		}
 	case *network.EventLoadingFailed:
 		if ev.Canceled {

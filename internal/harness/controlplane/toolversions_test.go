@@ -126,6 +126,7 @@ func TestPinsMatchToolModules(t *testing.T) {
 		"thirdparty.Pinned/sql":        {got: pinned("provider-sql"), dir: "tools/provider-sql", module: "github.com/crossplane-contrib/provider-sql"},
 		"ProviderSQLVersion":           {got: ProviderSQLVersion, dir: "tools/provider-sql", module: "github.com/crossplane-contrib/provider-sql"},
 		"testenv.VersityGWVersion":     {got: testenv.VersityGWVersion, dir: "tools/versitygw", module: "github.com/versity/versitygw"},
+		"testenv.OIDCVersion":          {got: testenv.OIDCVersion, dir: "tools/oidc", module: "github.com/zitadel/oidc/v3"},
 		"armada.TLSProxyVersion":       {got: armada.TLSProxyVersion, dir: "tools/ghostunnel", module: "github.com/ghostunnel/ghostunnel"},
 	}
 	for name, tc := range cases {

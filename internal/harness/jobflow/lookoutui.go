@@ -6,12 +6,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
 )
 
 // LookoutUIConfig is the part of Lookout's UI configuration a browser
@@ -79,4 +83,42 @@ func (l Lookout) client() (*http.Client, error) {
 		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
 	return &http.Client{Timeout: 10 * time.Second, Transport: tr}, nil
+}
+
+// LookoutBrowser is how a browser on this machine reaches the claim's
+// Lookout l, as a person's on a machine whose DNS resolves the composed
+// names: each name the page reaches (Lookout, the server's REST API and
+// the binoculars of the executor's cluster clusterID, as Lookout's UI
+// config names them) resolves to where the composed Service is, and each
+// server's certificate is trusted once verified against the claim's CA,
+// as with the CA installed. A name no composed Service answers is an
+// error; a server that does not answer TLS is left out, for the page's
+// calls to fail and its checks to say so (notes says which).
+func LookoutBrowser(ctx context.Context, l Lookout, clusterID string) (o browser.Options, notes []string, err error) {
+	cfg, err := GetLookoutUIConfig(ctx, l)
+	if err != nil {
+		return o, nil, err
+	}
+	o.Hosts = map[string]string{}
+	for _, u := range []string{l.URL, cfg.ArmadaAPIBaseURL, strings.ReplaceAll(cfg.BinocularsBaseURLPattern, "{CLUSTER_ID}", clusterID)} {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return o, nil, errors.Wrapf(err, "lookout's UI config names %q", u)
+		}
+		ip, ok := l.Names.Lookup(pu.Hostname())
+		if !ok {
+			return o, nil, errors.Errorf("lookout's UI config names %s, which no composed Service answers", u)
+		}
+		o.Hosts[pu.Hostname()] = ip
+		if pu.Scheme != "https" {
+			continue
+		}
+		spki, err := browser.SPKIOf(ctx, l.Names.Dial, pu.Host, pu.Hostname(), l.CA)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("lookout's UI config names %s: %v", u, err))
+			continue
+		}
+		o.SPKIs = append(o.SPKIs, spki)
+	}
+	return o, notes, nil
 }

@@ -18,6 +18,13 @@ import (
 // certificate and as a trust bundle.
 func SelfSignedCert(tb TB) (certPEM, keyPEM []byte) {
 	tb.Helper()
+	return SelfSignedCertFor(tb, "localhost")
+}
+
+// SelfSignedCertFor is SelfSignedCert for the host name host (and
+// 127.0.0.1).
+func SelfSignedCertFor(tb TB, host string) (certPEM, keyPEM []byte) {
+	tb.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatalf("cannot generate a key: %v", err)
@@ -28,14 +35,14 @@ func SelfSignedCert(tb TB) (certPEM, keyPEM []byte) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "localhost", Organization: []string{"armada-crossplane tests"}},
+		Subject:               pkix.Name{CommonName: host, Organization: []string{"armada-crossplane tests"}},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
+		DNSNames:              []string{host},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)

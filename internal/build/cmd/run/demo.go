@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
@@ -165,7 +166,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 	jobs := jobflow.WaitLookout(s, lookout, password, demoJobSet, "SUCCEEDED")
 	fmt.Printf("The demo job succeeded: submit → Succeeded in %s; apply → demo job Succeeded in %s. Lookout shows job %s SUCCEEDED.\n",
 		time.Since(submitted).Round(100*time.Millisecond), time.Since(o.applied).Round(time.Second), jobs[0].JobID)
-	carryOn(s, o, a, be.Names.Lookup, lookout.URL, queue, password)
+	carryOn(s, o, a, lookout, cl.ExecutorClusterID(), queue, password)
 	if o.exitAfter {
 		return
 	}
@@ -190,8 +191,9 @@ func newProgress() func(string) {
 }
 
 // carryOn prints how to go on by hand: an armadactl script, the job file,
-// Lookout's address and the kubeconfig.
-func carryOn(s *jobflow.Session, o demoOptions, a *jobflow.Armadactl, lookup func(string) (string, bool), lookoutURL, queue, password string) {
+// Lookout's address, how to open it in a browser, and the kubeconfig.
+func carryOn(s *jobflow.Session, o demoOptions, a *jobflow.Armadactl, lookout jobflow.Lookout, clusterID, queue, password string) {
+	lookoutURL, lookup := lookout.URL, lookout.Names.Lookup
 	script := filepath.Join(s.TempDir(), "armadactl")
 	if err := a.Script(s.Context(), script, demoUser, password); err != nil {
 		s.Fatal(err)
@@ -217,6 +219,32 @@ Carry on by hand while this runs:
     curl -u %s:<password> -H 'Content-Type: application/json' -d '{"take":10}' %s/api/v1/jobs
 `, o.cp.Kubeconfig(), script, filepath.Join(a.Dir, demoJobSet+".yaml"), demoUser, a.Server,
 		script, queue, demoJobSet, lookoutURL, o.claim.GetNamespace(), o.claim.GetName(), demoUser, reach)
+	printBrowser(s, lookout, clusterID)
+}
+
+// printBrowser prints how to open Lookout's UI in a browser on this
+// machine: Chromium told where the composed names are and which
+// certificates to trust (those the claim's CA signed, verified here), as
+// TestLookoutUI starts it. With basic auth the page cannot sign in by
+// itself: Armada answers a request without credentials with no
+// WWW-Authenticate challenge, so the browser never asks for a password,
+// and the page's calls to the server and binoculars go to other origins.
+func printBrowser(s *jobflow.Session, lookout jobflow.Lookout, clusterID string) {
+	bo, notes, err := jobflow.LookoutBrowser(s.Context(), lookout, clusterID)
+	if err != nil {
+		fmt.Printf("  Lookout's UI: cannot tell how a browser reaches it: %v\n", err)
+		return
+	}
+	for _, n := range notes {
+		fmt.Println("  note:", n)
+	}
+	fmt.Printf(`  Lookout's UI in a browser on this machine (its names resolve only in this process's relays;
+  the flags map them and trust the certificates the claim's CA signed, as TestLookoutUI does):
+    %s
+  This claim signs users in with basic auth, which Lookout's UI cannot do by itself in a browser (no
+  password prompt: Armada sends no WWW-Authenticate challenge): the page loads, its API calls are refused.
+  A claim with spec.auth.oidc signs in through its OpenID Provider (docs/guides/lookout.md).
+`, browser.CommandLine(bo, lookout.URL))
 }
 
 // backends starts PostgreSQL, Redis and Pulsar at the addresses the claim
