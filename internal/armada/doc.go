@@ -19,7 +19,7 @@
 //   - Secrets: credentials.go (generated passwords), passwordrotation.go,
 //     identityrotation.go and carotation.go (spec.rotation), tls.go,
 //     tlsclock.go and tlsproxy.go (generated TLS), certmanager.go (TLS
-//     from cert-manager).
+//     from cert-manager), oidc.go (the OIDC provider's CA).
 //   - Backing services: backing.go (gates and status), postgres.go,
 //     redis.go, redis_sentinel.go, pulsar.go, pulsarauth.go; then
 //     migrations.go, pruning.go, backup.go and drill.go (the restore
