@@ -158,11 +158,13 @@ func convergeAll(t *testing.T, claims ...*unstructured.Unstructured) {
 	calls, start, rounds := functionCalls(t), time.Now(), 0
 	waitWithin(t, time.Duration(len(claims))*timeout, "claims Ready", func() (bool, string) {
 		rounds++
-		for _, claim := range claims {
-			_, refs := composed(t, claim)
+		xrs := make([]*unstructured.Unstructured, len(claims))
+		for i, claim := range claims {
+			xr, refs := composed(t, claim)
 			markHealthy(t, refs)
+			xrs[i] = xr
 		}
-		for _, claim := range claims {
+		for i, claim := range claims {
 			c := get(t, claimAPIVersion, "ArmadaClaim", claim.GetNamespace(), claim.GetName())
 			s, r, m := condition(c, "Ready")
 			// Ready must describe the current spec: a claim's conditions
@@ -174,7 +176,8 @@ func convergeAll(t *testing.T, claims ...*unstructured.Unstructured) {
 			}
 			running, _, _ := unstructured.NestedString(c.Object, "status", "version", "running")
 			if s != "True" || running != want {
-				return false, fmt.Sprintf("claim %s/%s: Ready=%s %s %s; running %q, want %q", c.GetNamespace(), c.GetName(), s, r, m, running, want)
+				_, xrReason, xrMessage := condition(xrs[i], "Ready")
+				return false, fmt.Sprintf("claim %s/%s: Ready=%s %s %s; running %q, want %q; its XR: %s %s", c.GetNamespace(), c.GetName(), s, r, m, running, want, xrReason, xrMessage)
 			}
 		}
 		return true, ""

@@ -25,8 +25,12 @@ import (
 const (
 	claimAPIVersion = "platform.armadaproject.io/v1alpha1"
 	fieldOwner      = client.FieldOwner("armada-e2e")
-	// timeout bounds every wait for the control plane to converge.
-	timeout = 90 * time.Second
+	// timeout bounds every wait for the control plane to converge. Alone,
+	// a claim converges in seconds; go test runs this package beside the
+	// others on two cores, where a claim with in-cluster backing services
+	// has taken over 90 s. The bound only says when to give up: the tests
+	// log how long each wait took and assert no duration.
+	timeout = 3 * time.Minute
 )
 
 // kube is a client for the control plane's API server.
