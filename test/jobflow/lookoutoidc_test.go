@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,6 +209,40 @@ func (p *page) poll(what, js string, ok func(string) bool) string {
 		p.t.Fatalf("%s: %v", what, err)
 	}
 	return v
+}
+
+// lookoutClosed matches what a page load shows when Lookout closed the
+// connection a request was sent on, and what follows from it.
+var lookoutClosed = regexp.MustCompile(`net::ERR_CONNECTION_(CLOSED|RESET)|net::ERR_EMPTY_RESPONSE|Unable to load Lookout UI configuration`)
+
+// maxReloads is how often open reloads a page Lookout broke off.
+const maxReloads = 2
+
+// open loads url and waits until the page shows its header. Armada's
+// Lookout serves its API and UI with HTTP keep-alives off (its generated
+// server is built without its flags' defaults, so TLSKeepAlive is 0):
+// every response ends its connection, and under load a browser can send
+// the next request on a connection Lookout is closing. The page loads
+// its configuration once, so it then stays blank until reloaded, as a
+// person would; open reloads it, at most maxReloads times, and logs why.
+// Any other problem stays for the test's final check.
+func (p *page) open(url string) {
+	p.t.Helper()
+	ctx := context.WithoutCancel(p.t.Context())
+	for reload := 0; ; reload++ {
+		if err := p.b.Navigate(ctx, url); err != nil {
+			p.t.Fatal(err)
+		}
+		_, err := p.b.Poll(ctx, uiWait, jsTitle, has("Armada "))
+		if err == nil {
+			return
+		}
+		closed := p.b.Forget(lookoutClosed.MatchString)
+		if !slices.ContainsFunc(closed, func(s string) bool { return strings.Contains(s, "net::ERR_") }) || reload == maxReloads {
+			p.t.Fatalf("%s: the page shows no header: %v\n%s", url, err, strings.Join(closed, "\n"))
+		}
+		p.t.Logf("%s: Lookout closed a connection the page used; reloading:\n%s", url, strings.Join(closed, "\n"))
+	}
 }
 
 // click waits until js, a click expression of lookoutui_test.go, answers

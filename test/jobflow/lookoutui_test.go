@@ -121,18 +121,14 @@ func TestLookoutUI(t *testing.T) {
 	poll, click := pg.poll, pg.click
 
 	// The jobs table: the job Succeeded, under the Armada's name.
-	if err := b.Navigate(ctx, origin+"/"); err != nil {
-		t.Fatal(err)
-	}
+	pg.open(origin + "/")
 	poll("the header names the Armada", jsTitle, has("Armada "+ns+"/"+claimName))
 	poll("the jobs table shows job "+succeeded+" Succeeded", fmt.Sprintf(jsRow, succeeded), has(queue, "ui-succeeds", "Succeeded"))
 	poll("the jobs table shows job "+running+" Running", fmt.Sprintf(jsRow, running), has("ui-cancelled", "Running"))
 	shoot("lookout-jobs.png")
 
 	// Its details and its run, on the executor's cluster and a KWOK Node.
-	if err := b.Navigate(ctx, origin+"/?sb="+succeeded); err != nil {
-		t.Fatal(err)
-	}
+	pg.open(origin + "/?sb=" + succeeded)
 	poll("job "+succeeded+"'s details", jsSidebar, has("Queue", queue, "Namespace", jobsNamespace))
 	click("the Result tab", fmt.Sprintf(jsTab, "RESULT"))
 	poll("job "+succeeded+"'s run", jsSidebar, has("State Succeeded", "Exit code 0", "Cluster "+executorCluster, "Node kwok-node-1"))
@@ -145,9 +141,7 @@ func TestLookoutUI(t *testing.T) {
 	// (TLS, CORS, credentials) and binoculars the API server, which
 	// cannot reach a kubelet on a KWOK Node; a real node's log would
 	// show here.
-	if err := b.Navigate(ctx, origin+"/?sb="+running); err != nil {
-		t.Fatal(err)
-	}
+	pg.open(origin + "/?sb=" + running)
 	poll("job "+running+"'s details", jsSidebar, has("Queue", queue))
 	click("the Logs tab", fmt.Sprintf(jsTab, "LOGS"))
 	poll("job "+running+"'s log pane shows the API server's answer through binoculars", jsSidebar, has("Container work", "no preferred addresses found"))
@@ -159,9 +153,7 @@ func TestLookoutUI(t *testing.T) {
 	poll("the cancel dialog", jsDialog, has("Cancel 1 job", running))
 	click("Cancel 1 job", fmt.Sprintf(jsButton, "CANCEL 1 JOB"))
 	jobflow.WaitLookout(t, f.lookout, pw, "ui-cancelled", "CANCELLED")
-	if err := b.Navigate(ctx, origin+"/"); err != nil {
-		t.Fatal(err)
-	}
+	pg.open(origin + "/")
 	poll("the jobs table shows job "+running+" Cancelled", fmt.Sprintf(jsRow, running), has("ui-cancelled", "Cancelled"))
 
 	checked = true

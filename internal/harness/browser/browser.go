@@ -151,6 +151,23 @@ func (b *Browser) Problems() []string {
 	return out
 }
 
+// Forget forgets the problems match accepts and returns them, in order,
+// keeping the others for Problems.
+func (b *Browser) Forget(match func(string) bool) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out, keep []string
+	for _, p := range b.problems {
+		if match(p) {
+			out = append(out, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	b.problems = keep
+	return out
+}
+
 // Requests returns the requests the page sent so far, in order.
 func (b *Browser) Requests() []Request {
 	b.mu.Lock()
