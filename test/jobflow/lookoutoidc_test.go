@@ -218,7 +218,7 @@ var lookoutClosed = regexp.MustCompile(`net::ERR_CONNECTION_(CLOSED|RESET)|net::
 // maxReloads is how often open reloads a page Lookout broke off.
 const maxReloads = 2
 
-// open loads url and waits until the page shows its header. Armada's
+// open loads addr and waits until the page shows its header. Armada's
 // Lookout serves its API and UI with HTTP keep-alives off (its generated
 // server is built without its flags' defaults, so TLSKeepAlive is 0):
 // every response ends its connection, and under load a browser can send
@@ -226,11 +226,11 @@ const maxReloads = 2
 // its configuration once, so it then stays blank until reloaded, as a
 // person would; open reloads it, at most maxReloads times, and logs why.
 // Any other problem stays for the test's final check.
-func (p *page) open(url string) {
+func (p *page) open(addr string) {
 	p.t.Helper()
 	ctx := context.WithoutCancel(p.t.Context())
 	for reload := 0; ; reload++ {
-		if err := p.b.Navigate(ctx, url); err != nil {
+		if err := p.b.Navigate(ctx, addr); err != nil {
 			p.t.Fatal(err)
 		}
 		_, err := p.b.Poll(ctx, uiWait, jsTitle, has("Armada "))
@@ -239,9 +239,9 @@ func (p *page) open(url string) {
 		}
 		closed := p.b.Forget(lookoutClosed.MatchString)
 		if !slices.ContainsFunc(closed, func(s string) bool { return strings.Contains(s, "net::ERR_") }) || reload == maxReloads {
-			p.t.Fatalf("%s: the page shows no header: %v\n%s", url, err, strings.Join(closed, "\n"))
+			p.t.Fatalf("%s: the page shows no header: %v\n%s", addr, err, strings.Join(closed, "\n"))
 		}
-		p.t.Logf("%s: Lookout closed a connection the page used; reloading:\n%s", url, strings.Join(closed, "\n"))
+		p.t.Logf("%s: Lookout closed a connection the page used; reloading:\n%s", addr, strings.Join(closed, "\n"))
 	}
 }
 
