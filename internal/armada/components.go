@@ -105,14 +105,15 @@ type component struct {
 	// TLS is the config key path of its TLS block ({enabled, certPath,
 	// keyPath}), if it serves TLS under spec.tls: the gRPC server's for
 	// the server and scheduler (Armada's server serves its HTTP port with
-	// the same certificate), the API server's for lookout.
+	// the same certificate).
 	TLS []string
 	// TLSHTTP components serve their HTTP port (and its /health) with
 	// TLS when they have a TLS block on, or a TLS proxy.
 	TLSHTTP bool
 	// TLSProxy components serve their gRPC and HTTP ports through a
 	// TLS-terminating sidecar (tlsproxy.go) under spec.tls, with their
-	// own certificate. Binoculars has a gRPC TLS block, but in Armada
+	// own certificate (each row says why its own TLS will not do).
+	// Binoculars has a gRPC TLS block, but in Armada
 	// v0.22.x its HTTP port, which users and the Lookout UI call, is
 	// always plain HTTP and its REST gateway dials its own gRPC port in
 	// plaintext (cmd/binoculars/main.go: common.ServeHttp,
@@ -170,7 +171,14 @@ var components = []component{
 		Name: "lookout", Image: "armada-lookout", Args: []string{"--config", configPath},
 		Metrics: []string{keyMetricsPort},
 		HTTP:    true, Probe: probeHTTP, Auth: authUsers, Database: dbLookout, Migration: dbLookout,
-		TLS: []string{"tls"}, TLSHTTP: true,
+		// Lookout has a TLS block, but in Armada v0.22.x its server
+		// (internal/lookout/application.go) builds restapi.NewServer
+		// without the flag defaults, so TLS keep-alive is 0: Go's HTTP/2
+		// server, which that TLS listener offers, then closes each
+		// connection as soon as no stream is open, and a browser loses
+		// the requests it has already sent on it. The TLS proxy serves
+		// HTTP/1.1 only (no ALPN), which browsers keep and retry.
+		TLSProxy: true, TLSHTTP: true,
 		Settings:   func(c *v1alpha1.Components) *v1alpha1.Component { return &c.Lookout },
 		Config:     lookoutConfig,
 		ConfigType: "internal/lookout/configuration.LookoutConfig",

@@ -302,7 +302,7 @@ func ingesterConfig(_ *Install, _ *instance) map[string]any { return map[string]
 // default is "Local Dev". The commandSpecs are Armada's defaults
 // (config/lookout/config.yaml), which name the run's cluster (the
 // executor's clusterId) and the job's namespace.
-func lookoutConfig(in *Install, _ *instance) map[string]any {
+func lookoutConfig(in *Install, inst *instance) map[string]any {
 	ui := map[string]any{
 		"armadaApiBaseUrl":         in.Endpoints().REST,
 		"binocularsBaseUrlPattern": in.serviceURL("binoculars"),
@@ -313,7 +313,7 @@ func lookoutConfig(in *Install, _ *instance) map[string]any {
 		ui["oidc"] = map[string]any{"authority": o.ProviderURL, "clientId": o.ClientID, "scope": o.Scope}
 	}
 	return map[string]any{
-		"apiPort":            portHTTP,
+		"apiPort":            in.listenPort(inst.component, portHTTP),
 		"corsAllowedOrigins": in.corsOrigins(),
 		"uiConfig":           ui,
 	}

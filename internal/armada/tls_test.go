@@ -319,11 +319,11 @@ func TestTLSWiring(t *testing.T) {
 			want: want{NoTLS: false, SSLCertFile: "/etc/armada/tls/ca.crt", Items: caOnly},
 		},
 		"LookoutOn": {
-			reason:   "Lookout serves its API, UI and /health over HTTPS with its certificate (its tls block); it dials no TLS server, so it has no SSL_CERT_FILE.",
+			reason:   "Lookout serves its API, UI and /health over HTTPS with its certificate through its TLS sidecar (HTTP/1.1; its own tls block, whose HTTP/2 closes idle connections, stays unset); it dials no TLS server, so it has no SSL_CERT_FILE.",
 			spec:     spec(withTLS),
 			instance: "lookout", tlsPath: []string{"tls"},
 			want: want{
-				TLSBlock: serverTLS, Probe: corev1.URISchemeHTTPS,
+				Probe: corev1.URISchemeHTTPS,
 				Items: map[string]string{"ca.crt": "ca.crt", "lookout.crt": "tls.crt", "lookout.key": "tls.key"},
 			},
 		},

@@ -8,10 +8,13 @@ import (
 )
 
 // The TLS proxy: a component whose Armada binary cannot serve TLS on the
-// ports its users call (its row's TLSProxy; binoculars, whose HTTP port is
-// always plain and whose REST gateway dials its own gRPC port in
-// plaintext in Armada v0.22.x) serves them through ghostunnel, a
-// TLS-terminating proxy run as a sidecar, when spec.tls is on. The
+// ports its users call as they need it (its row's TLSProxy: binoculars,
+// whose HTTP port is always plain and whose REST gateway dials its own
+// gRPC port in plaintext in Armada v0.22.x; Lookout, whose own TLS
+// server closes every idle HTTP/2 connection, which browsers do not
+// survive) serves them through ghostunnel, a TLS-terminating proxy run
+// as a sidecar, when spec.tls is on. ghostunnel offers no ALPN, so
+// clients speak HTTP/1.1 (or gRPC's own protocol) through it. The
 // component then listens on its plain ports (the served ports plus
 // tlsProxyPlainOffset), which no container port, Service or NetworkPolicy
 // names: Armada binds every interface (":<port>") and has no setting for

@@ -15,17 +15,27 @@ import (
 	"github.com/armadaproject/armada-crossplane/apis/v1alpha1"
 )
 
-// proxyView is what the TLS proxy changes in binoculars' render.
+// proxied are the components served through the TLS proxy, each with
+// the config keys of the ports it binds.
+var proxied = map[string][]string{
+	"binoculars": {"grpcPort", "httpPort"},
+	"lookout":    {"apiPort"},
+}
+
+// proxyView is what the TLS proxy changes in a proxied component's
+// render.
 type proxyView struct {
-	// Containers are the pod's containers: binoculars' name, each
+	// Containers are the pod's containers: the component's name, each
 	// sidecar's name: image.
 	Containers []string
-	// MainPorts are binoculars' own container ports; MainTLSMount says
-	// whether it mounts the TLS volume.
+	// MainPorts are the component's own container ports; MainTLSMount
+	// says whether it mounts the TLS volume.
 	MainPorts    []string
 	MainTLSMount bool
-	// Listen are the ports binoculars' config binds.
-	Listen []any
+	// Listen are the ports the component's config binds; TLSBlock is its
+	// config's own TLS block, which the proxy leaves off.
+	Listen   []any
+	TLSBlock any
 	// Sidecars are each sidecar's args and ports.
 	Sidecars map[string][]string
 	// Probe is the readiness probe's scheme and port.
@@ -33,15 +43,17 @@ type proxyView struct {
 	// ServiceTargets are the Service's ports as port>targetPort; every
 	// named target is a container port of the pod.
 	ServiceTargets []string
-	// Ingress are the ports the binoculars NetworkPolicy lets in.
+	// Ingress are the ports the component's NetworkPolicy lets in.
 	Ingress []int32
-	// BinocularsURL is the Lookout UI's binocularsBaseUrlPattern.
+	// BinocularsURL and APIURL are the Lookout UI's
+	// binocularsBaseUrlPattern and armadaApiBaseUrl.
 	BinocularsURL any
+	APIURL        any
 }
 
-func viewProxy(t *testing.T, out *Output) proxyView {
+func viewProxy(t *testing.T, out *Output, name string) proxyView {
 	t.Helper()
-	tpl := podTemplateOf(t, out, "binoculars")
+	tpl := podTemplateOf(t, out, name)
 	v := proxyView{Sidecars: map[string][]string{}}
 	named := map[string]bool{}
 	for i, c := range tpl.Spec.Containers {
@@ -71,15 +83,18 @@ func viewProxy(t *testing.T, out *Output) proxyView {
 		}
 		v.Sidecars[c.Name] = append(ports, c.Args...)
 	}
-	cfg := componentCfg(t, out, "binoculars")
-	v.Listen = []any{get(cfg, "grpcPort"), get(cfg, "httpPort")}
-	for _, p := range find(out, "binoculars-service").Object.(*corev1.Service).Spec.Ports {
+	cfg := componentCfg(t, out, name)
+	for _, k := range proxied[name] {
+		v.Listen = append(v.Listen, get(cfg, k))
+	}
+	v.TLSBlock = get(cfg, "tls")
+	for _, p := range find(out, name+"-service").Object.(*corev1.Service).Spec.Ports {
 		if p.TargetPort.Type == intstr.String && !named[p.TargetPort.StrVal] {
 			t.Errorf("Service port %s targets %q, which no container of the pod declares", p.Name, p.TargetPort.StrVal)
 		}
 		v.ServiceTargets = append(v.ServiceTargets, p.Name+">"+p.TargetPort.String())
 	}
-	if o := find(out, "netpol-binoculars"); o != nil {
+	if o := find(out, "netpol-"+name); o != nil {
 		for _, r := range o.Object.(*networkingv1.NetworkPolicy).Spec.Ingress {
 			for _, p := range r.Ports {
 				if !slices.Contains(v.Ingress, p.Port.IntVal) {
@@ -89,17 +104,22 @@ func viewProxy(t *testing.T, out *Output) proxyView {
 		}
 		slices.Sort(v.Ingress)
 	}
-	v.BinocularsURL = get(componentCfg(t, out, "lookout"), "uiConfig", "binocularsBaseUrlPattern")
+	ui := componentCfg(t, out, "lookout")
+	v.BinocularsURL = get(ui, "uiConfig", "binocularsBaseUrlPattern")
+	v.APIURL = get(ui, "uiConfig", "armadaApiBaseUrl")
 	return v
 }
 
-// TestTLSProxy proves what TLS on changes in binoculars, whose Armada
-// binary cannot serve TLS on its ports: two ghostunnel sidecars serve
-// them with its certificate and forward to its plain ports on loopback;
-// binoculars' own container declares only metrics and mounts no key; the
-// probes go through the proxy over HTTPS; the Service targets the
-// sidecars; the NetworkPolicy lets in the TLS ports, never the plain
-// ones; and the Lookout UI calls binoculars over HTTPS. Off, nothing of it.
+// TestTLSProxy proves what TLS on changes in the components whose Armada
+// binary cannot serve TLS as their users need it (binoculars: plain HTTP
+// and a plaintext REST gateway; Lookout: HTTP/2 connections closed when
+// idle): ghostunnel sidecars serve their ports with the component's
+// certificate and forward to its plain ports on loopback; the component's
+// own container declares only metrics, mounts no key and turns on no TLS
+// block of its own; the probes go through the proxy over HTTPS; the
+// Service targets the sidecars; the NetworkPolicy lets in the TLS ports,
+// never the plain ones; and the Lookout UI calls binoculars and the
+// server over HTTPS. Off, nothing of it.
 func TestTLSProxy(t *testing.T) {
 	sidecar := func(port string, listen, target int) []string {
 		return []string{
@@ -107,7 +127,11 @@ func TestTLSProxy(t *testing.T) {
 			"--cert=/etc/armada/tls/tls.crt", "--key=/etc/armada/tls/tls.key", "--disable-authentication", "--timed-reload=1m",
 		}
 	}
-	on := func(registry string) proxyView {
+	const (
+		binoculars = "https://armada-binoculars.armada.svc:8080"
+		api        = "https://armada-server.armada.svc:8080"
+	)
+	binocularsOn := func(registry string) proxyView {
 		image := registry + "ghostunnel/ghostunnel:v1.8.4"
 		return proxyView{
 			Containers:     []string{"binoculars", "tls-grpc: " + image, "tls-http: " + image},
@@ -117,27 +141,31 @@ func TestTLSProxy(t *testing.T) {
 			Probe:          "HTTPS 8080",
 			ServiceTargets: []string{"grpc>grpc", "http>http", "metrics>metrics"},
 			Ingress:        []int32{8080, 50051},
-			BinocularsURL:  "https://armada-binoculars.armada.svc:8080",
+			BinocularsURL:  binoculars, APIURL: api,
 		}
 	}
 	cases := map[string]struct {
-		reason string
-		spec   v1alpha1.ArmadaSpec
-		want   proxyView
+		reason    string
+		component string
+		spec      v1alpha1.ArmadaSpec
+		want      proxyView
 	}{
-		"On": {
-			reason: "TLS on: binoculars listens on its plain ports, which only its sidecars reach.",
-			spec:   spec(withTLS),
-			want:   on(""),
+		"BinocularsOn": {
+			reason:    "TLS on: binoculars listens on its plain ports, which only its sidecars reach.",
+			component: "binoculars",
+			spec:      spec(withTLS),
+			want:      binocularsOn(""),
 		},
-		"Registry": {
-			reason: "spec.imageRegistry applies to the sidecar's image too.",
-			spec:   spec(withTLS, func(s *v1alpha1.ArmadaSpec) { s.ImageRegistry = "registry.example.com:5000/" }),
-			want:   on("registry.example.com:5000/"),
+		"BinocularsRegistry": {
+			reason:    "spec.imageRegistry applies to the sidecar's image too.",
+			component: "binoculars",
+			spec:      spec(withTLS, func(s *v1alpha1.ArmadaSpec) { s.ImageRegistry = "registry.example.com:5000/" }),
+			want:      binocularsOn("registry.example.com:5000/"),
 		},
-		"Off": {
-			reason: "TLS off: one container serving its own ports in plain HTTP and gRPC.",
-			spec:   spec(func(s *v1alpha1.ArmadaSpec) { s.TLS = &v1alpha1.TLS{Enabled: ptr.To(false)} }),
+		"BinocularsOff": {
+			reason:    "TLS off: one container serving its own ports in plain HTTP and gRPC.",
+			component: "binoculars",
+			spec:      spec(func(s *v1alpha1.ArmadaSpec) { s.TLS = &v1alpha1.TLS{Enabled: ptr.To(false)} }),
 			want: proxyView{
 				Containers:     []string{"binoculars"},
 				MainPorts:      []string{"grpc", "http", "metrics"},
@@ -146,19 +174,49 @@ func TestTLSProxy(t *testing.T) {
 				Probe:          " http",
 				ServiceTargets: []string{"grpc>grpc", "http>http", "metrics>metrics"},
 				Ingress:        []int32{8080, 50051},
-				BinocularsURL:  "http://armada-binoculars.armada.svc:8080",
+				BinocularsURL:  "http://armada-binoculars.armada.svc:8080", APIURL: "http://armada-server.armada.svc:8080",
+			},
+		},
+		"LookoutOn": {
+			reason:    "TLS on: Lookout serves plain HTTP on 8081 with no TLS block of its own; one sidecar serves 8080 over TLS, HTTP/1.1 only.",
+			component: "lookout",
+			spec:      spec(withTLS),
+			want: proxyView{
+				Containers:     []string{"lookout", "tls-http: ghostunnel/ghostunnel:v1.8.4"},
+				MainPorts:      []string{"metrics"},
+				Listen:         []any{float64(8081)},
+				Sidecars:       map[string][]string{"tls-http": sidecar("http", 8080, 8081)},
+				Probe:          "HTTPS 8080",
+				ServiceTargets: []string{"http>http", "metrics>metrics"},
+				Ingress:        []int32{8080},
+				BinocularsURL:  binoculars, APIURL: api,
+			},
+		},
+		"LookoutOff": {
+			reason:    "TLS off: Lookout serves its own port in plain HTTP.",
+			component: "lookout",
+			spec:      spec(func(s *v1alpha1.ArmadaSpec) { s.TLS = &v1alpha1.TLS{Enabled: ptr.To(false)} }),
+			want: proxyView{
+				Containers:     []string{"lookout"},
+				MainPorts:      []string{"http", "metrics"},
+				Listen:         []any{float64(8080)},
+				Sidecars:       map[string][]string{},
+				Probe:          " http",
+				ServiceTargets: []string{"http>http", "metrics>metrics"},
+				Ingress:        []int32{8080},
+				BinocularsURL:  "http://armada-binoculars.armada.svc:8080", APIURL: "http://armada-server.armada.svc:8080",
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, out := renderTLS(t, tc.spec, "k", nil, time.Time{})
-			got := viewProxy(t, out)
+			got := viewProxy(t, out, tc.component)
 			tc.want.MainTLSMount = false
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
-			for _, c := range podTemplateOf(t, out, "binoculars").Spec.Containers[1:] {
+			for _, c := range podTemplateOf(t, out, tc.component).Spec.Containers[1:] {
 				if c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 					t.Errorf("sidecar %s has no requests or limits: %+v", c.Name, c.Resources)
 				}
