@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,15 +10,17 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 )
 
-// checkLookoutTLS proves, when the render turns TLS on, that Armada's own
-// Lookout binary, as rendered, serves its API, UI and /health over HTTPS
-// with the certificate its pod mounts from the rendered Secret, at the
-// URL the claim reports (status.endpoints.lookout): a client trusting
-// only the composed CA (the file the rendered SSL_CERT_FILE of the
-// scheduler names) accepts it for that URL's host, a client trusting
-// only the system roots is refused, and plain HTTP gets no answer from
-// the API. Binoculars stays plain: in Armada v0.22.x its HTTP port cannot
-// serve TLS (docs/guides/tls.md).
+// checkLookoutTLS proves, when the render turns TLS on, that Lookout's
+// API, UI and /health are served over HTTPS by its TLS sidecar: Armada's
+// own Lookout binary, as rendered, behind the real ghostunnel binary run
+// with the sidecar's rendered args and mounts, at the URL the claim
+// reports (status.endpoints.lookout). Lookout's own TLS block stays off:
+// its HTTP/2 server closes idle connections, which browsers do not
+// survive (docs/guides/lookout.md). Its readinessProbe passes through the
+// sidecar; a client trusting only the composed CA (the file the rendered
+// SSL_CERT_FILE of the scheduler names) accepts it for that URL's host
+// and, offered HTTP/2, is answered over HTTP/1.1; a client trusting only
+// the system roots is refused, and plain HTTP gets no answer.
 func checkLookoutTLS(t *testing.T, e *conformance.Env, svc *conformance.Services, free func() int, runs []*conformance.Run, lookoutURL string) {
 	t.Helper()
 	var lookout, scheduler *conformance.Run
@@ -37,17 +38,23 @@ func checkLookoutTLS(t *testing.T, e *conformance.Env, svc *conformance.Services
 	if lookout == nil || scheduler == nil {
 		return
 	}
-	if on, _ := lookout.Effective("tls.enabled"); on != "true" {
-		if strings.HasPrefix(lookoutURL, "https:") {
-			t.Errorf("status.endpoints.lookout is %s but the rendered lookout has tls.enabled %q", lookoutURL, on)
+	if on, _ := lookout.Effective("tls.enabled"); on == "true" {
+		t.Errorf("%s serves TLS itself (tls.enabled true): its HTTP/2 server closes idle connections a browser still uses; it must be served through its TLS sidecar", lookout.ID())
+	}
+	if on, _ := scheduler.Effective("grpc.tls.enabled"); on != "true" {
+		if len(lookout.Sidecars) > 0 || strings.HasPrefix(lookoutURL, "https:") {
+			t.Errorf("TLS is off (the scheduler's grpc.tls.enabled is %q) but Lookout has %d TLS sidecars and status.endpoints.lookout is %s", on, len(lookout.Sidecars), lookoutURL)
 		}
-		t.Logf("%s: tls.enabled is %q: Lookout's TLS is off in this render, not checked", lookout.ID(), on)
+		t.Logf("%s: TLS is off in this render; Lookout's TLS not checked", lookout.ID())
 		return
 	}
 	t.Run("lookout tls", func(t *testing.T) {
 		u, err := url.Parse(lookoutURL)
 		if err != nil || u.Scheme != "https" {
-			t.Fatalf("status.endpoints.lookout is %q; with Lookout serving TLS it must be an https URL", lookoutURL)
+			t.Fatalf("status.endpoints.lookout is %q; with TLS on it must be an https URL", lookoutURL)
+		}
+		if len(lookout.Sidecars) == 0 {
+			t.Fatalf("TLS is on but %s has no TLS sidecar: Lookout serves users in plaintext", lookout.ID())
 		}
 		lc := conformance.StartComponent(t, e, svc, free, lookout)
 		if lc.Err != nil {
@@ -55,20 +62,32 @@ func checkLookoutTLS(t *testing.T, e *conformance.Env, svc *conformance.Services
 		}
 		defer lc.Proc.Stop()
 		conformance.ShowTail(t, lookout, lc.Proc)
-		port := lc.Moved["apiPort"]
-		if !podrun.Listening(port, conformance.StartTimeout) {
-			t.Fatalf("lookout's apiPort %d is not listening", port)
+		if !podrun.Listening(lc.Moved["apiPort"], conformance.StartTimeout) {
+			t.Fatalf("lookout's apiPort %d is not listening", lc.Moved["apiPort"])
+		}
+		local := conformance.StartSidecars(t, lookout, lc)
+		port := local[lookout.SidecarPort("http")]
+		if port == 0 {
+			t.Fatalf("the sidecars serve %v, want Lookout's http port", local)
+		}
+		if p := lookout.Inv.Readiness; p == nil || p.HTTPGet == nil {
+			t.Errorf("Lookout has no httpGet readinessProbe: %+v", p)
+		} else if err := conformance.PollProbe(p, local[p.HTTPGet.Port.IntVal], conformance.StartTimeout); err != nil {
+			t.Errorf("Lookout's readinessProbe (%s %s on %s, through the sidecar) did not pass: %v", p.HTTPGet.Scheme, p.HTTPGet.Path, p.HTTPGet.Port.String(), err)
 		}
 		roots := conformance.RootsOf(t, scheduler)
 		host := conformance.LookoutServiceHost(t, lookout, u.Hostname())
 		// Lookout opens its port before it answers; the first
 		// handshakes may race its start.
 		deadline := time.Now().Add(30 * time.Second)
-		for err = conformance.HTTPSGet(t, port, roots, host); err != nil && time.Now().Before(deadline); err = conformance.HTTPSGet(t, port, roots, host) {
+		proto, err := conformance.HTTPSProto(t, port, roots, host)
+		for ; err != nil && time.Now().Before(deadline); proto, err = conformance.HTTPSProto(t, port, roots, host) {
 			time.Sleep(500 * time.Millisecond)
 		}
 		if err != nil {
 			t.Errorf("a client trusting only the composed CA refuses Lookout as %s: %v", host, err)
+		} else if proto != "HTTP/1.1" {
+			t.Errorf("a client offering HTTP/2 and HTTP/1.1 was answered over %s; want HTTP/1.1, which Lookout keeps open", proto)
 		}
 		err = conformance.HTTPSGet(t, port, nil, host)
 		t.Logf("a client trusting only the system roots: %v", err)
@@ -77,8 +96,8 @@ func checkLookoutTLS(t *testing.T, e *conformance.Env, svc *conformance.Services
 		}
 		code, err := conformance.PlainGet(t, port)
 		t.Logf("a plain HTTP client: status %d, %v", code, err)
-		if err == nil && code != http.StatusBadRequest {
-			t.Errorf("a plain HTTP client got status %d from Lookout's TLS port; want a refusal (400, as Go answers plaintext on a TLS port, or an error)", code)
+		if err == nil {
+			t.Errorf("a plain HTTP client got status %d from Lookout's TLS port; want no answer", code)
 		}
 	})
 }

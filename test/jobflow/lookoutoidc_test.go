@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -122,9 +120,7 @@ func TestLookoutUIOIDC(t *testing.T) {
 	// with basic auth, with the access token alone.
 	p.poll("the header names the Armada", jsTitle, has("Armada "+ns+"/"+claimName))
 	p.poll("the jobs table shows job "+succeeded+" Succeeded", fmt.Sprintf(jsRow, succeeded), has(queue, "oidc-succeeds", "Succeeded"))
-	if err := b.Navigate(ctx, origin+"/?sb="+running); err != nil {
-		t.Fatal(err)
-	}
+	p.open(origin + "/?sb=" + running)
 	p.poll("job "+running+"'s details", jsSidebar, has("Queue", queue))
 	p.click("the Logs tab", fmt.Sprintf(jsTab, "LOGS"))
 	p.poll("job "+running+"'s log pane shows the API server's answer through binoculars", jsSidebar, has("Container work", "no preferred addresses found"))
@@ -133,9 +129,7 @@ func TestLookoutUIOIDC(t *testing.T) {
 	p.poll("the cancel dialog", jsDialog, has("Cancel 1 job", running))
 	p.click("Cancel 1 job", fmt.Sprintf(jsButton, "CANCEL 1 JOB"))
 	jobflow.WaitLookout(t, f.lookout, pw, "oidc-cancelled", "CANCELLED")
-	if err := b.Navigate(ctx, origin+"/"); err != nil {
-		t.Fatal(err)
-	}
+	p.open(origin + "/")
 	p.poll("the jobs table shows job "+running+" Cancelled", fmt.Sprintf(jsRow, running), has("oidc-cancelled", "Cancelled"))
 
 	// Every call to an Armada API carried the access token.
@@ -149,6 +143,9 @@ func TestLookoutUIOIDC(t *testing.T) {
 		"binoculars":            strings.ReplaceAll(cfg.BinocularsBaseURLPattern, "{CLUSTER_ID}", executorCluster) + "/",
 	}
 	if msg := bearerOnEveryCall(b.Requests(), apis); msg != "" {
+		t.Error(msg)
+	}
+	if msg := http11Only(b.Requests(), origin); msg != "" {
 		t.Error(msg)
 	}
 
@@ -211,38 +208,37 @@ func (p *page) poll(what, js string, ok func(string) bool) string {
 	return v
 }
 
-// lookoutClosed matches what a page load shows when Lookout closed the
-// connection a request was sent on, and what follows from it.
-var lookoutClosed = regexp.MustCompile(`net::ERR_CONNECTION_(CLOSED|RESET)|net::ERR_EMPTY_RESPONSE|Unable to load Lookout UI configuration`)
-
-// maxReloads is how often open reloads a page Lookout broke off.
-const maxReloads = 2
-
-// open loads addr and waits until the page shows its header. Armada's
-// Lookout serves its API and UI with HTTP keep-alives off (its generated
-// server is built without its flags' defaults, so TLSKeepAlive is 0):
-// every response ends its connection, and under load a browser can send
-// the next request on a connection Lookout is closing. The page loads
-// its configuration once, so it then stays blank until reloaded, as a
-// person would; open reloads it, at most maxReloads times, and logs why.
-// Any other problem stays for the test's final check.
+// open loads addr and waits until the page shows its header.
 func (p *page) open(addr string) {
 	p.t.Helper()
-	ctx := context.WithoutCancel(p.t.Context())
-	for reload := 0; ; reload++ {
-		if err := p.b.Navigate(ctx, addr); err != nil {
-			p.t.Fatal(err)
-		}
-		_, err := p.b.Poll(ctx, uiWait, jsTitle, has("Armada "))
-		if err == nil {
-			return
-		}
-		closed := p.b.Forget(lookoutClosed.MatchString)
-		if !slices.ContainsFunc(closed, func(s string) bool { return strings.Contains(s, "net::ERR_") }) || reload == maxReloads {
-			p.t.Fatalf("%s: the page shows no header: %v\n%s", addr, err, strings.Join(closed, "\n"))
-		}
-		p.t.Logf("%s: Lookout closed a connection the page used; reloading:\n%s", addr, strings.Join(closed, "\n"))
+	if err := p.b.Navigate(context.WithoutCancel(p.t.Context()), addr); err != nil {
+		p.t.Fatal(err)
 	}
+	p.poll(addr+": the page shows its header", jsTitle, has("Armada "))
+}
+
+// http11Only says which of the page's requests to Lookout (origin) came
+// back over another protocol than HTTP/1.1; "" if none did and at least
+// one came. Lookout is served through its TLS sidecar, which offers no
+// HTTP/2: Lookout's own HTTP/2 server closes every idle connection
+// (keep-alive 0), and a browser then loses requests it has sent on it.
+func http11Only(reqs []browser.Request, origin string) string {
+	var msgs []string
+	n := 0
+	for _, r := range reqs {
+		if !strings.HasPrefix(r.URL, origin+"/") || r.Protocol == "" {
+			continue
+		}
+		n++
+		if r.Protocol != "http/1.1" {
+			u, _, _ := strings.Cut(r.URL, "?")
+			msgs = append(msgs, fmt.Sprintf("%s %s came over %s, want http/1.1 (Lookout's TLS sidecar)", r.Method, u, r.Protocol))
+		}
+	}
+	if n == 0 {
+		return "the page got no answer from Lookout at " + origin
+	}
+	return strings.Join(msgs, "\n")
 }
 
 // click waits until js, a click expression of lookoutui_test.go, answers

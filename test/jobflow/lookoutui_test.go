@@ -156,6 +156,10 @@ func TestLookoutUI(t *testing.T) {
 	pg.open(origin + "/")
 	poll("the jobs table shows job "+running+" Cancelled", fmt.Sprintf(jsRow, running), has("ui-cancelled", "Cancelled"))
 
+	if msg := http11Only(b.Requests(), origin); msg != "" {
+		t.Error(msg)
+	}
+
 	checked = true
 	if unexpected := unexpectedProblems(b.Problems()); len(unexpected) > 0 {
 		t.Errorf("the page logged errors or had requests fail:\n%s", strings.Join(unexpected, "\n"))

@@ -59,6 +59,7 @@ type Browser struct {
 
 	mu       sync.Mutex
 	urls     map[network.RequestID]string
+	sent     map[network.RequestID]int // index in requests
 	problems []string
 	requests []Request
 }
@@ -70,6 +71,9 @@ type Request struct {
 	// Auth is the scheme of its Authorization header ("Bearer",
 	// "Basic"), "" if it had none; the credentials are not kept.
 	Auth string
+	// Protocol is the protocol its response came over, as the browser
+	// names it ("http/1.1", "h2"); "" if no response came.
+	Protocol string
 }
 
 // Start starts Chromium and opens its tab.
@@ -91,7 +95,7 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
-	b := &Browser{ctx: bctx, cancel: func() { bcancel(); acancel() }, urls: map[network.RequestID]string{}}
+	b := &Browser{ctx: bctx, cancel: func() { bcancel(); acancel() }, urls: map[network.RequestID]string{}, sent: map[network.RequestID]int{}}
 	chromedp.ListenTarget(bctx, b.listen)
 	headers := network.Headers{}
 	for k, v := range o.Headers {
@@ -151,23 +155,6 @@ func (b *Browser) Problems() []string {
 	return out
 }
 
-// Forget forgets the problems match accepts and returns them, in order,
-// keeping the others for Problems.
-func (b *Browser) Forget(match func(string) bool) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out, keep []string
-	for _, p := range b.problems {
-		if match(p) {
-			out = append(out, p)
-		} else {
-			keep = append(keep, p)
-		}
-	}
-	b.problems = keep
-	return out
-}
-
 // Requests returns the requests the page sent so far, in order.
 func (b *Browser) Requests() []Request {
 	b.mu.Lock()
@@ -192,9 +179,15 @@ func (b *Browser) listen(ev any) {
 		}
 		b.mu.Lock()
 		b.urls[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
+		b.sent[ev.RequestID] = len(b.requests)
 		b.requests = append(b.requests, r)
 		b.mu.Unlock()
 	case *network.EventResponseReceived:
+		b.mu.Lock()
+		if i, ok := b.sent[ev.RequestID]; ok {
+			b.requests[i].Protocol = ev.Response.Protocol
+		}
+		b.mu.Unlock()
 		if ev.Response.Status >= 400 {
 			challenge := ""
 			for k, v := range ev.Response.Headers {

@@ -110,6 +110,26 @@ func HTTPSGet(t *testing.T, port int, roots *x509.CertPool, host string) error {
 	return resp.Body.Close()
 }
 
+// HTTPSProto GETs /health on a local port over TLS for host, trusting
+// roots, offering HTTP/2 and HTTP/1.1 as a browser does, and returns the
+// protocol the answer came over ("HTTP/1.1", "HTTP/2.0").
+func HTTPSProto(t *testing.T, port int, roots *x509.CertPool, host string) (string, error) {
+	t.Helper()
+	tlsConfig := &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}
+	tr := &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(port)+"/health", http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	return resp.Proto, resp.Body.Close()
+}
+
 // basicAuth is gRPC basic auth as Armada's client sends it.
 type basicAuth struct{ user, password string }
 
@@ -155,24 +175,36 @@ func PlainGet(t *testing.T, port int) (int, error) {
 // endpoint's host when it is a Service name, else (an ingress serves
 // Lookout at an external host, and the ingress controller terminates TLS
 // with the user's own certificate) the name under Lookout's Service that
-// the certificate Lookout serves holds, read from the file the pod mounts.
+// the certificate its TLS sidecar serves holds (its --cert), read from
+// the file the sidecar mounts.
 func LookoutServiceHost(t *testing.T, lookout *Run, endpointHost string) string {
 	t.Helper()
 	if strings.HasSuffix(endpointHost, ".svc") {
 		return endpointHost
 	}
-	path, _ := lookout.Effective("tls.certPath")
-	b, err := os.ReadFile(podrun.NewRewriter(lookout.Inv.Mounts).Rewrite(path))
+	var path string
+	var mounts map[string]string
+	for _, sc := range lookout.Sidecars {
+		for _, a := range sc.Args {
+			if p, ok := strings.CutPrefix(a, "--cert="); ok {
+				path, mounts = p, sc.Inv.Mounts
+			}
+		}
+	}
+	if path == "" {
+		t.Fatalf("%s: no TLS sidecar names a certificate (--cert=)", lookout.ID())
+	}
+	b, err := os.ReadFile(podrun.NewRewriter(mounts).Rewrite(path))
 	if err != nil {
-		t.Fatalf("%s: tls.certPath %q: %v", lookout.ID(), path, err)
+		t.Fatalf("%s: its sidecar's --cert %q: %v", lookout.ID(), path, err)
 	}
 	block, _ := pem.Decode(b)
 	if block == nil {
-		t.Fatalf("%s: tls.certPath %q holds no PEM certificate", lookout.ID(), path)
+		t.Fatalf("%s: its sidecar's --cert %q holds no PEM certificate", lookout.ID(), path)
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		t.Fatalf("%s: tls.certPath %q: %v", lookout.ID(), path, err)
+		t.Fatalf("%s: its sidecar's --cert %q: %v", lookout.ID(), path, err)
 	}
 	svc := lookout.Inv.Workload[strings.LastIndex(lookout.Inv.Workload, "/")+1:] + "."
 	for _, n := range cert.DNSNames {
