@@ -241,12 +241,12 @@ docs-diagrams: system-deps ## Render docs/diagrams/*.dot to SVG with Graphviz.
 # test/jobflow's TestLookoutUI in headless Chromium.
 SCREENSHOTS_DIR := docs/guides/images
 .PHONY: docs-screenshots
-docs-screenshots: system-deps tools cluster-bins run-bins ## Take the Lookout UI screenshots in docs/guides/images with TestLookoutUI (headless Chromium on a composed Armada).
+docs-screenshots: system-deps tools cluster-bins run-bins ## Take the Lookout UI screenshots in docs/guides/images with TestLookoutUI (headless Chromium on a composed Armada), and the release they show for make docs-check.
 	@mkdir -p $(SCREENSHOTS_DIR)
 	LOOKOUT_SCREENSHOTS=$(CURDIR)/$(SCREENSHOTS_DIR) go test -count=1 -timeout 20m -run '^TestLookoutUI$$' ./test/jobflow/
 
 .PHONY: docs-check
-docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run, no dates or commit hashes in docs/guides/.
+docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the SVGs, YAML blocks validate against the XRDs, links and anchors resolve, runnable command blocks run, no dates or commit hashes in docs/guides/, the Lookout screenshots taken at the default Armada release.
 	go test -count=1 -run 'TestDocs|TestParse|TestAnchor|TestCheckLinks|TestStamps' -v ./internal/build/docscheck/
 	go test -count=1 -run 'TestFlowTableDoc' ./internal/armada/
 	go test -count=1 ./internal/build/cmd/apidoc/

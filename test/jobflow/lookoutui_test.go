@@ -164,6 +164,14 @@ func TestLookoutUI(t *testing.T) {
 	if unexpected := unexpectedProblems(b.Problems()); len(unexpected) > 0 {
 		t.Errorf("the page logged errors or had requests fail:\n%s", strings.Join(unexpected, "\n"))
 	}
+	// The screenshots name the release whose UI they show, for make
+	// docs-check; only a passing run's.
+	if shots != "" && !t.Failed() {
+		marker := filepath.Join(shots, jobflow.ScreenshotsReleaseFile)
+		if err := os.WriteFile(marker, []byte(jobflow.ScreenshotsRelease(armada.DefaultVersion)), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // expectedProblem matches what fails by Armada's design here: binoculars'

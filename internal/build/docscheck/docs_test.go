@@ -16,7 +16,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
 	"github.com/armadaproject/armada-crossplane/internal/harness/xprender"
 )
@@ -280,4 +282,35 @@ func TestDocsReasons(t *testing.T) {
 		}
 	}
 	t.Logf("%d reasons: %s", len(names), strings.Join(names, ", "))
+}
+
+// TestDocsScreenshots checks that the Lookout screenshots in
+// docs/guides/images show the UI of the default Armada release: make
+// docs-screenshots writes, beside them, the release TestLookoutUI
+// composed, and a release bump leaves it stale until they are taken
+// again. Every image a guide shows must exist.
+func TestDocsScreenshots(t *testing.T) {
+	dir := filepath.Join(root, "docs", "guides", "images")
+	b, err := os.ReadFile(filepath.Join(dir, jobflow.ScreenshotsReleaseFile))
+	if err != nil {
+		t.Fatalf("cannot read the screenshots' release (%v): run make docs-screenshots", err)
+	}
+	if want := jobflow.ScreenshotsRelease(armada.DefaultVersion); string(b) != want {
+		t.Errorf("the Lookout screenshots show %q, the default release is %q: run make docs-screenshots", strings.TrimSpace(string(b)), strings.TrimSpace(want))
+	}
+	n := 0
+	for _, p := range pages(t) {
+		for _, l := range p.Links {
+			if !strings.HasPrefix(p.Path, "docs/guides/") || !strings.HasPrefix(l.Target, "images/lookout-") {
+				continue
+			}
+			n++
+			if _, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(l.Target, "images/"))); err != nil {
+				t.Errorf("%s:%d shows %s: %v", p.Path, l.Line, l.Target, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no guide shows a Lookout screenshot (images/lookout-*.png): the walk is broken or the pictures are gone")
+	}
 }

@@ -122,3 +122,13 @@ func LookoutBrowser(ctx context.Context, l Lookout, clusterID string) (o browser
 	}
 	return o, notes, nil
 }
+
+// ScreenshotsReleaseFile is the file beside the Lookout screenshots
+// (make docs-screenshots) that names the Armada release whose UI they
+// show; make docs-check refuses screenshots of another release than the
+// default one.
+const ScreenshotsReleaseFile = "lookout-ui.release"
+
+// ScreenshotsRelease is ScreenshotsReleaseFile's content for screenshots
+// of Armada release v ("0.22.8").
+func ScreenshotsRelease(v string) string { return "Armada " + v + "\n" }
