@@ -1,4 +1,4 @@
-// Command etcd is etcd v3.6.16, built from this wrapper module so the local
+// Command etcd is etcd v3.7.4, built from this wrapper module so the local
 // control plane (internal/harness/controlplane) runs a pinned etcd without Docker.
 // The root module go.etcd.io/etcd/v3 has replace directives and cannot be
 // installed with `go install`.

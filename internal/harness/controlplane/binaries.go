@@ -16,7 +16,7 @@ const modulePath = "github.com/armadaproject/armada-crossplane"
 // Pinned versions of the control plane's components. The tools/ wrapper
 // modules pin the same versions.
 const (
-	EtcdVersion               = "v3.6.16"
+	EtcdVersion               = "v3.7.4"
 	KubernetesVersion         = "v1.37.2"
 	CrossplaneVersion         = "v2.4.0"
 	ProviderKubernetesVersion = "v1.3.1"

@@ -33,7 +33,7 @@ func TestToolModulesShareVersions(t *testing.T) {
 		"CrossplaneWithProject": {
 			module: "tools/crossplane", with: ".",
 			differ: map[string]string{
-				"github.com/go-json-experiment/json": "the project's browser test's chromedp v0.14.2 (cdproto) needs a newer one; raising Crossplane's would rebuild its binaries for one small package",
+				"github.com/go-json-experiment/json": "the project's browser test's chromedp v0.16.0 (cdproto) needs a newer one; raising Crossplane's would rebuild its binaries for one small package",
 			},
 		},
 		"KubernetesWithProject": {
