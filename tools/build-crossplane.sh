@@ -24,10 +24,12 @@ build() { # name version package
   # Both come from one module, so the second build reuses what the first
   # compiled. They cannot share one `go build -o DIR/`: both are named
   # crossplane.
+  # A temporary name of this build's own, as in build-tool.sh.
+  local tmp="${out}.tmp.$$"
   (cd "${here}/crossplane" && GOFLAGS=-mod=mod gobuild "$1 $2" \
     -ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$2" \
-    -o "${out}.tmp" "$3")
-  mv "${out}.tmp" "${out}"
+    -o "${tmp}" "$3") || { rm -f "${tmp}"; return 1; }
+  mv "${tmp}" "${out}"
   stamp "${out}" "${here}/crossplane"
 }
 

@@ -22,7 +22,11 @@ if built "${out}" "${dir}"; then
   exit 0
 fi
 mkdir -p "$(dirname "${out}")"
-(cd "${dir}" && GOFLAGS=-mod=mod gobuild "${name}" "$@" -o "${out}.tmp" "${pkg}")
-mv "${out}.tmp" "${out}"
+# A temporary name of this build's own: two builds of one tool at once
+# (two worktrees sharing the tool cache) must not move each other's file.
+tmp="${out}.tmp.$$"
+trap 'rm -f "${tmp}"' EXIT
+(cd "${dir}" && GOFLAGS=-mod=mod gobuild "${name}" "$@" -o "${tmp}" "${pkg}")
+mv "${tmp}" "${out}"
 stamp "${out}" "${dir}"
 echo "${name} ready: ${out}"

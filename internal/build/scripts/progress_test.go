@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestGobuildReports runs tools/progress.sh's gobuild with a stand-in go
@@ -79,6 +81,53 @@ func TestBuildToolRebuildsOnRaisedPin(t *testing.T) {
 		if got := lines(t, count); got != s.wantBuilds {
 			t.Errorf("step %d (go.sum %q): %d builds so far, want %d", i, s.gosum, got, s.wantBuilds)
 		}
+	}
+}
+
+// TestBuildToolConcurrent runs tools/build-tool.sh twice at once for one
+// binary (two worktrees sharing the tool cache), with a stand-in go that
+// writes its output and waits until both builds have written theirs:
+// each build moves only its own temporary file, so both succeed and
+// leave the binary and no temporary file behind.
+func TestBuildToolConcurrent(t *testing.T) {
+	mod := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mod, "go.sum"), []byte("example.com/a v1.0.0 h1:x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := t.TempDir()
+	// Each build writes its -o file, then waits (at most 10 s) until two
+	// builds have written theirs before it returns.
+	fake := "#!/bin/bash\nwhile [[ $# -gt 0 ]]; do if [[ $1 == -o ]]; then printf '#!/bin/sh\\n' >\"$2\"; chmod +x \"$2\"; fi; shift; done\n" +
+		"touch " + done + "/$$\nfor i in $(seq 100); do [[ $(ls " + done + " | wc -l) -ge 2 ]] && exit 0; sleep 0.1; done\n"
+	env := standIn(t, "go", fake)
+	bin := t.TempDir()
+	out := filepath.Join(bin, "tool-v1.0.0")
+	errs := make(chan error, 2)
+	outs := make(chan []byte, 2)
+	for range 2 {
+		go func() {
+			cmd := exec.CommandContext(t.Context(), filepath.Join("..", "..", "..", "tools", "build-tool.sh"), mod, out, "example.com/a/cmd/tool") //nolint:gosec // The repository's own script.
+			cmd.Env = env
+			o, err := cmd.CombinedOutput()
+			outs <- o
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if o, err := <-outs, <-errs; err != nil {
+			t.Errorf("build-tool.sh beside another build of the same binary: %v\n%s", err, o)
+		}
+	}
+	entries, err := os.ReadDir(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"tool-v1.0.0", "tool-v1.0.0.gosum"}, names); diff != "" {
+		t.Errorf("the tool cache after two builds (-want +got):\n%s", diff)
 	}
 }
 
