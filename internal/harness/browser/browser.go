@@ -171,32 +171,9 @@ func (b *Browser) problemf(format string, args ...any) {
 func (b *Browser) listen(ev any) {
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		r := Request{Method: ev.Request.Method, URL: ev.Request.URL}
-		for k, v := range ev.Request.Headers {
-			if h, ok := v.(string); ok && strings.EqualFold(k, "Authorization") {
-				r.Auth, _, _ = strings.Cut(h, " ")
-			}
-		}
-		b.mu.Lock()
-		b.urls[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
-		b.sent[ev.RequestID] = len(b.requests)
-		b.requests = append(b.requests, r)
-		b.mu.Unlock()
+		b.requestSent(ev)
 	case *network.EventResponseReceived:
-		b.mu.Lock()
-		if i, ok := b.sent[ev.RequestID]; ok {
-			b.requests[i].Protocol = ev.Response.Protocol
-		}
-		b.mu.Unlock()
-		if ev.Response.Status >= 400 {
-			challenge := ""
-			for k, v := range ev.Response.Headers {
-				if strings.EqualFold(k, "WWW-Authenticate") {
-					challenge = fmt.Sprintf(" (challenge: %v)", v)
-				}
-			}
-			b.problemf("%d %s%s", ev.Response.Status, ev.Response.URL, challenge)
-		}
+		b.responseReceived(ev)
 	case *network.EventLoadingFailed:
 		if ev.Canceled {
 			return
@@ -206,18 +183,9 @@ func (b *Browser) listen(ev any) {
 		b.mu.Unlock()
 		b.problemf("request failed: %s: %s%s", u, ev.ErrorText, blocked(ev))
 	case *runtime.EventConsoleAPICalled:
-		if ev.Type != runtime.APITypeError {
-			return
+		if ev.Type == runtime.APITypeError {
+			b.problemf("console error: %s", consoleArgs(ev))
 		}
-		args := make([]string, 0, len(ev.Args))
-		for _, a := range ev.Args {
-			if a.Value != nil {
-				args = append(args, string(a.Value))
-			} else {
-				args = append(args, a.Description)
-			}
-		}
-		b.problemf("console error: %s", strings.Join(args, " "))
 	case *runtime.EventExceptionThrown:
 		d := ev.ExceptionDetails
 		msg := d.Text
@@ -230,6 +198,55 @@ func (b *Browser) listen(ev any) {
 			b.problemf("browser log: %s %s", ev.Entry.Text, ev.Entry.URL)
 		}
 	}
+}
+
+// requestSent records a request the page sent, with the scheme of its
+// Authorization header only.
+func (b *Browser) requestSent(ev *network.EventRequestWillBeSent) {
+	r := Request{Method: ev.Request.Method, URL: ev.Request.URL}
+	for k, v := range ev.Request.Headers {
+		if h, ok := v.(string); ok && strings.EqualFold(k, "Authorization") {
+			r.Auth, _, _ = strings.Cut(h, " ")
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.urls[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
+	b.sent[ev.RequestID] = len(b.requests)
+	b.requests = append(b.requests, r)
+}
+
+// responseReceived records the protocol a response came over, and a
+// status of 400 or more as a problem, with the server's challenge.
+func (b *Browser) responseReceived(ev *network.EventResponseReceived) {
+	b.mu.Lock()
+	if i, ok := b.sent[ev.RequestID]; ok {
+		b.requests[i].Protocol = ev.Response.Protocol
+	}
+	b.mu.Unlock()
+	if ev.Response.Status < 400 {
+		return
+	}
+	challenge := ""
+	for k, v := range ev.Response.Headers {
+		if strings.EqualFold(k, "WWW-Authenticate") {
+			challenge = fmt.Sprintf(" (challenge: %v)", v)
+		}
+	}
+	b.problemf("%d %s%s", ev.Response.Status, ev.Response.URL, challenge)
+}
+
+// consoleArgs is a console call's arguments as the console shows them.
+func consoleArgs(ev *runtime.EventConsoleAPICalled) string {
+	args := make([]string, 0, len(ev.Args))
+	for _, a := range ev.Args {
+		if a.Value != nil {
+			args = append(args, string(a.Value))
+		} else {
+			args = append(args, a.Description)
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 func blocked(ev *network.EventLoadingFailed) string {

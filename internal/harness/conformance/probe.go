@@ -51,7 +51,8 @@ func checkProbe(o *outcome, rn *Run, c *Component, timeout time.Duration) {
 	}
 	key, moved, ok := movedPort(rn, c.Moved, number)
 	if sc := servingSidecar(rn, number); !ok && sc != nil {
-		o.Notes = append(o.Notes, fmt.Sprintf("readinessProbe %s on port %d goes through the pod's %s sidecar %s: checkBinocularsTLS and checkLookoutTLS run it through the real proxy",
+		o.Notes = append(o.Notes, fmt.Sprintf(
+			"readinessProbe %s on port %d goes through the pod's %s sidecar %s: checkBinocularsTLS and checkLookoutTLS run it through the real proxy",
 			kind, number, sc.Tool, sc.Inv.Container))
 		return
 	}
