@@ -193,11 +193,12 @@ run-first-builds:
 # evaluated only where used.
 ARMADA_DEFAULT_VERSION = $(shell go run ./internal/build/cmd/armadaversions -default)
 .PHONY: run-bins
-run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries, armadactl and Lookout's UI at the default release, and ghostunnel (binoculars' TLS sidecar).
+run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries, armadactl and Lookout's UI at the default release, ghostunnel (Lookout's and binoculars' TLS sidecar) and the OpenID Provider people sign in to Lookout through.
 	tools/kubernetes/build.sh kube-scheduler
 	tools/kwok/build.sh
 	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 	tools/ghostunnel/build.sh
+	tools/oidc/build.sh
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
 
@@ -297,11 +298,11 @@ versitygw: ## Build versitygw (cached): the S3-compatible server test/backups ar
 	tools/versitygw/build.sh
 
 .PHONY: ghostunnel
-ghostunnel: ## Build ghostunnel (cached): the binoculars pod's TLS-terminating sidecar, which the conformance and job-flow tests run as rendered.
+ghostunnel: ## Build ghostunnel (cached): Lookout's and binoculars' TLS-terminating sidecar, which the conformance and job-flow tests run as rendered.
 	tools/ghostunnel/build.sh
 
 .PHONY: oidc
-oidc: ## Build the OpenID Provider (cached): zitadel/oidc's example provider, which the browser test of Lookout's OIDC login signs in through.
+oidc: ## Build the OpenID Provider (cached): zitadel/oidc's example provider, which make run and the browser test of Lookout's OIDC login sign people in through.
 	tools/oidc/build.sh
 
 .PHONY: node-bins

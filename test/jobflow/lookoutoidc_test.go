@@ -20,12 +20,10 @@ import (
 )
 
 const (
-	// oidcIssuer is the OpenID Provider's issuer: outside the cluster,
-	// as a company's login service is, reached on port 443.
-	oidcIssuer = "https://login.oidc.test"
-	// oidcClient is the client ID the claim names and the provider
-	// registers, a public browser app.
-	oidcClient = "lookout"
+	// oidcIssuer and oidcClient are the OpenID Provider's issuer and the
+	// client ID the claim names (jobflow.LoginAuth).
+	oidcIssuer = jobflow.LoginIssuer
+	oidcClient = jobflow.LoginClient
 	// lookoutURL is Lookout's URL as the claim composes it (no ingress,
 	// TLS on): the redirect URI the provider registers is its /oidc.
 	lookoutURL = "https://" + claimName + "-lookout." + ns + ".svc:8080"
@@ -66,13 +64,10 @@ func TestLookoutUIOIDC(t *testing.T) {
 	f := compose(t, composeOptions{
 		nodes:   []controlplane.Node{{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"}},
 		relays:  map[string]string{issuer.Hostname() + ":443": idp.Addr},
-		objects: []*unstructured.Unstructured{secret(ns, "login-ca", "ca.crt", string(idp.CA))},
+		objects: []*unstructured.Unstructured{secret(ns, jobflow.LoginCASecret, jobflow.LoginCAKey, string(idp.CA))},
 		spec: map[string]any{"auth": map[string]any{
 			"basicUsers": []any{map[string]any{"name": "admin", "groups": []any{"armada-admins"}}},
-			"oidc": map[string]any{
-				"providerUrl": oidcIssuer, "clientId": oidcClient,
-				"caSecretRef": map[string]any{"name": "login-ca", "key": "ca.crt"},
-			},
+			"oidc":       jobflow.LoginAuth(),
 		}},
 	})
 	if got := strings.TrimSuffix(f.lookout.URL, "/"); got != lookoutURL {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -228,20 +227,9 @@ func openLookout(t *testing.T, f *flow, o lookoutBrowser) (*browser.Browser, str
 		t.Log(n)
 	}
 	if o.oidc != nil {
-		pu, err := url.Parse(oidcIssuer)
-		if err != nil {
+		if err := jobflow.TrustLogin(ctx, &bo, f.be.Names, o.oidc); err != nil {
 			t.Fatal(err)
 		}
-		ip, ok := f.be.Names.Lookup(pu.Hostname())
-		if !ok {
-			t.Fatalf("no relay for the OIDC provider %s", pu.Hostname())
-		}
-		bo.Hosts[pu.Hostname()] = ip
-		spki, err := browser.SPKIOf(ctx, f.be.Names.Dial, pu.Hostname()+":443", pu.Hostname(), o.oidc.CA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bo.SPKIs = append(bo.SPKIs, spki)
 	}
 	bo.Dir = t.TempDir()
 	if o.basicPassword != "" {

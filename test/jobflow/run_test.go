@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -269,7 +274,13 @@ func postmaster(t *testing.T, out string) pgProcess {
 
 // openPrintedBrowser runs the Chromium command make run printed, as a
 // person pastes it into a shell, headless and printing the page as
-// rendered, and fails unless the page is Lookout's UI for the claim.
+// rendered: Lookout's UI sends it to the local OpenID Provider's login
+// page. Then, in a browser started with the flags that command gives (the
+// names it maps, the certificates it trusts), it signs in as the user
+// make run names, with the password from the file it names, and fails
+// unless the page shows the demo job Succeeded under the Armada's name,
+// every answer from Lookout came over HTTP/1.1 and nothing failed in the
+// page but what Armada fails by design here.
 func openPrintedBrowser(t *testing.T, out string) {
 	t.Helper()
 	var line string
@@ -282,7 +293,13 @@ func openPrintedBrowser(t *testing.T, out string) {
 		t.Errorf("make run printed no Chromium command for Lookout; output:\n%s", out)
 		return
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	login := printedLogin.FindStringSubmatch(out)
+	job := printedJob.FindStringSubmatch(out)
+	if login == nil || job == nil {
+		t.Errorf("make run printed no user to sign in as (%q) or no demo job (%q); output:\n%s", printedLogin, printedJob, out)
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	// Flags after the URL are flags too.
 	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=15000 --dump-dom") //nolint:gosec // The command make run printed.
@@ -292,8 +309,55 @@ func openPrintedBrowser(t *testing.T, out string) {
 		t.Errorf("make run's Chromium command: %v\n%s", err, line)
 		return
 	}
+	if !strings.Contains(string(dom), `id="username"`) || !strings.Contains(string(dom), `id="password"`) {
+		t.Errorf("make run's Chromium command shows no login form of the OpenID Provider; it rendered:\n%s", testutil.Tail(string(dom), 40))
+	}
+
+	bo, addr, err := browser.ParseCommandLine(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, err := os.ReadFile(login[2])
+	if err != nil {
+		t.Fatalf("the login password make run names: %v", err)
+	}
+	bo.Dir = t.TempDir()
+	b, err := browser.Start(context.WithoutCancel(ctx), bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p := &page{t: t, b: b}
+	if err := b.Navigate(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	issuer, err := url.Parse(jobflow.LoginIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.poll("Lookout redirects to the provider's login page", jsLoginPage, has(issuer.Host, "form"))
+	if err := b.Run(ctx,
+		chromedp.SendKeys("#username", login[1], chromedp.ByQuery),
+		chromedp.SendKeys("#password", strings.TrimSpace(string(password)), chromedp.ByQuery),
+		chromedp.Click(`button[type="submit"]`, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("cannot sign in on the provider's login page: %v", err)
+	}
 	// make run applies examples/minimal.yaml: claim armada/armada.
-	if want := "Armada " + ns + "/" + claimName; !strings.Contains(string(dom), want) {
-		t.Errorf("make run's Chromium command shows no %q; it rendered:\n%s", want, testutil.Tail(string(dom), 40))
+	p.poll("the header names the Armada", jsTitle, has("Armada "+ns+"/"+claimName))
+	p.poll("the jobs table shows the demo job "+job[1]+" Succeeded", fmt.Sprintf(jsRow, job[1]), has("demo", "Succeeded"))
+	if msg := http11Only(b.Requests(), strings.TrimSuffix(addr, "/")); msg != "" {
+		t.Error(msg)
+	}
+	if u := unexpectedProblems(b.Problems()); len(u) > 0 {
+		t.Errorf("the page logged errors or had requests fail:\n%s", strings.Join(u, "\n"))
 	}
 }
+
+var (
+	// printedLogin is the user make run says to sign in as, and the file
+	// holding its password.
+	printedLogin = regexp.MustCompile(`Sign in as (\S+), password in (\S+) \(`)
+	// printedJob is the demo job Lookout showed.
+	printedJob = regexp.MustCompile(`Lookout shows job (\S+) SUCCEEDED`)
+)

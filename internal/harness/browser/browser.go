@@ -17,7 +17,9 @@ import (
 	"maps"
 	"net"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,6 +132,38 @@ func CommandLine(o Options, url string) string {
 	}
 	return fmt.Sprintf("%s%s --user-data-dir=\"$(mktemp -d)\" --host-resolver-rules=%q --ignore-certificate-errors-spki-list=%q %s",
 		Chromium, sandbox, resolverRules(o.Hosts), strings.Join(o.SPKIs, ","), url)
+}
+
+// commandFlag matches a flag CommandLine writes with a Go-quoted value.
+var commandFlag = regexp.MustCompile(`--(host-resolver-rules|ignore-certificate-errors-spki-list)=("(?:[^"\\]|\\.)*")`)
+
+// ParseCommandLine reads back what CommandLine wrote, as a person pastes
+// it: the names each host resolves to, the certificates trusted, and the
+// URL it opens (its last word).
+func ParseCommandLine(line string) (Options, string, error) {
+	o := Options{Hosts: map[string]string{}}
+	for _, m := range commandFlag.FindAllStringSubmatch(line, -1) {
+		v, err := strconv.Unquote(m[2])
+		if err != nil {
+			return o, "", errors.Wrapf(err, "cannot read --%s", m[1])
+		}
+		switch m[1] {
+		case "host-resolver-rules":
+			for r := range strings.SplitSeq(v, ",") {
+				f := strings.Fields(r)
+				if len(f) == 3 && f[0] == "MAP" && f[1] != "*" {
+					o.Hosts[f[1]] = f[2]
+				}
+			}
+		default:
+			o.SPKIs = strings.Split(v, ",")
+		}
+	}
+	words := strings.Fields(line)
+	if len(o.Hosts) == 0 || len(words) == 0 {
+		return o, "", errors.Errorf("cannot find --host-resolver-rules in %q", line)
+	}
+	return o, words[len(words)-1], nil
 }
 
 // Close stops Chromium.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
 const (
@@ -57,6 +59,31 @@ func withDemoQueue(docs []map[string]any) {
 	}
 }
 
+// loginGroups are the groups the local OpenID Provider's user is in: the
+// demo queue's owners.
+var loginGroups = []string{"armada-admins"}
+
+// withLogin adds spec.auth.oidc for a local OpenID Provider
+// (jobflow.LoginAuth) to a claim that signs users in with basic auth
+// only, so a person can sign in to its Lookout in a browser (Armada sends
+// no basic-auth challenge a browser would answer); the demo starts the
+// provider. It says whether it added it.
+func withLogin(docs []map[string]any) bool {
+	for _, d := range docs {
+		if d["kind"] != "ArmadaClaim" {
+			continue
+		}
+		if _, found, _ := unstructured.NestedMap(d, "spec", "auth", "oidc"); found {
+			return false
+		}
+		_ = unstructured.SetNestedMap(d, jobflow.LoginAuth(), "spec", "auth", "oidc")
+		fmt.Printf("Adding spec.auth.oidc to the claim: a local OpenID Provider (%s) signs people in to Lookout's UI; basic auth stays for armadactl.\n",
+			jobflow.LoginIssuer)
+		return true
+	}
+	return false
+}
+
 // demoOptions are what runDemo needs.
 type demoOptions struct {
 	cp    *controlplane.ControlPlane
@@ -66,6 +93,9 @@ type demoOptions struct {
 	// exitAfter returns once the demo job has succeeded.
 	exitAfter bool
 	applied   time.Time
+	// login: the claim signs people in through the local OpenID Provider
+	// withLogin added, which the demo starts.
+	login bool
 }
 
 // runDemo brings the composed Armada up for real and runs one job
@@ -117,12 +147,17 @@ func demo(s *jobflow.Session, o demoOptions) {
 		s.Fatal(err)
 	}
 
+	cl := jobflow.Claim{T: s, Client: c, Namespace: o.claim.GetNamespace(), Name: o.claim.GetName()}
+	var idp *testenv.OIDC
+	if o.login {
+		idp = startLogin(s, c, be, cl)
+	}
+
 	fmt.Printf("Running every composed workload as Armada %s's own binaries (package podrun plays kubelet)...\n", version)
 	runner := jobflow.StartRunner(s, be, jobflow.RunnerOptions{
 		Client: c, Namespace: o.claim.GetNamespace(), APIServer: o.cp.RESTConfig(),
 		Releases: map[string]podrun.Release{version: rel},
 	})
-	cl := jobflow.Claim{T: s, Client: c, Namespace: o.claim.GetNamespace(), Name: o.claim.GetName()}
 	d := jobflow.WaitFor(s, 10*time.Minute, "claim Ready (every component running and ready by its own probe)", func() (bool, string) {
 		st, r, m := cl.Condition("Ready")
 		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, jobflow.RunnerState(runner))
@@ -166,7 +201,7 @@ func demo(s *jobflow.Session, o demoOptions) {
 	jobs := jobflow.WaitLookout(s, lookout, password, demoJobSet, "SUCCEEDED")
 	fmt.Printf("The demo job succeeded: submit → Succeeded in %s; apply → demo job Succeeded in %s. Lookout shows job %s SUCCEEDED.\n",
 		time.Since(submitted).Round(100*time.Millisecond), time.Since(o.applied).Round(time.Second), jobs[0].JobID)
-	carryOn(s, o, a, lookout, cl.ExecutorClusterID(), queue, password)
+	carryOn(s, o, a, lookout, cl.ExecutorClusterID(), queue, password, idp)
 	if o.exitAfter {
 		return
 	}
@@ -192,7 +227,7 @@ func newProgress() func(string) {
 
 // carryOn prints how to go on by hand: an armadactl script, the job file,
 // Lookout's address, how to open it in a browser, and the kubeconfig.
-func carryOn(s *jobflow.Session, o demoOptions, a *jobflow.Armadactl, lookout jobflow.Lookout, clusterID, queue, password string) {
+func carryOn(s *jobflow.Session, o demoOptions, a *jobflow.Armadactl, lookout jobflow.Lookout, clusterID, queue, password string, idp *testenv.OIDC) {
 	lookoutURL, lookup := lookout.URL, lookout.Names.Lookup
 	script := filepath.Join(s.TempDir(), "armadactl")
 	if err := a.Script(s.Context(), script, demoUser, password); err != nil {
@@ -219,18 +254,41 @@ Carry on by hand while this runs:
     curl -u %s:<password> -H 'Content-Type: application/json' -d '{"take":10}' %s/api/v1/jobs
 `, o.cp.Kubeconfig(), script, filepath.Join(a.Dir, demoJobSet+".yaml"), demoUser, a.Server,
 		script, queue, demoJobSet, lookoutURL, o.claim.GetNamespace(), o.claim.GetName(), demoUser, reach)
-	printBrowser(s, lookout, clusterID)
+	printBrowser(s, lookout, clusterID, idp)
+}
+
+// startLogin starts the local OpenID Provider for the claim's Lookout,
+// reached at the issuer's name through be's relays, and puts its CA in
+// the Secret spec.auth.oidc.caSecretRef names, before the components
+// that fetch its keys start.
+func startLogin(s *jobflow.Session, c client.Client, be *jobflow.Backends, cl jobflow.Claim) *testenv.OIDC {
+	lookoutURL := strings.TrimSuffix(cl.Endpoint("lookout"), "/")
+	idp := jobflow.StartLogin(s, be.Names, lookoutURL, loginGroups)
+	ca := &corev1.Secret{}
+	ca.SetName(jobflow.LoginCASecret)
+	ca.SetNamespace(cl.Namespace)
+	ca.Data = map[string][]byte{jobflow.LoginCAKey: idp.CA}
+	if err := c.Create(s.Context(), ca); err != nil && !kerrors.IsAlreadyExists(err) {
+		s.Fatal(errors.Wrap(err, "cannot create the OpenID Provider's CA Secret"))
+	}
+	fmt.Printf("Started a local OpenID Provider at %s (zitadel/oidc's example provider) for Lookout at %s.\n", jobflow.LoginIssuer, lookoutURL)
+	return idp
 }
 
 // printBrowser prints how to open Lookout's UI in a browser on this
-// machine: Chromium told where the composed names are and which
-// certificates to trust (those the claim's CA signed, verified here), as
-// TestLookoutUI starts it. With basic auth the page cannot sign in by
-// itself: Armada answers a request without credentials with no
-// WWW-Authenticate challenge, so the browser never asks for a password,
-// and the page's calls to the server and binoculars go to other origins.
-func printBrowser(s *jobflow.Session, lookout jobflow.Lookout, clusterID string) {
+// machine: Chromium told where the composed names (and the OpenID
+// Provider, idp, if make run started it) are and which certificates to
+// trust (those the claim's CA signed, and the provider's, verified here),
+// as TestLookoutUI starts it, and whom to sign in as. Without a provider
+// the page cannot sign in: Armada answers a request without credentials
+// with no WWW-Authenticate challenge, so the browser never asks for a
+// password, and the page's calls to the server and binoculars go to other
+// origins.
+func printBrowser(s *jobflow.Session, lookout jobflow.Lookout, clusterID string, idp *testenv.OIDC) {
 	bo, notes, err := jobflow.LookoutBrowser(s.Context(), lookout, clusterID)
+	if err == nil && idp != nil {
+		err = jobflow.TrustLogin(s.Context(), &bo, lookout.Names, idp)
+	}
 	if err != nil {
 		fmt.Printf("  Lookout's UI: cannot tell how a browser reaches it: %v\n", err)
 		return
@@ -241,10 +299,20 @@ func printBrowser(s *jobflow.Session, lookout jobflow.Lookout, clusterID string)
 	fmt.Printf(`  Lookout's UI in a browser on this machine (its names resolve only in this process's relays;
   the flags map them and trust the certificates the claim's CA signed, as TestLookoutUI does):
     %s
-  This claim signs users in with basic auth, which Lookout's UI cannot do by itself in a browser (no
-  password prompt: Armada sends no WWW-Authenticate challenge): the page loads, its API calls are refused.
-  A claim with spec.auth.oidc signs in through its OpenID Provider (docs/guides/lookout.md).
 `, browser.CommandLine(bo, lookout.URL))
+	if idp == nil {
+		fmt.Println(`  This claim signs users in with basic auth, which Lookout's UI cannot do by itself in a browser (no
+  password prompt: Armada sends no WWW-Authenticate challenge): the page loads, its API calls are refused.
+  A claim with spec.auth.oidc signs in through its OpenID Provider (docs/guides/lookout.md).`)
+		return
+	}
+	pw := filepath.Join(s.TempDir(), "login-password")
+	if err := os.WriteFile(pw, []byte(idp.Password+"\n"), 0o600); err != nil {
+		s.Fatal(errors.Wrap(err, "cannot write the login password"))
+	}
+	fmt.Println("  The page sends you to the local OpenID Provider's login page; its tokens name group " +
+		strings.Join(loginGroups, ", ") + ", the demo queue's owners.")
+	fmt.Printf("  Sign in as %s, password in %s (make run's own provider and user).\n", idp.Username, pw)
 }
 
 // backends starts PostgreSQL, Redis and Pulsar at the addresses the claim

@@ -76,8 +76,10 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	login := false
 	if o.demo {
 		withDemoQueue(docs)
+		login = withLogin(docs)
 	}
 	var c client.Client
 	var cp *controlplane.ControlPlane
@@ -139,7 +141,7 @@ func run(ctx context.Context, o runOptions) error {
 	fmt.Printf("\nexport KUBECONFIG=%s\nkubectl get armadaclaims -A; kubectl get xarmadas; kubectl -n %s get deploy,sts,jobs,secrets\n",
 		kubeconfig, claim.GetNamespace())
 	if o.demo {
-		return runDemo(ctx, demoOptions{cp: cp, claim: claim, binsCmd: o.binsCmd, exitAfter: o.exitAfterDemo, applied: start})
+		return runDemo(ctx, demoOptions{cp: cp, claim: claim, binsCmd: o.binsCmd, exitAfter: o.exitAfterDemo, applied: start, login: login})
 	}
 	if !healthy {
 		fmt.Println("No kubelet runs locally, so migrations stay Running: `make run RUN_ARGS=-simulate-healthy` reports them complete to show the rollout.")
