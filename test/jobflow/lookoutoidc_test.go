@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -15,15 +14,10 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
-	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 const (
-	// oidcIssuer and oidcClient are the OpenID Provider's issuer and the
-	// client ID the claim names (jobflow.LoginAuth).
-	oidcIssuer = jobflow.LoginIssuer
-	oidcClient = jobflow.LoginClient
 	// lookoutURL is Lookout's URL as the claim composes it (no ingress,
 	// TLS on): the redirect URI the provider registers is its /oidc.
 	lookoutURL = "https://" + claimName + "-lookout." + ns + ".svc:8080"
@@ -54,16 +48,10 @@ func TestLookoutUIOIDC(t *testing.T) {
 	if jobflow.LookoutUIDir(root, armada.DefaultVersion) == "" {
 		t.Fatalf("Lookout's UI of Armada %s is not built in %s: run make lookoutui", armada.DefaultVersion, root)
 	}
-	idp := testenv.StartOIDC(t, testenv.OIDCOptions{
-		Issuer: oidcIssuer, ClientID: oidcClient, RedirectURIs: []string{lookoutURL + "/oidc"}, Groups: []string{"armada-admins"},
-	})
-	issuer, err := url.Parse(oidcIssuer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idp := jobflow.StartLogin(t, lookoutURL, []string{"armada-admins"})
 	f := compose(t, composeOptions{
 		nodes:   []controlplane.Node{{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"}},
-		relays:  map[string]string{issuer.Hostname() + ":443": idp.Addr},
+		relays:  map[string]string{jobflow.LoginAddr: idp.Addr},
 		objects: []*unstructured.Unstructured{secret(ns, jobflow.LoginCASecret, jobflow.LoginCAKey, string(idp.CA))},
 		spec: map[string]any{"auth": map[string]any{
 			"basicUsers": []any{map[string]any{"name": "admin", "groups": []any{"armada-admins"}}},
@@ -102,14 +90,7 @@ func TestLookoutUIOIDC(t *testing.T) {
 	if err := b.Navigate(ctx, origin+"/"); err != nil {
 		t.Fatal(err)
 	}
-	p.poll("Lookout redirects to the provider's login page", jsLoginPage, has(issuer.Host, "form"))
-	if err := b.Run(ctx,
-		chromedp.SendKeys("#username", idp.Username, chromedp.ByQuery),
-		chromedp.SendKeys("#password", idp.Password, chromedp.ByQuery),
-		chromedp.Click(`button[type="submit"]`, chromedp.ByQuery),
-	); err != nil {
-		t.Fatalf("cannot sign in on the provider's login page: %v", err)
-	}
+	p.signIn(idp.Username, idp.Password)
 
 	// Signed in: the jobs table, its details, a log and a cancel, as
 	// with basic auth, with the access token alone.
@@ -234,6 +215,20 @@ func http11Only(reqs []browser.Request, origin string) string {
 		return "the page got no answer from Lookout at " + origin
 	}
 	return strings.Join(msgs, "\n")
+}
+
+// signIn waits until Lookout has sent the page to the OpenID Provider's
+// login page, and signs in there as user.
+func (p *page) signIn(user, password string) {
+	p.t.Helper()
+	p.poll("Lookout redirects to the provider's login page", jsLoginPage, has(jobflow.LoginHost, "form"))
+	if err := p.b.Run(context.WithoutCancel(p.t.Context()),
+		chromedp.SendKeys("#username", user, chromedp.ByQuery),
+		chromedp.SendKeys("#password", password, chromedp.ByQuery),
+		chromedp.Click(`button[type="submit"]`, chromedp.ByQuery),
+	); err != nil {
+		p.t.Fatalf("cannot sign in on the provider's login page: %v", err)
+	}
 }
 
 // click waits until js, a click expression of lookoutui_test.go, answers

@@ -204,7 +204,7 @@ type lookoutBrowser struct {
 	// basicPassword, if set, is admin's password, sent with every
 	// request.
 	basicPassword string
-	// oidc, if set, is the OpenID Provider at oidcIssuer: its name
+	// oidc, if set, is the OpenID Provider at jobflow.LoginIssuer: its name
 	// resolves to its relay, and its certificate is trusted.
 	oidc *testenv.OIDC
 }

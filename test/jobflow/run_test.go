@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,10 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
-	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -331,18 +327,7 @@ func openPrintedBrowser(t *testing.T, out string) {
 	if err := b.Navigate(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
-	issuer, err := url.Parse(jobflow.LoginIssuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.poll("Lookout redirects to the provider's login page", jsLoginPage, has(issuer.Host, "form"))
-	if err := b.Run(ctx,
-		chromedp.SendKeys("#username", login[1], chromedp.ByQuery),
-		chromedp.SendKeys("#password", strings.TrimSpace(string(password)), chromedp.ByQuery),
-		chromedp.Click(`button[type="submit"]`, chromedp.ByQuery),
-	); err != nil {
-		t.Fatalf("cannot sign in on the provider's login page: %v", err)
-	}
+	p.signIn(login[1], strings.TrimSpace(string(password)))
 	// make run applies examples/minimal.yaml: claim armada/armada.
 	p.poll("the header names the Armada", jsTitle, has("Armada "+ns+"/"+claimName))
 	p.poll("the jobs table shows the demo job "+job[1]+" Succeeded", fmt.Sprintf(jsRow, job[1]), has("demo", "Succeeded"))

@@ -2,7 +2,6 @@ package jobflow
 
 import (
 	"context"
-	"net/url"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -16,8 +15,12 @@ import (
 // (tools/oidc), outside the cluster as a company's login service is,
 // reached at LoginIssuer's host on port 443 through a relay.
 const (
-	// LoginIssuer is the provider's issuer.
-	LoginIssuer = "https://login.oidc.test"
+	// LoginHost is the provider's host name; LoginAddr is where relying
+	// parties reach it, to relay to the provider's address; LoginIssuer
+	// is its issuer.
+	LoginHost   = "login.oidc.test"
+	LoginAddr   = LoginHost + ":443"
+	LoginIssuer = "https://" + LoginHost
 	// LoginClient is the client ID the claim names and the provider
 	// registers: a public browser app.
 	LoginClient = "lookout"
@@ -36,44 +39,31 @@ func LoginAuth() map[string]any {
 }
 
 // StartLogin starts the provider for a Lookout at lookoutURL (its
-// redirect URI is lookoutURL/oidc), every access token naming groups,
-// and relays the issuer's host:443 to it through names. It stops when t
-// ends.
-func StartLogin(t TB, names *podrun.Names, lookoutURL string, groups []string) *testenv.OIDC {
+// redirect URI is lookoutURL/oidc), every access token naming groups. It
+// stops when t ends; the caller relays LoginAddr to its Addr.
+func StartLogin(t TB, lookoutURL string, groups []string) *testenv.OIDC {
 	t.Helper()
-	idp := testenv.StartOIDC(t, testenv.OIDCOptions{
+	return testenv.StartOIDC(t, testenv.OIDCOptions{
 		Issuer: LoginIssuer, ClientID: LoginClient, RedirectURIs: []string{lookoutURL + "/oidc"}, Groups: groups,
 	})
-	u, err := url.Parse(LoginIssuer)
-	if err != nil {
-		t.Fatal(errors.Wrap(err, "cannot parse the issuer"))
-	}
-	if err := names.Relay(u.Hostname()+":443", idp.Addr); err != nil {
-		t.Fatal(err)
-	}
-	return idp
 }
 
-// TrustLogin lets a browser with o reach the provider: the issuer's name
+// TrustLogin lets a browser with o reach the provider: its host name
 // resolves to its relay in names, and the certificate it serves there,
 // verified against its CA, is trusted.
 func TrustLogin(ctx context.Context, o *browser.Options, names *podrun.Names, idp *testenv.OIDC) error {
-	u, err := url.Parse(LoginIssuer)
-	if err != nil {
-		return errors.Wrap(err, "cannot parse the issuer")
-	}
-	ip, ok := names.Lookup(u.Hostname())
+	ip, ok := names.Lookup(LoginHost)
 	if !ok {
-		return errors.Errorf("no relay for the OpenID Provider %s", u.Hostname())
+		return errors.Errorf("no relay for the OpenID Provider %s", LoginHost)
 	}
-	spki, err := browser.SPKIOf(ctx, names.Dial, u.Hostname()+":443", u.Hostname(), idp.CA)
+	spki, err := browser.SPKIOf(ctx, names.Dial, LoginAddr, LoginHost, idp.CA)
 	if err != nil {
 		return err
 	}
 	if o.Hosts == nil {
 		o.Hosts = map[string]string{}
 	}
-	o.Hosts[u.Hostname()] = ip
+	o.Hosts[LoginHost] = ip
 	o.SPKIs = append(o.SPKIs, spki)
 	return nil
 }

@@ -263,7 +263,10 @@ Carry on by hand while this runs:
 // that fetch its keys start.
 func startLogin(s *jobflow.Session, c client.Client, be *jobflow.Backends, cl jobflow.Claim) *testenv.OIDC {
 	lookoutURL := strings.TrimSuffix(cl.Endpoint("lookout"), "/")
-	idp := jobflow.StartLogin(s, be.Names, lookoutURL, loginGroups)
+	idp := jobflow.StartLogin(s, lookoutURL, loginGroups)
+	if err := be.Names.Relay(jobflow.LoginAddr, idp.Addr); err != nil {
+		s.Fatal(err)
+	}
 	ca := &corev1.Secret{}
 	ca.SetName(jobflow.LoginCASecret)
 	ca.SetNamespace(cl.Namespace)
