@@ -257,14 +257,15 @@ docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the 
 # The conformance tests start private PostgreSQL and Redis instances from
 # Debian's packages, the docs checks render the diagrams with its
 # Graphviz, runc (the real node's runtime) compiles against its
-# libseccomp-dev and the Lookout UI test drives chromium; install them
-# when they are missing.
+# libseccomp-dev, its NetworkPolicy enforcer (kube-router) drives iptables
+# and ipset, and the Lookout UI test drives chromium; install them when
+# they are missing.
 .PHONY: system-deps
-system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz, libseccomp-dev and chromium if missing (needs root).
-	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h || ! -x /usr/bin/chromium ]]; then \
-		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams), libseccomp-dev (runc's seccomp, for the real node) and chromium (the Lookout UI's browser test)"; \
+system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz, libseccomp-dev, iptables, ipset and chromium if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h || ! -x /usr/sbin/iptables || ! -x /usr/sbin/ipset || ! -x /usr/bin/chromium ]]; then \
+		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams), libseccomp-dev (runc's seccomp, for the real node), iptables and ipset (the real node's NetworkPolicy enforcer) and chromium (the Lookout UI's browser test)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev chromium >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev iptables ipset chromium >/dev/null; \
 	fi
 
 .PHONY: tools
@@ -306,11 +307,12 @@ oidc: ## Build the OpenID Provider (cached): zitadel/oidc's example provider, wh
 	tools/oidc/build.sh
 
 .PHONY: node-bins
-node-bins: system-deps ## Build what the real node runs (cached): kubelet (the API server's Kubernetes pin), containerd and its runc shim, runc (cgo, libseccomp) and the CNI plugins bridge, host-local, loopback and portmap.
+node-bins: system-deps ## Build what the real node runs (cached): kubelet (the API server's Kubernetes pin), containerd and its runc shim, runc (cgo, libseccomp), the CNI plugins bridge, host-local, loopback and portmap, and kube-router (its NetworkPolicy enforcer).
 	tools/kubernetes/build.sh kubelet
 	tools/runc/build.sh
 	tools/containerd/build.sh
 	tools/cni/build.sh
+	tools/kube-router/build.sh
 
 .PHONY: provider-sql
 provider-sql: ## Build provider-sql (cached), which only the e2e tests run.
