@@ -167,7 +167,11 @@ func deleteBridge(ctx context.Context, l layout) error {
 		}
 		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
 		if err := ip(ctx, "link", "del", name); err != nil {
-			errs = append(errs, err)
+			// A veth goes with its pod's network namespace, which the
+			// kernel may remove between the listing and here.
+			if _, gone := net.InterfaceByName(name); gone == nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := ip(ctx, "link", "del", l.Bridge); err != nil {
