@@ -37,6 +37,10 @@ const (
 	// how long it runs and its exit code. Its image sets no user (it runs
 	// as root unless the pod says otherwise), like many job images.
 	JobImage = "armada-crossplane/node-job:v1"
+	// ProbeImage runs testimages/probe: it serves or dials TCP and UDP
+	// ports, for stand-in pods that show what NetworkPolicies let through.
+	// Its user is 1000:2000, like Armada's images.
+	ProbeImage = "armada-crossplane/node-probe:v1"
 )
 
 // modulePath is this repository's Go module.
@@ -201,14 +205,18 @@ func buildStatic(ctx context.Context, dir, pkg string) ([]byte, error) {
 	return b, errors.Wrapf(err, "cannot read %s", out)
 }
 
-// testImages are the pause image and the job image, from the programs
-// under testimages.
+// testImages are the pause, job and probe images, from the programs under
+// testimages.
 func testImages(ctx context.Context, dir string) ([]Image, error) {
 	pause, err := buildStatic(ctx, dir, modulePath+"/internal/harness/node/testimages/pause")
 	if err != nil {
 		return nil, err
 	}
 	job, err := buildStatic(ctx, dir, modulePath+"/internal/harness/node/testimages/job")
+	if err != nil {
+		return nil, err
+	}
+	probe, err := buildStatic(ctx, dir, modulePath+"/internal/harness/node/testimages/probe")
 	if err != nil {
 		return nil, err
 	}
@@ -224,5 +232,9 @@ func testImages(ctx context.Context, dir string) ([]Image, error) {
 		Ref:    JobImage,
 		Files:  append(slices.Clone(base), File{Path: "/job", Mode: 0o755, Data: job}),
 		Config: v1.Config{Entrypoint: []string{"/job"}},
+	}, {
+		Ref:    ProbeImage,
+		Files:  append(slices.Clone(base), File{Path: "/probe", Mode: 0o755, Data: probe}),
+		Config: v1.Config{Entrypoint: []string{"/probe"}, User: "1000:2000"},
 	}}, nil
 }
