@@ -66,6 +66,8 @@ func (l layout) gateway() netip.Addr { return l.Subnet.Addr().Next() }
 // binaries are the node's executables.
 type binaries struct {
 	Containerd, Shim, Runc, Kubelet string
+	// KubeRouter enforces NetworkPolicies (its firewall controller).
+	KubeRouter string
 	// CNIDir holds the bridge, host-local, loopback and portmap plugins.
 	CNIDir string
 }

@@ -216,6 +216,7 @@ func TestPinsMatchToolModules(t *testing.T) {
 		"ContainerdVersion": {got: ContainerdVersion, dir: "tools/containerd", module: "github.com/containerd/containerd/v2"},
 		"RuncVersion":       {got: RuncVersion, dir: "tools/runc", module: "github.com/opencontainers/runc"},
 		"CNIPluginsVersion": {got: CNIPluginsVersion, dir: "tools/cni", module: "github.com/containernetworking/plugins"},
+		"KubeRouterVersion": {got: KubeRouterVersion, dir: "tools/kube-router", module: "github.com/cloudnativelabs/kube-router/v2"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

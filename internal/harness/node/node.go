@@ -55,6 +55,7 @@ const (
 	ContainerdVersion = "v2.4.2"
 	RuncVersion       = "v1.5.3"
 	CNIPluginsVersion = "v1.10.0"
+	KubeRouterVersion = "v2.10.0"
 )
 
 // stepTimeout bounds each wait for a daemon or the Node to become ready.
@@ -82,9 +83,12 @@ type Node struct {
 	registry *Registry
 	release  func()
 
-	containerd, kubelet *process
-	logf                func(string, ...any)
-	keep, stopped       bool
+	bins                          binaries
+	containerd, kubelet, enforcer *process
+	// netfilter is the machine-wide lock held while the enforcer runs.
+	netfilter     *os.File
+	logf          func(string, ...any)
+	keep, stopped bool
 }
 
 // Start starts a node, waiting until its Node is Ready. On failure it
@@ -115,7 +119,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf}
+	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b}
 	if err := n.start(ctx, o, b); err != nil {
 		if serr := n.Stop(); serr != nil { //nolint:contextcheck // Stop must run to the end even when ctx is done.
 			return nil, errors.Join(err, serr)
@@ -140,8 +144,9 @@ func resolveBinaries(binDir string) (binaries, error) {
 		Runc:       filepath.Join(binDir, "runc-"+RuncVersion),
 		Kubelet:    filepath.Join(binDir, "kubernetes-"+KubernetesVersion, "kubelet"),
 		CNIDir:     filepath.Join(binDir, "cni-plugins-"+CNIPluginsVersion),
+		KubeRouter: filepath.Join(binDir, "kube-router-"+KubeRouterVersion),
 	}
-	need := []string{b.Containerd, b.Shim, b.Runc, b.Kubelet}
+	need := []string{b.Containerd, b.Shim, b.Runc, b.Kubelet, b.KubeRouter}
 	for _, p := range []string{"bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(b.CNIDir, p))
 	}
@@ -186,10 +191,15 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 	if err := n.startContainerd(ctx, b); err != nil {
 		return err
 	}
-	if err := n.writeKubeletCredentials(ctx, o.Config); err != nil {
+	// The kubelet's own identity: a ServiceAccount named like the Node,
+	// bound to system:node.
+	if err := n.writeIdentity(ctx, o.Config, identity{Name: l.Name, ClusterRole: "system:node", Kubeconfig: l.path("kubelet.kubeconfig")}); err != nil {
 		return err
 	}
-	return n.startKubelet(ctx, b)
+	if err := n.startKubelet(ctx, b); err != nil {
+		return err
+	}
+	return n.startEnforcer(ctx, o.Config, b)
 }
 
 // writeConfigs writes containerd's, the registry mapping's, the CNI
@@ -249,19 +259,24 @@ func (n *Node) startContainerd(ctx context.Context, b binaries) error {
 // tokenSeconds is how long the kubelet's token is valid.
 const tokenSeconds = 24 * 60 * 60
 
-// writeKubeletCredentials gives the kubelet its own identity: a
-// ServiceAccount in kube-system named like the Node, bound to the
-// system:node ClusterRole (the control plane authorizes with RBAC only),
-// and a kubeconfig with a token for it.
-func (n *Node) writeKubeletCredentials(ctx context.Context, cfg *rest.Config) error {
-	name := n.l.Name
+// An identity is a ServiceAccount in kube-system bound to a ClusterRole
+// (the control plane authorizes with RBAC only), written as a kubeconfig
+// with a token for it.
+type identity struct {
+	Name, ClusterRole, Kubeconfig string
+}
+
+// writeIdentity creates id's ServiceAccount and ClusterRoleBinding, both
+// named id.Name, and writes its kubeconfig.
+func (n *Node) writeIdentity(ctx context.Context, cfg *rest.Config, id identity) error {
+	name := id.Name
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}
 	if _, err := n.client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		return errors.Wrapf(err, "cannot create ServiceAccount %s/%s", sa.Namespace, name)
 	}
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id.ClusterRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: sa.Namespace}},
 	}
 	if _, err := n.client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
@@ -279,9 +294,9 @@ func (n *Node) writeKubeletCredentials(ctx context.Context, cfg *rest.Config) er
 	kc.CurrentContext = name
 	data, err := clientcmd.Write(*kc)
 	if err != nil {
-		return errors.Wrap(err, "cannot serialize the kubelet's kubeconfig")
+		return errors.Wrapf(err, "cannot serialize the kubeconfig of %s", name)
 	}
-	return errors.Wrap(os.WriteFile(n.l.path("kubelet.kubeconfig"), data, 0o600), "cannot write the kubelet's kubeconfig")
+	return errors.Wrapf(os.WriteFile(id.Kubeconfig, data, 0o600), "cannot write the kubeconfig of %s", name)
 }
 
 // startKubelet starts the kubelet and waits until its Node is Ready.
@@ -349,8 +364,9 @@ func (n *Node) PodLogs(ns, name, container string) string {
 	return b.String()
 }
 
-// Memory is the resident memory of containerd, its shims and the
-// kubelet, as "containerd 40 MiB, shims 30 MiB (3), kubelet 60 MiB".
+// Memory is the resident memory of containerd, its shims, the kubelet and
+// the NetworkPolicy enforcer, as
+// "containerd 40 MiB, shims 30 MiB (3), kubelet 60 MiB, kube-router 50 MiB".
 func (n *Node) Memory() string {
 	rss := func(pid int) int64 {
 		b, err := os.ReadFile(filepath.Join(procFS, strconv.Itoa(pid), "status"))
@@ -365,20 +381,24 @@ func (n *Node) Memory() string {
 		}
 		return 0
 	}
-	var shims int64
+	daemons := []*process{n.containerd, n.kubelet, n.enforcer}
+	own := make([]int64, len(daemons))
+	var sum, all int64
+	running := 0
+	for i, p := range daemons {
+		if p != nil {
+			own[i] = rss(p.cmd.Process.Pid)
+			sum += own[i]
+			running++
+		}
+	}
 	pids := pidsMentioning(n.l.Dir)
 	for _, pid := range pids {
-		shims += rss(pid)
+		all += rss(pid)
 	}
 	const mib = 1 << 20
-	var c, k int64
-	if n.containerd != nil {
-		c = rss(n.containerd.cmd.Process.Pid)
-	}
-	if n.kubelet != nil {
-		k = rss(n.kubelet.cmd.Process.Pid)
-	}
-	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB", c/mib, (shims-c-k)/mib, len(pids)-2, k/mib)
+	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB, kube-router %d MiB",
+		own[0]/mib, (all-sum)/mib, len(pids)-running, own[1]/mib, own[2]/mib)
 }
 
 // attempt is the restart count a container log file is named by (N.log).
@@ -395,7 +415,7 @@ func (n *Node) Keep() { n.keep = true }
 // logs.
 func (n *Node) LogTails(lines int) string {
 	var b strings.Builder
-	for _, p := range []*process{n.containerd, n.kubelet} {
+	for _, p := range []*process{n.containerd, n.kubelet, n.enforcer} {
 		if p != nil {
 			b.WriteString("=== " + p.name + " (" + p.logPath + ")\n" + p.tail(lines) + "\n")
 		}
@@ -420,13 +440,14 @@ func (n *Node) Stop() error {
 			errs = append(errs, err)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	add(n.kubelet.stop(10 * time.Second))
+	add(n.stopEnforcer(ctx, n.bins))
 	add(killCgroups(n.l.CgroupRoot))
 	add(n.containerd.stop(10 * time.Second))
 	killMentioning(n.l.Dir)
 	add(unmountUnder(n.l.Dir))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	add(deleteBridge(ctx, n.l))
 	add(killCgroups(n.l.CgroupRoot))
 	add(n.deleteAPIObjects(ctx))
@@ -453,10 +474,15 @@ func (n *Node) deleteAPIObjects(ctx context.Context) error {
 		return err
 	}
 	name := n.l.Name
-	return errors.Join(
-		errors.Wrapf(ignore(n.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete Node %s", name),
-		errors.Wrapf(ignore(n.client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete ClusterRoleBinding %s", name),
-		errors.Wrapf(ignore(n.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})),
-			"cannot delete ServiceAccount %s", name),
-	)
+	errs := make([]error, 0, 6)
+	errs = append(errs, errors.Wrapf(ignore(n.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})), "cannot delete Node %s", name))
+	for _, id := range []string{name, n.l.enforcerName()} {
+		errs = append(errs,
+			errors.Wrapf(ignore(n.client.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})), "cannot delete ClusterRoleBinding %s", id),
+			errors.Wrapf(ignore(n.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, id, metav1.DeleteOptions{})),
+				"cannot delete ServiceAccount %s", id))
+	}
+	errs = append(errs, errors.Wrapf(ignore(n.client.RbacV1().ClusterRoles().Delete(ctx, n.l.enforcerName(), metav1.DeleteOptions{})),
+		"cannot delete ClusterRole %s", n.l.enforcerName()))
+	return errors.Join(errs...)
 }

@@ -231,6 +231,10 @@ func TestRealNode(t *testing.T) {
 		}
 	})
 
+	t.Run("ComposedNetworkPoliciesEnforced", func(t *testing.T) {
+		checkComposedNetworkPolicies(ctx, t, cs, n)
+	})
+
 	t.Logf("node memory (RSS): %s", n.Memory())
 
 	// Stop while a pod still waits: everything the node made goes.
@@ -265,7 +269,7 @@ func leftovers(l layout) []string {
 			out = append(out, "process "+e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
-	return out
+	return append(out, netfilterLeftovers(context.Background())...)
 }
 
 // jobPod is a pod of the job image bound to node that meets Pod Security
