@@ -102,6 +102,15 @@ type PostgresInCluster struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	ImageName string `json:"imageName,omitempty"`
+	// OperatorNamespace is the namespace CloudNativePG's operator runs in.
+	// The PostgreSQL pods' NetworkPolicy admits its pods there (labelled
+	// app.kubernetes.io/name: cloudnative-pg, as its manifests and chart
+	// label them) on 5432 and 8000, the instance manager's port. Defaults
+	// to cnpg-system, the namespace its manifests and chart install to.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	OperatorNamespace string `json:"operatorNamespace,omitempty"`
 }
 
 // Databases names Armada's databases.

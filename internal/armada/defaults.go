@@ -76,6 +76,9 @@ const (
 	// password is in the cluster's <name>-app Secret, which CloudNativePG
 	// generates.
 	cnpgOwner = "armada"
+	// cnpgOperatorNamespace is where CloudNativePG's manifests and chart
+	// install its operator.
+	cnpgOperatorNamespace = "cnpg-system"
 
 	// redisImage is the official Redis image (uid 999).
 	redisImage    = "library/redis:7.4.2"
@@ -361,6 +364,9 @@ func defaultPostgresInCluster(pg *v1alpha1.Postgres) {
 	}
 	if ic.ImageName == "" {
 		ic.ImageName = cnpgImage
+	}
+	if ic.OperatorNamespace == "" {
+		ic.OperatorNamespace = cnpgOperatorNamespace
 	}
 }
 

@@ -59,15 +59,20 @@ const (
 	portHTTPS      = 443
 	portHTTPPlain  = 80
 
-	labelNamespaceName  = "kubernetes.io/metadata.name"
-	labelCNPGCluster    = "cnpg.io/cluster"
-	labelPulsarCluster  = "cluster"
-	labelPulsarRelease  = "release"
-	labelPulsarPart     = "component"
-	pulsarBroker        = "broker"
-	prometheusName      = "prometheus"
-	namespaceKubeSystem = "kube-system"
-	podTopics           = "pulsar-topics"
+	labelNamespaceName = "kubernetes.io/metadata.name"
+	labelCNPGCluster   = "cnpg.io/cluster"
+	// cnpgOperatorName is the app.kubernetes.io/name of CloudNativePG's
+	// operator pods; cnpgInstanceManagerPort the port its instance
+	// manager serves the operator on, in every PostgreSQL pod.
+	cnpgOperatorName        = "cloudnative-pg"
+	cnpgInstanceManagerPort = 8000
+	labelPulsarCluster      = "cluster"
+	labelPulsarRelease      = "release"
+	labelPulsarPart         = "component"
+	pulsarBroker            = "broker"
+	prometheusName          = "prometheus"
+	namespaceKubeSystem     = "kube-system"
+	podTopics               = "pulsar-topics"
 )
 
 // A flow is one connection Armada needs. From and To name Armada's pods
@@ -82,8 +87,9 @@ type flow struct {
 	// Why the flow is needed.
 	Why string
 	// ToPulsar is set when the peer is the in-cluster Pulsar's brokers,
-	// whose policy then admits the flow.
-	ToPulsar bool
+	// ToPostgres when it is the in-cluster PostgreSQL's pods, whose
+	// policies then admit the flow.
+	ToPulsar, ToPostgres bool
 }
 
 // tcp are TCP ports.
@@ -109,13 +115,14 @@ type endpoint struct {
 	Peers []networkingv1.NetworkPolicyPeer
 	Peer  string
 	Ports []int32
-	// Pulsar is set for the in-cluster Pulsar's brokers.
-	Pulsar bool
+	// Pulsar is set for the in-cluster Pulsar's brokers, Postgres for the
+	// in-cluster PostgreSQL's pods.
+	Pulsar, Postgres bool
 }
 
 // flowTo is a flow from an Armada pod to an endpoint.
 func flowTo(from string, e endpoint, why string) flow {
-	return flow{From: from, To: e.Pod, Peers: e.Peers, Peer: e.Peer, Ports: tcp(e.Ports...), Why: why, ToPulsar: e.Pulsar}
+	return flow{From: from, To: e.Pod, Peers: e.Peers, Peer: e.Peer, Ports: tcp(e.Ports...), Why: why, ToPulsar: e.Pulsar, ToPostgres: e.Postgres}
 }
 
 // localPods are the pods of this namespace: peers selected by labels.
@@ -134,7 +141,7 @@ func (in *Install) postgresEndpoint() endpoint {
 	if pg.Mode == modeInCluster {
 		return endpoint{
 			Peers: localPods(map[string]string{labelCNPGCluster: in.cnpgClusterName()}),
-			Peer:  "PostgreSQL pods (CloudNativePG " + in.cnpgClusterName() + ")", Ports: []int32{pg.Port},
+			Peer:  "PostgreSQL pods (CloudNativePG " + in.cnpgClusterName() + ")", Ports: []int32{pg.Port}, Postgres: true,
 		}
 	}
 	return anywhere("external PostgreSQL", []int32{pg.Port})
@@ -393,6 +400,40 @@ func (r *renderer) networkPolicies(insts []*instance) {
 		r.add("netpol-"+pod, np, r.exists("netpol-"+pod))
 	}
 	r.pulsarNetworkPolicies(flows)
+	r.postgresNetworkPolicy(flows)
+}
+
+// postgresNetworkPolicy guards the in-cluster PostgreSQL's pods (every pod
+// CloudNativePG labels with the cluster: instances and its bootstrap and
+// join Jobs): ingress from each other on any port (replication, the
+// instance managers), from CloudNativePG's operator on PostgreSQL's and
+// the instance manager's ports, and from the flows that go there. Egress
+// is not restricted: the operator's pods are not Armada's to describe.
+func (r *renderer) postgresNetworkPolicy(flows []flow) {
+	in := r.in
+	pg := in.Spec.Postgres
+	if pg.Mode != modeInCluster {
+		return
+	}
+	pods := map[string]string{labelCNPGCluster: in.cnpgClusterName()}
+	np := in.networkPolicy("netpol-postgres", "netpol", pods)
+	np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{
+		{From: localPods(pods)},
+		{
+			From: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelNamespaceName: pg.InCluster.OperatorNamespace}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{labelName: cnpgOperatorName}},
+			}},
+			Ports: tcp(pg.Port, cnpgInstanceManagerPort),
+		},
+	}
+	for _, f := range flows {
+		if f.ToPostgres {
+			np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: localPods(in.selector(f.From)), Ports: f.Ports})
+		}
+	}
+	r.add("netpol-postgres", np, r.exists("netpol-postgres"))
 }
 
 // pulsarNetworkPolicies guard the in-cluster Pulsar's pods: ingress from

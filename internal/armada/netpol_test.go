@@ -66,6 +66,7 @@ const (
 	kindIngressCtl = "ingress-controller"
 	kindProvider   = "provider-armada"
 	kindStranger   = "stranger"
+	kindCNPG       = "cnpg-operator"
 )
 
 // netWorld is an install's composed pods and every other endpoint around
@@ -121,7 +122,7 @@ func newWorld(t *testing.T, in *Install, out *Output) *netWorld {
 	ns := in.Namespace
 	w := &netWorld{in: in, out: out, kind: map[string]string{}, services: map[string]*corev1.Service{}, templates: map[string]corev1.PodTemplateSpec{}}
 	w.model = &netModel{Namespaces: map[string]map[string]string{}}
-	for _, n := range []string{ns, "kube-system", "monitoring", "ingress-nginx", "crossplane-system", "other"} {
+	for _, n := range []string{ns, "kube-system", "monitoring", "ingress-nginx", "crossplane-system", "cnpg-system", "other"} {
 		w.model.Namespaces[n] = map[string]string{"kubernetes.io/metadata.name": n}
 	}
 	for _, o := range out.Objects {
@@ -159,6 +160,11 @@ func newWorld(t *testing.T, in *Install, out *Output) *netWorld {
 	w.add(kindPrometheus, netEndpoint{Name: "prometheus", Namespace: "monitoring", Labels: map[string]string{"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}})
 	w.add(kindIngressCtl, netEndpoint{Name: "ingress-nginx", Namespace: "ingress-nginx", Labels: map[string]string{"app.kubernetes.io/name": "ingress-nginx"}})
 	w.add(kindProvider, netEndpoint{Name: "provider-armada", Namespace: "crossplane-system", Labels: map[string]string{"pkg.crossplane.io/provider": "provider-armada"}})
+	// CloudNativePG's operator as its manifests label it, and a pod with
+	// its labels in another namespace.
+	cnpg := map[string]string{"app.kubernetes.io/name": "cloudnative-pg"}
+	w.add(kindCNPG, netEndpoint{Name: "cnpg-controller-manager", Namespace: "cnpg-system", Labels: cnpg})
+	w.add(kindStranger, netEndpoint{Name: "fake-cnpg-operator", Namespace: "other", Labels: cnpg})
 	w.add(kindStranger, netEndpoint{Name: "stranger", Namespace: ns, Labels: map[string]string{"app": "stranger"}})
 	w.add(kindStranger, netEndpoint{Name: "outsider", Namespace: "other", Labels: map[string]string{"app": "stranger"}})
 	// An impostor in another namespace carries the server's labels, and
@@ -247,7 +253,7 @@ func (w *netWorld) needs(src netEndpoint) []tableNeed {
 	}
 	postgres := func() []tableNeed {
 		if s.Postgres.Mode == modeInCluster {
-			return tcpTo(ofKind(kindPostgres), 5432)
+			return []tableNeed{{dst: ofKind(kindPostgres), port: 5432, proto: corev1.ProtocolTCP, pinned: true}}
 		}
 		return tcpTo(anyDst, s.Postgres.Port)
 	}
@@ -335,17 +341,31 @@ func isPulsar(kind string) bool {
 }
 
 // guarded says whether the composed policies guard an endpoint kind: an
-// Armada pod or one of the in-cluster Pulsar's.
-func guarded(kind string) bool { return kind == kindArmada || isPulsar(kind) }
+// Armada pod or one of the in-cluster Pulsar's or PostgreSQL's.
+func guarded(kind string) bool { return kind == kindArmada || isPulsar(kind) || kind == kindPostgres }
+
+// backingPeers says whether src reaches an in-cluster backing service's
+// pod dst whatever Armada needs: Pulsar's pods each other, PostgreSQL's
+// pods each other, and CloudNativePG's operator PostgreSQL's pods on
+// PostgreSQL's and the instance manager's ports.
+func backingPeers(sk, dk string, port int32, proto corev1.Protocol) bool {
+	switch {
+	case isPulsar(sk) && isPulsar(dk), sk == kindPostgres && dk == kindPostgres:
+		return true
+	case sk == kindCNPG && dk == kindPostgres:
+		return proto == corev1.ProtocolTCP && (port == 5432 || port == 8000)
+	}
+	return false
+}
 
 // want is whether the table says src may connect to dst: src's egress
 // needs it, or src is not Armada's; and dst is not guarded, is open, is
-// one of Pulsar's pods reached from another, or src needs dst in
-// particular.
+// reached by a backing service's own peers (backingPeers), or src needs
+// dst in particular.
 func (w *netWorld) want(src, dst netEndpoint, port int32, proto corev1.Protocol) bool {
 	sk, dk := w.kind[src.String()], w.kind[dst.String()]
 	egress := sk != kindArmada
-	ingress := !guarded(dk) || w.open(src, dst, port, proto) || (isPulsar(sk) && isPulsar(dk))
+	ingress := !guarded(dk) || w.open(src, dst, port, proto) || backingPeers(sk, dk, port, proto)
 	if w.kind[src.String()] == kindArmada && (!egress || !ingress) {
 		for _, n := range w.needs(src) {
 			if n.port == port && n.proto == proto && n.dst(dst) {
@@ -449,22 +469,26 @@ func TestNetworkPoliciesSwitch(t *testing.T) {
 	}
 }
 
-// TestFlowTableDoc checks the network-policy guide's table of what
-// NetworkPolicies allow is FlowTable's, for the example it names.
+// TestFlowTableDoc checks each of the network-policy guide's tables of
+// what NetworkPolicies allow is FlowTable's, for the example it names.
 func TestFlowTableDoc(t *testing.T) {
 	const page = "../../docs/guides/network-policies.md"
 	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- flows: examples/production.yaml -->\n", "<!-- /flows -->"
-	_, rest, ok := strings.Cut(string(b), begin)
-	got, _, ok2 := strings.Cut(rest, end)
-	if !ok || !ok2 {
-		t.Fatalf("%s has no %q ... %q block", page, begin, end)
-	}
-	in, _ := converged(t, exampleSpecs(t, testutil.Example("production.yaml"))[0])
-	if diff := cmp.Diff(FlowTable(in), got); diff != "" {
-		t.Errorf("%s's flow table differs from FlowTable (-want +got):\n%s", page, diff)
+	for _, example := range []string{"production.yaml", "all-in-cluster.yaml"} {
+		t.Run(example, func(t *testing.T) {
+			begin, end := "<!-- flows: examples/"+example+" -->\n", "<!-- /flows -->"
+			_, rest, ok := strings.Cut(string(b), begin)
+			got, _, ok2 := strings.Cut(rest, end)
+			if !ok || !ok2 {
+				t.Fatalf("%s has no %q ... %q block", page, begin, end)
+			}
+			in, _ := converged(t, exampleSpecs(t, testutil.Example(example))[0])
+			if diff := cmp.Diff(FlowTable(in), got); diff != "" {
+				t.Errorf("%s's flow table for %s differs from FlowTable (-want +got):\n%s", page, example, diff)
+			}
+		})
 	}
 }
