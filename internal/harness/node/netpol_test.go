@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,21 +24,20 @@ import (
 )
 
 // The enforcement check places, on the real node, a stand-in pod for
-// every pod the production example composes (the probe image, carrying
-// the labels the composed policies select), one for "any address" (an
-// external service) and one for cluster DNS in kube-system, applies the
-// composed NetworkPolicies as rendered, and dials from pods labelled as
-// each source. Every row of the flow table in
+// every pod an example composes (the probe image, carrying the labels the
+// composed policies select) and for the in-cluster backing services' pods
+// (CloudNativePG's, Pulsar's brokers), one for "any address" (an external
+// service) and one for cluster DNS in kube-system, applies the composed
+// NetworkPolicies as rendered, and dials from pods labelled as each
+// source. Every row of the example's flow table in
 // docs/guides/network-policies.md must connect, and pairs it does not list
 // must not.
 
 const (
-	// flowsDoc holds the flow table; flowsBegin and flowsEnd delimit it.
-	flowsDoc   = "../../../docs/guides/network-policies.md"
-	flowsBegin = "<!-- flows: examples/production.yaml -->"
-	flowsEnd   = "<!-- /flows -->"
-	// flowsRender is that example's render golden file.
-	flowsRender = "../../../test/render/testdata/production.yaml"
+	// flowsDoc holds the flow tables, each between "<!-- flows:
+	// examples/EXAMPLE -->" and flowsEnd.
+	flowsDoc = "../../../docs/guides/network-policies.md"
+	flowsEnd = "<!-- /flows -->"
 
 	outsideNS = "outside"
 	// dialFor is how long a client keeps trying each target: long enough
@@ -49,9 +50,15 @@ const (
 // or refused pair dials it on, so a refusal is the policy's, not a closed
 // port's.
 var (
-	componentPorts = []string{"tcp:50051", "tcp:50052", "tcp:8080", "tcp:8081", "tcp:9000"}
+	componentPorts = []string{"tcp:50051", "tcp:50052", "tcp:6379", "tcp:8080", "tcp:8081", "tcp:9000"}
 	externalPorts  = []string{"tcp:443", "tcp:5432", "tcp:6379", "tcp:6443", "tcp:6650", "tcp:8080"}
 	dnsPorts       = []string{"tcp:53", "udp:53"}
+	// backingPorts are what the in-cluster backing services' stand-ins
+	// serve, by the policy suffix that selects them.
+	backingPorts = map[string][]string{
+		"postgres":      {"tcp:5432", "tcp:8000"},
+		"pulsar-broker": {"tcp:6650", "tcp:8080"},
+	}
 )
 
 // A flowRow is one row of the flow table: From reaches To on Ports.
@@ -61,13 +68,14 @@ type flowRow struct {
 	Ports []string
 }
 
-// flowTable reads the flow table from the guide.
-func flowTable(t *testing.T) []flowRow {
+// flowTable reads an example's flow table from the guide.
+func flowTable(t *testing.T, example string) []flowRow {
 	t.Helper()
 	b, err := os.ReadFile(flowsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	flowsBegin := "<!-- flows: examples/" + example + " -->"
 	_, rest, ok := strings.Cut(string(b), flowsBegin)
 	table, _, ok2 := strings.Cut(rest, flowsEnd)
 	if !ok || !ok2 {
@@ -90,7 +98,7 @@ func flowTable(t *testing.T) []flowRow {
 		rows = append(rows, r)
 	}
 	if len(rows) < 20 {
-		t.Fatalf("%s: the flow table has %d rows, fewer than the production example's", flowsDoc, len(rows))
+		t.Fatalf("%s: the flow table of %s has %d rows, fewer than any example's", flowsDoc, example, len(rows))
 	}
 	return rows
 }
@@ -102,24 +110,24 @@ type source struct {
 }
 
 // netpolWorld is the stand-ins' placement: the composed pods by the
-// policy suffix they are named by ("server", "migrate-lookout"), the
-// external service and DNS.
+// policy suffix they are named by ("server", "migrate-lookout",
+// "postgres", "pulsar-broker"), the external service and DNS.
 type netpolWorld struct {
-	ns       string
-	policies []*networkingv1.NetworkPolicy
-	labels   map[string]map[string]string
-	ips      map[string]string
+	example, ns string
+	policies    []*networkingv1.NetworkPolicy
+	labels      map[string]map[string]string
+	ips         map[string]string
 }
 
-// loadWorld reads the composed NetworkPolicies of the render and the pods
-// they name.
-func loadWorld(t *testing.T) *netpolWorld {
+// loadWorld reads the composed NetworkPolicies of the example's render
+// golden file and the pods they name.
+func loadWorld(t *testing.T, example string) *netpolWorld {
 	t.Helper()
-	r, err := conformance.LoadRender(flowsRender)
+	r, err := conformance.LoadRender(filepath.Join("..", "..", "..", "test", "render", "testdata", example))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &netpolWorld{labels: map[string]map[string]string{}, ips: map[string]string{}}
+	w := &netpolWorld{example: example, labels: map[string]map[string]string{}, ips: map[string]string{}}
 	for _, u := range r.Objects {
 		if u.GetKind() != "NetworkPolicy" {
 			continue
@@ -130,12 +138,14 @@ func loadWorld(t *testing.T) *netpolWorld {
 		}
 		w.ns = p.Namespace
 		w.policies = append(w.policies, p)
-		if pod, ok := strings.CutPrefix(p.Name, "armada-netpol-"); ok && pod != "default-deny" {
+		// default-deny and pulsar (all of Pulsar's pods) select no pod of
+		// their own.
+		if pod, ok := strings.CutPrefix(p.Name, "armada-netpol-"); ok && pod != "default-deny" && pod != "pulsar" {
 			w.labels[pod] = p.Spec.PodSelector.MatchLabels
 		}
 	}
 	if len(w.labels) == 0 {
-		t.Fatalf("%s composes no per-pod NetworkPolicy", flowsRender)
+		t.Fatalf("%s composes no per-pod NetworkPolicy", example)
 	}
 	return w
 }
@@ -151,7 +161,7 @@ func (w *netpolWorld) source(t *testing.T, from string) (string, source) {
 	case w.labels[from] != nil:
 		return from, source{NS: w.ns, Labels: w.labels[from]}
 	}
-	t.Fatalf("the flow table's source %q is no composed pod of %s", from, flowsRender)
+	t.Fatalf("the flow table's source %q is no composed pod of %s", from, w.example)
 	return "", source{}
 }
 
@@ -163,10 +173,14 @@ func (w *netpolWorld) target(t *testing.T, to string) string {
 		return w.ips["dns"]
 	case strings.HasPrefix(to, "any address"):
 		return w.ips["external"]
+	case strings.HasPrefix(to, "PostgreSQL pods"):
+		return w.ips["postgres"]
+	case strings.HasPrefix(to, "Pulsar brokers"):
+		return w.ips["pulsar-broker"]
 	case w.ips[to] != "":
 		return w.ips[to]
 	}
-	t.Fatalf("the flow table's destination %q is no composed pod of %s", to, flowsRender)
+	t.Fatalf("the flow table's destination %q is no composed pod of %s", to, w.example)
 	return ""
 }
 
@@ -202,6 +216,15 @@ type dial struct {
 	Want        bool
 }
 
+// arg is the probe's argument for d: refusals are held for the whole
+// window and judged by its end.
+func (d dial) arg() string {
+	if d.Want {
+		return d.Target
+	}
+	return "deny:" + d.Target
+}
+
 // runClients starts one dialling pod per source at once, waits for all
 // and returns what each reported, by target.
 func runClients(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *Node, prefix string, sources map[string]source, dials map[string][]dial) map[string]map[string]string {
@@ -209,7 +232,7 @@ func runClients(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *N
 	for name, src := range sources {
 		args := []string{"dial", "-for", dialFor.String()}
 		for _, d := range dials[name] {
-			args = append(args, d.Target)
+			args = append(args, d.arg())
 		}
 		p := probePod(prefix+name, n.Name(), src.Labels, args...)
 		mustCreate(t, func() error { _, err := cs.CoreV1().Pods(src.NS).Create(ctx, p, metav1.CreateOptions{}); return err })
@@ -237,12 +260,18 @@ func runClients(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *N
 	return got
 }
 
-// mismatches lists every dial whose outcome is not the one wanted.
-func mismatches(dials map[string][]dial, got map[string]map[string]string) []string {
+// mismatches lists every dial whose outcome is not the one wanted, and
+// logs refusals that connected early (before kube-router had programmed
+// the new pod).
+func mismatches(t *testing.T, dials map[string][]dial, got map[string]map[string]string) []string {
+	t.Helper()
 	var out []string
 	for name, ds := range dials {
 		for _, d := range ds {
-			res, ok := got[name][d.Target]
+			res, ok := got[name][d.arg()]
+			if strings.HasSuffix(res, "times before)") {
+				t.Logf("%s to %s (%s): %s", name, d.Target, d.Why, res)
+			}
 			switch {
 			case !ok:
 				out = append(out, fmt.Sprintf("%s to %s (%s): the client reported nothing", name, d.Target, d.Why))
@@ -257,39 +286,73 @@ func mismatches(dials map[string][]dial, got map[string]map[string]string) []str
 	return out
 }
 
-// checkComposedNetworkPolicies is TestRealNode's enforcement check.
+// checkComposedNetworkPolicies is TestRealNode's enforcement check: the
+// external service and DNS stand-ins, then each example in turn.
 func checkComposedNetworkPolicies(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *Node) {
 	t.Helper()
-	w := loadWorld(t)
-	rows := flowTable(t)
-	for _, ns := range []string{w.ns, outsideNS} {
-		mustCreate(t, func() error {
-			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-				"pod-security.kubernetes.io/enforce": "restricted",
-			}}}, metav1.CreateOptions{})
-			return err
-		})
-	}
-	type standIn struct {
-		ns     string
-		labels map[string]string
-		ports  []string
-	}
-	standIns := map[string]standIn{
+	createNamespace(ctx, t, cs, outsideNS)
+	shared := map[string]standIn{
 		"external": {outsideNS, nil, externalPorts},
 		"dns":      {metav1.NamespaceSystem, map[string]string{"k8s-app": "kube-dns"}, dnsPorts},
 	}
-	for pod, labels := range w.labels {
-		standIns[pod] = standIn{w.ns, labels, componentPorts}
+	ips := startStandIns(ctx, t, cs, n, shared)
+	for _, example := range []string{"production.yaml", "all-in-cluster.yaml"} {
+		t.Run(strings.TrimSuffix(example, ".yaml"), func(t *testing.T) {
+			w := loadWorld(t, example)
+			maps.Copy(w.ips, ips)
+			checkExample(ctx, t, cs, n, w)
+		})
 	}
+}
+
+// A standIn is a serving probe pod: its namespace, labels and ports.
+type standIn struct {
+	ns     string
+	labels map[string]string
+	ports  []string
+}
+
+// startStandIns starts the stand-ins and returns their addresses.
+func startStandIns(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *Node, standIns map[string]standIn) map[string]string {
+	t.Helper()
 	for name, s := range standIns {
 		p := probePod(name, n.Name(), s.labels, append([]string{"serve"}, s.ports...)...)
 		mustCreate(t, func() error { _, err := cs.CoreV1().Pods(s.ns).Create(ctx, p, metav1.CreateOptions{}); return err })
 	}
+	ips := map[string]string{}
 	for name, s := range standIns {
 		p := waitPod(ctx, t, cs, s.ns, name, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" })
-		w.ips[name] = p.Status.PodIP
+		ips[name] = p.Status.PodIP
 	}
+	return ips
+}
+
+func createNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted",
+		}}}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// checkExample enforces one example's policies: every row of its table
+// connects, the pairs refusals lists do not, and deleting the scheduler's
+// policy cuts the server off from it.
+func checkExample(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *Node, w *netpolWorld) {
+	t.Helper()
+	rows := flowTable(t, w.example)
+	createNamespace(ctx, t, cs, w.ns)
+	standIns := map[string]standIn{}
+	for pod, labels := range w.labels {
+		ports := componentPorts
+		if p, ok := backingPorts[pod]; ok {
+			ports = p
+		}
+		standIns[pod] = standIn{w.ns, labels, ports}
+	}
+	maps.Copy(w.ips, startStandIns(ctx, t, cs, n, standIns))
 	for _, p := range w.policies {
 		mustCreate(t, func() error {
 			_, err := cs.NetworkingV1().NetworkPolicies(w.ns).Create(ctx, p, metav1.CreateOptions{})
@@ -313,17 +376,24 @@ func checkComposedNetworkPolicies(ctx context.Context, t *testing.T, cs kubernet
 			}
 		}
 	}
-	// Pairs the table does not list are refused.
-	refuse := func(name string, src source, to, port, why string) {
+	// Pairs the table does not list are refused; and, in-cluster,
+	// CloudNativePG's operator reaches PostgreSQL's pods.
+	expect := func(name string, src source, to, port, why string, want bool) {
+		if w.ips[to] == "" {
+			t.Fatalf("%s composes no %s to dial", w.example, to)
+		}
 		sources[name] = src
 		proto, p, _ := strings.Cut(port, ":")
 		target := proto + ":" + w.ips[to] + ":" + p
 		if seen[name+" "+target] {
-			t.Fatalf("%s to %s is both a row of the table and a pair to refuse", name, target)
+			t.Fatalf("%s to %s is both a row of the table and a pair to check", name, target)
 		}
-		dials[name] = append(dials[name], dial{Target: target, Why: why, Want: false})
+		seen[name+" "+target] = true
+		dials[name] = append(dials[name], dial{Target: target, Why: why, Want: want})
 	}
+	refuse := func(name string, src source, to, port, why string) { expect(name, src, to, port, why, false) }
 	users := source{NS: outsideNS}
+	as := func(pod string) source { return source{NS: w.ns, Labels: w.labels[pod]} }
 	refuse("stranger", source{NS: w.ns}, "scheduler", "tcp:50051", "a pod without Armada's labels to the scheduler's gRPC port")
 	refuse("users", users, "scheduler", "tcp:50051", "the scheduler's gRPC port, not exposed in this example")
 	refuse("impostor", source{NS: outsideNS, Labels: w.labels["server"]}, "scheduler", "tcp:50051", "another namespace's pod with the server's labels")
@@ -331,16 +401,30 @@ func checkComposedNetworkPolicies(ctx context.Context, t *testing.T, cs kubernet
 	refuse("users", users, "binoculars", "tcp:8081", "binoculars' plain HTTP port behind its TLS sidecar")
 	refuse("users", users, "lookout", "tcp:8081", "Lookout's plain port behind its TLS sidecar")
 	refuse("users", users, "server", "tcp:9000", "metrics, only for Prometheus")
-	refuse("server", source{NS: w.ns, Labels: w.labels["server"]}, "binoculars", "tcp:50052", "binoculars' plain gRPC port, not even from the server")
-	refuse("lookout", source{NS: w.ns, Labels: w.labels["lookout"]}, "external", "tcp:6379", "Redis, which Lookout does not use")
-	refuse("executor-local", source{NS: w.ns, Labels: w.labels["executor-local"]}, "external", "tcp:5432", "PostgreSQL, which the executor does not use")
-	refuse("pulsar-topics", source{NS: w.ns, Labels: w.labels["pulsar-topics"]}, "external", "tcp:6650", "Pulsar's binary port: the topic Job uses the admin API")
-	refuse("lookout-ingester", source{NS: w.ns, Labels: w.labels["lookout-ingester"]}, "scheduler", "tcp:50051", "the scheduler, which the ingester does not call")
+	refuse("server", as("server"), "binoculars", "tcp:50052", "binoculars' plain gRPC port, not even from the server")
+	refuse("lookout", as("lookout"), "external", "tcp:6379", "Redis, which Lookout does not use")
+	refuse("executor-local", as("executor-local"), "external", "tcp:5432", "PostgreSQL, which the executor does not use")
+	refuse("pulsar-topics", as("pulsar-topics"), "external", "tcp:6650", "Pulsar's binary port: the topic Job uses the admin API")
+	refuse("lookout-ingester", as("lookout-ingester"), "scheduler", "tcp:50051", "the scheduler, which the ingester does not call")
+	if w.labels["postgres"] != nil {
+		operator := map[string]string{"app.kubernetes.io/name": "cloudnative-pg"}
+		createNamespace(ctx, t, cs, "cnpg-system")
+		expect("cnpg-operator", source{NS: "cnpg-system", Labels: operator}, "postgres", "tcp:8000", "CloudNativePG's operator to the instance manager", true)
+		expect("cnpg-operator", source{NS: "cnpg-system", Labels: operator}, "postgres", "tcp:5432", "CloudNativePG's operator to PostgreSQL", true)
+		refuse("users", users, "postgres", "tcp:5432", "another namespace to PostgreSQL's port")
+		refuse("fake-operator", source{NS: outsideNS, Labels: operator}, "postgres", "tcp:8000", "the operator's labels in another namespace")
+		refuse("stranger", source{NS: w.ns}, "postgres", "tcp:5432", "a pod without Armada's labels to PostgreSQL")
+		refuse("executor-local", as("executor-local"), "postgres", "tcp:5432", "the executor, which uses no database")
+		refuse("users", users, "pulsar-broker", "tcp:6650", "another namespace to Pulsar")
+		refuse("users", users, "redis", "tcp:6379", "another namespace to Redis")
+		refuse("lookout", as("lookout"), "pulsar-broker", "tcp:6650", "Pulsar, which Lookout does not use")
+	}
 
+	prefix := strings.TrimSuffix(w.example, ".yaml") + "-"
 	t.Logf("dialling %d targets from %d sources (each refusal takes %s)", countDials(dials), len(sources), dialFor)
-	if bad := mismatches(dials, runClients(ctx, t, cs, n, "from-", sources, dials)); len(bad) > 0 {
-		t.Fatalf("with the composed NetworkPolicies enforced, %d of %d connections were not as the table says:\n%s",
-			len(bad), countDials(dials), strings.Join(bad, "\n"))
+	if bad := mismatches(t, dials, runClients(ctx, t, cs, n, prefix, sources, dials)); len(bad) > 0 {
+		t.Fatalf("with the composed NetworkPolicies of %s enforced, %d of %d connections were not as the table says:\n%s",
+			w.example, len(bad), countDials(dials), strings.Join(bad, "\n"))
 	}
 
 	// Without the scheduler's own policy, only the default deny selects it:
@@ -348,12 +432,12 @@ func checkComposedNetworkPolicies(ctx context.Context, t *testing.T, cs kubernet
 	if err := cs.NetworkingV1().NetworkPolicies(w.ns).Delete(ctx, "armada-netpol-scheduler", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	srv := map[string]source{"server": {NS: w.ns, Labels: w.labels["server"]}}
+	srv := map[string]source{"server": as("server")}
 	after := map[string][]dial{"server": {
 		{Target: "tcp:" + w.ips["scheduler"] + ":50051", Why: "the scheduler with armada-netpol-scheduler deleted", Want: false},
 		{Target: "udp:" + w.ips["dns"] + ":53", Why: "DNS, still allowed", Want: true},
 	}}
-	if bad := mismatches(after, runClients(ctx, t, cs, n, "deleted-", srv, after)); len(bad) > 0 {
+	if bad := mismatches(t, after, runClients(ctx, t, cs, n, prefix+"deleted-", srv, after)); len(bad) > 0 {
 		t.Fatalf("after deleting armada-netpol-scheduler:\n%s", strings.Join(bad, "\n"))
 	}
 }

@@ -4,13 +4,18 @@
 //
 //	serve tcp:PORT|udp:PORT...   accept TCP connections (and close them) and
 //	                             echo UDP datagrams on every address, until killed
-//	dial [-for D] tcp:IP:PORT|udp:IP:PORT...
+//	dial [-for D] [deny:]tcp:IP:PORT|[deny:]udp:IP:PORT...
 //	                             try each target until one attempt succeeds or D
 //	                             passes, all at once, and print one line per
 //	                             target, "TARGET ok" or "TARGET refused: ERROR",
 //	                             then exit 0 (exit 2 on bad arguments)
 //
-// A UDP target counts as reached when its echo comes back.
+// A UDP target counts as reached when its echo comes back. A deny: target
+// is one that should be refused: it is tried for all of D, and reported
+// by the attempts of its last settle (5 s) only, "ok" if one of them
+// connected, so that a connection let through while the enforcer was
+// still programming a new pod is reported ("refused: ... (connected N
+// times before)") without deciding the outcome.
 package main
 
 import (
@@ -26,8 +31,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// attemptTimeout bounds one connection attempt or one UDP round trip.
-const attemptTimeout = time.Second
+// attemptTimeout bounds one connection attempt or one UDP round trip;
+// settle is the end of a deny: target's window that decides it.
+const (
+	attemptTimeout = time.Second
+	settle         = 5 * time.Second
+)
 
 func main() {
 	if len(os.Args) < 2 {
@@ -110,6 +119,10 @@ func dialAll(targets []string, d time.Duration) []string {
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Go(func() {
+			if target, ok := strings.CutPrefix(t, "deny:"); ok {
+				out[i] = t + " " + holdFor(target, d)
+				return
+			}
 			if err := dialFor(t, d); err != nil {
 				out[i] = t + " refused: " + err.Error()
 				return
@@ -137,6 +150,39 @@ func dialFor(target string, d time.Duration) error {
 		}
 		time.Sleep(attemptTimeout - time.Since(start))
 	}
+}
+
+// holdFor tries target for all of d and reports the attempts of its last
+// settle: "ok" if one connected, else "refused: ERROR", noting earlier
+// connections.
+func holdFor(target string, d time.Duration) string {
+	proto, addr, ok := strings.Cut(target, ":")
+	if !ok || (proto != "tcp" && proto != "udp") {
+		return fmt.Sprintf("refused: cannot dial %q: want tcp:IP:PORT or udp:IP:PORT", target)
+	}
+	end := time.Now().Add(d)
+	early, late := 0, 0
+	var last error
+	for time.Now().Before(end) {
+		start := time.Now()
+		last = attempt(proto, addr)
+		switch {
+		case last == nil && end.Sub(start) <= settle:
+			late++
+		case last == nil:
+			early++
+		}
+		time.Sleep(attemptTimeout - time.Since(start))
+	}
+	switch {
+	case late > 0:
+		return "ok"
+	case early > 0:
+		return fmt.Sprintf("refused: %v (connected %d times before)", last, early)
+	case last == nil:
+		return "refused: no attempt"
+	}
+	return "refused: " + last.Error()
 }
 
 // attempt makes one TCP connection, or one UDP round trip.
