@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
+	"github.com/armadaproject/armada-crossplane/internal/harness/netlock"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -300,7 +301,12 @@ func openPrintedBrowser(t *testing.T, out string) {
 	// Flags after the URL are flags too.
 	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=15000 --dump-dom") //nolint:gosec // The command make run printed.
 	sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir())                                                                  // Its mktemp -d profile, removed with the test's.
+	unlock, err := netlock.Shared(ctx, t.Logf)                                                                            // As browser.Start: no real node beside Chromium.
+	if err != nil {
+		t.Fatal(err)
+	}
 	dom, err := sh.Output()
+	_ = unlock()
 	if err != nil {
 		t.Errorf("make run's Chromium command: %v\n%s", err, line)
 		return

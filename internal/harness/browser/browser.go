@@ -30,6 +30,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/netlock"
 )
 
 // Chromium is Debian's chromium package's binary (make system-deps
@@ -95,9 +97,15 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(o.SPKIs, ",")),
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)
+	// A real node changing the machine's interfaces meanwhile would make
+	// Chromium abandon requests (net::ERR_NETWORK_CHANGED).
+	unlock, err := netlock.Shared(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
-	b := &Browser{ctx: bctx, cancel: func() { bcancel(); acancel() }, urls: map[network.RequestID]string{}, sent: map[network.RequestID]int{}}
+	b := &Browser{ctx: bctx, cancel: func() { bcancel(); acancel(); _ = unlock() }, urls: map[network.RequestID]string{}, sent: map[network.RequestID]int{}}
 	chromedp.ListenTarget(bctx, b.listen)
 	headers := network.Headers{}
 	for k, v := range o.Headers {
