@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func (c *ControlPlane) generatePKI(_ context.Context) error {
 		provider:         filepath.Join(pki, "provider-kubernetes"),
 	}
 	for dir, o := range map[string]certOptions{
-		c.tlsDirs.apiServer:        serverCert("kube-apiserver"),
+		c.tlsDirs.apiServer:        apiServerCert(),
 		c.tlsDirs.crossplaneClient: clientCert("crossplane"),
 		c.tlsDirs.function:         serverCert("function-armada"),
 		c.tlsDirs.provider:         serverCert("provider-kubernetes"),
@@ -95,7 +96,7 @@ func (c *ControlPlane) apiServerArgs() []string {
 		"--tls-private-key-file=" + filepath.Join(c.tlsDirs.apiServer, fileTLSKey),
 		// Room for some 65,000 Services: TestManyTeams alone composes
 		// about 180 at once beside other tests' (a /24 holds 254).
-		"--service-cluster-ip-range=10.0.0.0/16",
+		"--service-cluster-ip-range=" + ServiceRange,
 		"--allow-privileged=true",
 		"--service-account-issuer=" + url,
 		"--service-account-key-file=" + c.saPub,
@@ -167,6 +168,29 @@ func (c *ControlPlane) writeKubeconfig() error {
 	return errors.Wrap(err, "cannot create client")
 }
 
+// ServiceRange is the control plane's Service range: the upper half of
+// 198.18.0.0/15, which is reserved for benchmarking (RFC 2544) and used
+// by no real network; a real node's pods take /24s of the lower half.
+// KubernetesService is its first address, the kubernetes Service's.
+const (
+	ServiceRange      = "198.19.0.0/16"
+	KubernetesService = "198.19.0.1"
+)
+
+// apiServerCert is the API server's serving certificate: for 127.0.0.1,
+// localhost, and the kubernetes Service's address and names, which pods
+// on a real node reach it by.
+func apiServerCert() certOptions {
+	o := serverCert("kube-apiserver")
+	o.IPs = append(o.IPs, net.ParseIP(KubernetesService))
+	o.DNSNames = append(o.DNSNames, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	return o
+}
+
+// workloadControllers are kube-controller-manager's controllers
+// Options.Workloads adds.
+const workloadControllers = "deployment-controller,replicaset-controller,endpointslice-controller,root-ca-certificate-publisher-controller"
+
 // startControllerManager starts kube-controller-manager with only the
 // garbage collector (which deletes composed resources when their XR goes),
 // the namespace controller, the service-account token controller
@@ -181,6 +205,9 @@ func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,resourcequota-controller"
 	if c.opts.JobFlow {
 		controllers += "," + jobFlowControllers
+	}
+	if c.opts.Workloads {
+		controllers += "," + workloadControllers
 	}
 	p := c.newProcess(ProcKubeControllerManager, c.opts.KubeControllerManager, []string{
 		"--kubeconfig=" + c.kubeconfig,

@@ -134,6 +134,12 @@ type Options struct {
 	KubeScheduler string
 	KWOK          string
 
+	// Workloads also runs kube-controller-manager's controllers that a
+	// real node's workloads need (internal/harness/node): Deployments,
+	// ReplicaSets, EndpointSlices for Services, and the kube-root-ca.crt
+	// ConfigMap in every namespace.
+	Workloads bool
+
 	// JobFlowLater, with JobFlow, leaves kube-scheduler and KWOK out of
 	// Start (their binaries need not be built yet) until StartJobFlow;
 	// kube-controller-manager still runs the job flow's controllers. make
