@@ -307,12 +307,13 @@ oidc: ## Build the OpenID Provider (cached): zitadel/oidc's example provider, wh
 	tools/oidc/build.sh
 
 .PHONY: node-bins
-node-bins: system-deps ## Build what the real node runs (cached): kubelet (the API server's Kubernetes pin), containerd and its runc shim, runc (cgo, libseccomp), the CNI plugins bridge, host-local, loopback and portmap, and kube-router (its NetworkPolicy enforcer).
-	tools/kubernetes/build.sh kubelet
+node-bins: system-deps ## Build what the real node runs (cached): kubelet and kube-proxy (the API server's Kubernetes pin), CoreDNS, containerd and its runc shim, runc (cgo, libseccomp), the CNI plugins bridge, host-local, loopback and portmap, and kube-router (its NetworkPolicy enforcer).
+	tools/kubernetes/build.sh kubelet kube-proxy
 	tools/runc/build.sh
 	tools/containerd/build.sh
 	tools/cni/build.sh
 	tools/kube-router/build.sh
+	tools/coredns/build.sh
 
 .PHONY: provider-sql
 provider-sql: ## Build provider-sql (cached), which only the e2e tests run.

@@ -6,18 +6,20 @@
 # the Kubernetes libraries they share compile once and their links overlap.
 # Cold: about 5 minutes on two cores; kube-scheduler (the job flow's,
 # which binds Armada's job pods to KWOK Nodes) shares their build, and so
-# does kubelet (the real node's, internal/harness/node).
+# do kubelet and kube-proxy (the real node's, internal/harness/node).
 #
 # Usage: tools/kubernetes/build.sh [BINARY...] builds only those (make run
-# needs kube-scheduler only after the composed tree); default: all four.
+# needs kube-scheduler only after the composed tree); default: the first
+# four (kube-proxy only when named).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source ../progress.sh
 version=$(pin k8s.io/kubernetes)
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+known=("${binaries[@]}" kube-proxy)
 if [[ $# -gt 0 ]]; then
   for name in "$@"; do
-    [[ " ${binaries[*]} " == *" ${name} "* ]] || { echo "$0: ${name} is not one of: ${binaries[*]}" >&2; exit 2; }
+    [[ " ${known[*]} " == *" ${name} "* ]] || { echo "$0: ${name} is not one of: ${known[*]}" >&2; exit 2; }
   done
   binaries=("$@")
 fi
