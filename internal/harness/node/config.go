@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 )
 
 // layout is where one node keeps everything it makes, and the names it
@@ -27,7 +29,7 @@ type layout struct {
 	Bridge string
 	// CgroupRoot is the kubelet's cgroup root, in every v1 hierarchy.
 	CgroupRoot string
-	// Subnet is the pod range, a /24 inside 198.18.0.0/15; its first
+	// Subnet is the pod range, a /24 inside 198.18.0.0/16; its first
 	// address is the bridge's own.
 	Subnet netip.Prefix
 }
@@ -66,8 +68,9 @@ func (l layout) gateway() netip.Addr { return l.Subnet.Addr().Next() }
 // binaries are the node's executables.
 type binaries struct {
 	Containerd, Shim, Runc, Kubelet string
-	// KubeRouter enforces NetworkPolicies (its firewall controller).
-	KubeRouter string
+	// KubeRouter enforces NetworkPolicies (its firewall controller);
+	// KubeProxy translates Services; CoreDNS is the cluster DNS's binary.
+	KubeRouter, KubeProxy, CoreDNS string
 	// CNIDir holds the bridge, host-local, loopback and portmap plugins.
 	CNIDir string
 }
@@ -182,6 +185,9 @@ func cniConfig(l layout) ([]byte, error) {
 					"subnet":     l.Subnet.String(),
 					"rangeStart": l.gateway().Next().String(),
 				}}},
+				// Services through the host, where kube-proxy translates
+				// them; no default route.
+				"routes": []any{map[string]any{"dst": controlplane.ServiceRange, "gw": l.gateway().String()}},
 			},
 		}},
 	}
@@ -214,6 +220,8 @@ func kubeletConfig(l layout, p kubeletPorts) ([]byte, error) {
 		"podLogsDir":               l.path("pod-logs"),
 		"volumePluginDir":          l.path("volume-plugins"),
 		"resolvConf":               l.path("resolv.conf"),
+		"clusterDNS":               []string{ClusterDNS},
+		"clusterDomain":            ClusterDomain,
 		"makeIPTablesUtilChains":   false,
 		"serializeImagePulls":      false,
 		"registerNode":             true,
@@ -234,4 +242,59 @@ func kubeletConfig(l layout, p kubeletPorts) ([]byte, error) {
 	}
 	b, err := yaml.Marshal(cfg)
 	return b, errors.Wrap(err, "cannot encode the kubelet configuration")
+}
+
+// The cluster DNS the node runs: CoreDNS behind the kube-dns Service at a
+// fixed address of the Service range, for the cluster's domain.
+const (
+	ClusterDNS    = "198.19.0.10"
+	ClusterDomain = "cluster.local"
+)
+
+// proxyPorts are kube-proxy's loopback ports.
+type proxyPorts struct{ Healthz, Metrics int }
+
+// kubeProxyConfig is kube-proxy's KubeProxyConfiguration: iptables mode
+// for the node's pod range (traffic from it is local), NodePorts only on
+// the bridge's address, servers on loopback, and no machine-wide sysctl
+// changed (conntrack sizes and timeouts left as they are, no
+// route_localnet).
+func kubeProxyConfig(l layout, kubeconfig string, p proxyPorts) ([]byte, error) {
+	cfg := map[string]any{
+		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
+		"kind":               "KubeProxyConfiguration",
+		"clientConnection":   map[string]any{"kubeconfig": kubeconfig},
+		"hostnameOverride":   l.Name,
+		"mode":               "iptables",
+		"clusterCIDR":        l.Subnet.String(),
+		"detectLocalMode":    "ClusterCIDR",
+		"bindAddress":        l.gateway().String(),
+		"healthzBindAddress": "127.0.0.1:" + strconv.Itoa(p.Healthz),
+		"metricsBindAddress": "127.0.0.1:" + strconv.Itoa(p.Metrics),
+		"nodePortAddresses":  []string{netip.PrefixFrom(l.gateway(), 32).String()},
+		"iptables":           map[string]any{"localhostNodePorts": false},
+		"conntrack": map[string]any{
+			"maxPerCore":            0,
+			"min":                   0,
+			"tcpEstablishedTimeout": "0s",
+			"tcpCloseWaitTimeout":   "0s",
+		},
+	}
+	b, err := yaml.Marshal(cfg)
+	return b, errors.Wrap(err, "cannot encode kube-proxy's configuration")
+}
+
+// corefile is CoreDNS's configuration: the cluster's names from the API
+// server, readiness on 8181, and nothing forwarded beyond the machine.
+func corefile() string {
+	return `.:53 {
+    errors
+    ready :8181
+    kubernetes ` + ClusterDomain + ` in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+}
+`
 }

@@ -15,13 +15,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var testLayout = newLayout("abc123", "/tmp/armada-node-abc123", netip.MustParsePrefix("198.19.7.0/24"))
+var testLayout = newLayout("abc123", "/tmp/armada-node-abc123", netip.MustParsePrefix("198.18.7.0/24"))
 
 func TestNewLayout(t *testing.T) {
 	want := layout{
 		ID: "abc123", Name: "armada-node-abc123", Dir: "/tmp/armada-node-abc123",
 		Bridge: "anbr-abc123", CgroupRoot: "/armada-node-abc123",
-		Subnet: netip.MustParsePrefix("198.19.7.0/24"),
+		Subnet: netip.MustParsePrefix("198.18.7.0/24"),
 	}
 	if diff := cmp.Diff(want, testLayout, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("newLayout (-want +got):\n%s", diff)
@@ -30,8 +30,8 @@ func TestNewLayout(t *testing.T) {
 	if len(testLayout.Bridge) > 15 {
 		t.Errorf("bridge name %q is longer than 15 bytes", testLayout.Bridge)
 	}
-	if got := testLayout.gateway().String(); got != "198.19.7.1" {
-		t.Errorf("gateway %s, want 198.19.7.1", got)
+	if got := testLayout.gateway().String(); got != "198.18.7.1" {
+		t.Errorf("gateway %s, want 198.18.7.1", got)
 	}
 }
 
@@ -44,8 +44,9 @@ func TestCNIConfig(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	// No gateway role for the bridge (no default route in the pods, no
-	// IP forwarding turned on), no masquerade: nothing leaves the machine.
+	// No gateway role for the bridge (no default route in the pods), no
+	// masquerade: nothing leaves the machine. The one route is the Service
+	// range's, through the bridge's address, where kube-proxy translates.
 	want := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "armada-node-abc123",
@@ -55,7 +56,8 @@ func TestCNIConfig(t *testing.T) {
 			"ipam": map[string]any{
 				"type":    "host-local",
 				"dataDir": "/tmp/armada-node-abc123/cni/ipam",
-				"ranges":  []any{[]any{map[string]any{"subnet": "198.19.7.0/24", "rangeStart": "198.19.7.2"}}},
+				"ranges":  []any{[]any{map[string]any{"subnet": "198.18.7.0/24", "rangeStart": "198.18.7.2"}}},
+				"routes":  []any{map[string]any{"dst": "198.19.0.0/16", "gw": "198.18.7.1"}},
 			},
 		}},
 	}
@@ -217,6 +219,7 @@ func TestPinsMatchToolModules(t *testing.T) {
 		"RuncVersion":       {got: RuncVersion, dir: "tools/runc", module: "github.com/opencontainers/runc"},
 		"CNIPluginsVersion": {got: CNIPluginsVersion, dir: "tools/cni", module: "github.com/containernetworking/plugins"},
 		"KubeRouterVersion": {got: KubeRouterVersion, dir: "tools/kube-router", module: "github.com/cloudnativelabs/kube-router/v2"},
+		"CoreDNSVersion":    {got: CoreDNSVersion, dir: "tools/coredns", module: "github.com/coredns/coredns"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -248,10 +251,8 @@ func TestNthSubnet(t *testing.T) {
 		want string
 	}{
 		"First":          {i: 0, want: "198.18.0.0/24"},
-		"LastOf198_18":   {i: 255, want: "198.18.255.0/24"},
-		"FirstOf198_19":  {i: 256, want: "198.19.0.0/24"},
-		"Last":           {i: 511, want: "198.19.255.0/24"},
-		"WrapsInsideNet": {i: 512, want: "198.18.0.0/24"},
+		"Last":           {i: 255, want: "198.18.255.0/24"},
+		"WrapsInsideNet": {i: 256, want: "198.18.0.0/24"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

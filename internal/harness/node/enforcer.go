@@ -2,74 +2,37 @@ package node
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 )
 
 // The node enforces NetworkPolicies with kube-router's firewall controller
 // alone (no routing, no service proxy), as kube-router runs beside another
 // CNI: it keeps iptables chains and ipsets for the pods bound to its Node,
-// on the bridge's traffic (br_netfilter). It runs with
-// --netpol-default-deny, so a pod's traffic is refused until its
-// policies are in place, never let through early.
+// on the bridge's traffic (br_netfilter). A new pod's traffic passes until
+// kube-router has programmed it, as with most enforcers; its
+// --netpol-default-deny would close that window but refuses every address
+// of the pod range that is not a pod's, the bridge's own among them, where
+// pods reach the API server's relay and the host's services.
 //
 // kube-router names its chains and ipsets the same on every machine
 // (KUBE-ROUTER-FORWARD, KUBE-POD-FW-..., kube-router-local-pods, ...), in
 // the machine's own netfilter tables: two enforcing nodes on one machine
-// would undo each other's rules. So a node holds a machine-wide lock while
-// its enforcer runs, and a second node waits for it.
+// would undo each other's rules. The node holds the machine's network lock
+// (internal/harness/netlock) exclusively while it runs, so a second node
+// waits for it.
 
 // ProcEnforcer names the enforcer's process and its log, enforcer.log.
 const ProcEnforcer = "enforcer"
-
-// netfilterLock is the machine-wide lock file, beside the subnet
-// reservations.
-func netfilterLock() string {
-	return filepath.Join(os.TempDir(), "armada-node-subnets", "netfilter.lock")
-}
-
-// lockNetfilter takes the machine-wide lock, waiting while another node
-// holds it, until ctx is done.
-func lockNetfilter(ctx context.Context, logf func(string, ...any)) (*os.File, error) {
-	p := netfilterLock()
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return nil, errors.Wrap(err, "cannot create the netfilter lock's directory")
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // The node's own lock file.
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot open the netfilter lock")
-	}
-	for waited := false; ; waited = true {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, errors.Wrap(err, "cannot lock the netfilter lock")
-		}
-		if !waited {
-			logf("waiting for another node on this machine to stop: it holds %s (kube-router's chains are machine-wide)", p)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, errors.Wrap(ctx.Err(), "cannot lock the netfilter lock")
-		case <-time.After(time.Second):
-		}
-	}
-}
 
 // enforcerRules are what kube-router's firewall controller reads: it
 // watches these (its informers start for all of them) and changes nothing
@@ -86,22 +49,11 @@ func enforcerRules() []rbacv1.PolicyRule {
 // ClusterRoleBinding.
 func (l layout) enforcerName() string { return l.Name + "-netpol" }
 
-// startEnforcer gives the Node its pod range (kube-router's default deny
-// refuses traffic of the range's pods it has not programmed yet), starts
-// kube-router's firewall controller under its own read-only identity and
-// waits until its chains are in place.
+// startEnforcer starts kube-router's firewall controller under its own
+// read-only identity and waits until its chains are in place.
 func (n *Node) startEnforcer(ctx context.Context, cfg *rest.Config, b binaries) error {
 	t := time.Now()
 	l := n.l
-	lock, err := lockNetfilter(ctx, n.logf)
-	if err != nil {
-		return err
-	}
-	n.netfilter = lock
-	patch := []byte(`{"spec":{"podCIDR":"` + l.Subnet.String() + `","podCIDRs":["` + l.Subnet.String() + `"]}}`)
-	if _, err := n.client.CoreV1().Nodes().Patch(ctx, l.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return errors.Wrapf(err, "cannot set the pod range of Node %s", l.Name)
-	}
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: l.enforcerName()}, Rules: enforcerRules()}
 	if _, err := n.client.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
 		return errors.Wrapf(err, "cannot create ClusterRole %s", cr.Name)
@@ -117,7 +69,6 @@ func (n *Node) startEnforcer(ctx context.Context, cfg *rest.Config, b binaries) 
 		"--run-router=false",
 		"--run-service-proxy=false",
 		"--enable-cni=false",
-		"--netpol-default-deny=true",
 		"--health-port=0",
 		"--metrics-port=0",
 		"--service-cluster-ip-range=" + serviceRange,
@@ -127,7 +78,7 @@ func (n *Node) startEnforcer(ctx context.Context, cfg *rest.Config, b binaries) 
 		return err
 	}
 	n.enforcer = p
-	err = p.waitFor(ctx, stepTimeout, "kube-router's chains", func(ctx context.Context) error {
+	err = p.waitFor(ctx, "kube-router's chains", func(ctx context.Context) error {
 		return iptables(ctx, "-S", "KUBE-ROUTER-FORWARD")
 	})
 	if err == nil {
@@ -138,17 +89,17 @@ func (n *Node) startEnforcer(ctx context.Context, cfg *rest.Config, b binaries) 
 
 // serviceRange is the control plane's Service range
 // (internal/harness/controlplane).
-const serviceRange = "10.0.0.0/16"
+const serviceRange = controlplane.ServiceRange
 
-// stopEnforcer stops kube-router, removes its chains and ipsets
-// (kube-router --cleanup-config) and releases the machine-wide lock.
+// stopEnforcer stops kube-router and removes its chains and ipsets
+// (kube-router --cleanup-config).
 func (n *Node) stopEnforcer(ctx context.Context, b binaries) error {
-	if n.netfilter == nil {
+	if n.enforcer == nil {
 		return nil
 	}
 	var errs []error
 	if n.enforcer != nil {
-		errs = append(errs, n.enforcer.stop(10*time.Second))
+		errs = append(errs, n.enforcer.stop())
 	}
 	if out, err := exec.CommandContext(ctx, b.KubeRouter, "--cleanup-config").CombinedOutput(); err != nil { //nolint:gosec // kube-router from the tool cache.
 		errs = append(errs, errors.Wrapf(err, "cannot remove kube-router's chains: %s", lastLines(string(out), 5)))
@@ -156,8 +107,6 @@ func (n *Node) stopEnforcer(ctx context.Context, b binaries) error {
 	if left := netfilterLeftovers(ctx); len(left) > 0 {
 		errs = append(errs, errors.Errorf("kube-router --cleanup-config left %s", strings.Join(left, ", ")))
 	}
-	errs = append(errs, errors.Wrap(n.netfilter.Close(), "cannot release the netfilter lock"))
-	n.netfilter = nil
 	return errors.Join(errs...)
 }
 

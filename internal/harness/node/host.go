@@ -20,10 +20,11 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// podNetwork is where pod ranges come from: 198.18.0.0/15, reserved for
-// benchmarking (RFC 2544) and used by no real network. Each node takes one
-// /24 of it.
-var podNetwork = netip.MustParsePrefix("198.18.0.0/15")
+// podNetwork is where pod ranges come from: 198.18.0.0/16, the lower
+// half of 198.18.0.0/15, reserved for benchmarking (RFC 2544) and used by
+// no real network; the control plane's Services take the upper half
+// (controlplane.ServiceRange). Each node takes one /24 of it.
+var podNetwork = netip.MustParsePrefix("198.18.0.0/16")
 
 // cgroupFS is where the cgroup hierarchies are mounted, procFS procfs.
 const (
@@ -87,11 +88,12 @@ func reserveSubnet() (subnet netip.Prefix, release func(), err error) {
 	return netip.Prefix{}, nil, errors.Errorf("cannot reserve a pod range: every /24 of %s is in use", podNetwork)
 }
 
-// nthSubnet is the i-th /24 of podNetwork (i below 512).
+// nthSubnet is the i-th /24 of podNetwork, modulo their number.
 func nthSubnet(i int) netip.Prefix {
 	a := podNetwork.Addr().As4()
+	n := 1 << (24 - podNetwork.Bits())
 	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], binary.BigEndian.Uint32(a[:])+uint32(i&0x1ff)<<8)
+	binary.BigEndian.PutUint32(b[:], binary.BigEndian.Uint32(a[:])+uint32(i%n)<<8) //nolint:gosec // Below n, a small number.
 	return netip.PrefixFrom(netip.AddrFrom4(b), 24)
 }
 
@@ -419,7 +421,7 @@ func sweep(ctx context.Context, logf func(string, ...any)) {
 		l := newLayout(strings.TrimPrefix(filepath.Base(dir), namePrefix), dir, netip.Prefix{})
 		err = errors.Join(killCgroups(l.CgroupRoot), nil)
 		killMentioning(dir)
-		err = errors.Join(err, unmountUnder(dir), deleteBridge(ctx, l), killCgroups(l.CgroupRoot))
+		err = errors.Join(err, unmountUnder(dir), deleteBridge(ctx, l), killCgroups(l.CgroupRoot), deleteGuardRules(ctx, l))
 		if err == nil {
 			err = os.RemoveAll(dir)
 		}

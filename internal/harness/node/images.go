@@ -238,3 +238,21 @@ func testImages(ctx context.Context, dir string) ([]Image, error) {
 		Config: v1.Config{Entrypoint: []string{"/probe"}, User: "1000:2000"},
 	}}, nil
 }
+
+// coreDNSImage is CoreDNSImage from the binary at binary: uid 65532 as
+// CoreDNS's own image runs.
+func coreDNSImage(binary string) (Image, error) {
+	bin, err := os.ReadFile(binary) //nolint:gosec // CoreDNS from the tool cache.
+	if err != nil {
+		return Image{}, errors.Wrapf(err, "cannot read %s", binary)
+	}
+	base, err := Base("coredns", 65532, 65532)
+	if err != nil {
+		return Image{}, err
+	}
+	return Image{
+		Ref:    CoreDNSImage,
+		Files:  append(base, File{Path: "/coredns", Mode: 0o755, Data: bin}),
+		Config: v1.Config{Entrypoint: []string{"/coredns"}, User: "65532:65532"},
+	}, nil
+}

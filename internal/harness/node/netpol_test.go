@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -117,6 +118,11 @@ type netpolWorld struct {
 	policies    []*networkingv1.NetworkPolicy
 	labels      map[string]map[string]string
 	ips         map[string]string
+	// services are the composed Services; ports the container ports of
+	// the composed Deployments' and StatefulSets' pods, by their component
+	// label.
+	services []*corev1.Service
+	ports    map[string][]corev1.ContainerPort
 }
 
 // loadWorld reads the composed NetworkPolicies of the example's render
@@ -128,8 +134,32 @@ func loadWorld(t *testing.T, example string) *netpolWorld {
 		t.Fatal(err)
 	}
 	w := &netpolWorld{example: example, labels: map[string]map[string]string{}, ips: map[string]string{}}
+	w.ports = map[string][]corev1.ContainerPort{}
 	for _, u := range r.Objects {
-		if u.GetKind() != "NetworkPolicy" {
+		switch u.GetKind() {
+		case "Service":
+			svc := &corev1.Service{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
+				t.Fatal(err)
+			}
+			w.services = append(w.services, svc)
+			continue
+		case "Deployment", "StatefulSet":
+			tpl, _, err := unstructured.NestedMap(u.Object, "spec", "template")
+			pod := &corev1.PodTemplateSpec{}
+			if err == nil {
+				err = runtime.DefaultUnstructuredConverter.FromUnstructured(tpl, pod)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := pod.Labels[labelComponent]
+			for _, ctr := range pod.Spec.Containers {
+				w.ports[c] = append(w.ports[c], ctr.Ports...)
+			}
+			continue
+		case "NetworkPolicy":
+		default:
 			continue
 		}
 		p := &networkingv1.NetworkPolicy{}
@@ -148,6 +178,25 @@ func loadWorld(t *testing.T, example string) *netpolWorld {
 		t.Fatalf("%s composes no per-pod NetworkPolicy", example)
 	}
 	return w
+}
+
+// labelComponent is the label that names a composed pod's component.
+const labelComponent = "app.kubernetes.io/component"
+
+// serviceFor is the name of the composed Service (not headless) that
+// selects pod and has port, "" if there is none.
+func (w *netpolWorld) serviceFor(pod, port string) string {
+	for _, svc := range w.services {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone || !maps.Equal(svc.Spec.Selector, w.labels[pod]) {
+			continue
+		}
+		for _, p := range svc.Spec.Ports {
+			if fmt.Sprint(p.Port) == port && p.Protocol != corev1.ProtocolUDP {
+				return svc.Name + "." + w.ns + ".svc." + ClusterDomain
+			}
+		}
+	}
+	return ""
 }
 
 // source is who a row's From names.
@@ -292,8 +341,10 @@ func checkComposedNetworkPolicies(ctx context.Context, t *testing.T, cs kubernet
 	t.Helper()
 	createNamespace(ctx, t, cs, outsideNS)
 	shared := map[string]standIn{
-		"external": {outsideNS, nil, externalPorts},
-		"dns":      {metav1.NamespaceSystem, map[string]string{"k8s-app": "kube-dns"}, dnsPorts},
+		"external": {outsideNS, nil, externalPorts, nil},
+		// Not labelled as kube-dns: the kube-dns Service must reach only
+		// the node's CoreDNS.
+		"dns": {metav1.NamespaceSystem, map[string]string{"app": "dns-stand-in"}, dnsPorts, nil},
 	}
 	ips := startStandIns(ctx, t, cs, n, shared)
 	for _, example := range []string{"production.yaml", "all-in-cluster.yaml"} {
@@ -310,6 +361,9 @@ type standIn struct {
 	ns     string
 	labels map[string]string
 	ports  []string
+	// declared are container ports the pod declares, which the composed
+	// Services name as targets.
+	declared []corev1.ContainerPort
 }
 
 // startStandIns starts the stand-ins and returns their addresses.
@@ -317,6 +371,7 @@ func startStandIns(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 	t.Helper()
 	for name, s := range standIns {
 		p := probePod(name, n.Name(), s.labels, append([]string{"serve"}, s.ports...)...)
+		p.Spec.Containers[0].Ports = s.declared
 		mustCreate(t, func() error { _, err := cs.CoreV1().Pods(s.ns).Create(ctx, p, metav1.CreateOptions{}); return err })
 	}
 	ips := map[string]string{}
@@ -350,12 +405,23 @@ func checkExample(ctx context.Context, t *testing.T, cs kubernetes.Interface, n 
 		if p, ok := backingPorts[pod]; ok {
 			ports = p
 		}
-		standIns[pod] = standIn{w.ns, labels, ports}
+		standIns[pod] = standIn{w.ns, labels, ports, w.ports[labels[labelComponent]]}
 	}
 	maps.Copy(w.ips, startStandIns(ctx, t, cs, n, standIns))
 	for _, p := range w.policies {
 		mustCreate(t, func() error {
 			_, err := cs.NetworkingV1().NetworkPolicies(w.ns).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, svc := range w.services {
+		svc := svc.DeepCopy()
+		svc.OwnerReferences = nil
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		}
+		mustCreate(t, func() error {
+			_, err := cs.CoreV1().Services(w.ns).Create(ctx, svc, metav1.CreateOptions{})
 			return err
 		})
 	}
@@ -374,6 +440,13 @@ func checkExample(ctx context.Context, t *testing.T, cs kubernetes.Interface, n 
 				seen[name+" "+target] = true
 				dials[name] = append(dials[name], dial{Target: target, Why: r.From + " to " + r.To + ": " + r.Why, Want: true})
 			}
+			// And by the Service's name: CoreDNS answers it under the
+			// source's DNS rule, kube-proxy translates it, and the policy
+			// is enforced on the translated address.
+			if host := w.serviceFor(r.To, p); proto == "tcp" && host != "" && !seen[name+" "+host+p] {
+				seen[name+" "+host+p] = true
+				dials[name] = append(dials[name], dial{Target: "tcp:" + host + ":" + p, Why: r.From + " to " + r.To + " by its Service: " + r.Why, Want: true})
+			}
 		}
 	}
 	// Pairs the table does not list are refused; and, in-cluster,
@@ -390,6 +463,9 @@ func checkExample(ctx context.Context, t *testing.T, cs kubernetes.Interface, n 
 		}
 		seen[name+" "+target] = true
 		dials[name] = append(dials[name], dial{Target: target, Why: why, Want: want})
+		if host := w.serviceFor(to, p); proto == "tcp" && host != "" {
+			dials[name] = append(dials[name], dial{Target: "tcp:" + host + ":" + p, Why: why + ", by its Service", Want: want})
+		}
 	}
 	refuse := func(name string, src source, to, port, why string) { expect(name, src, to, port, why, false) }
 	users := source{NS: outsideNS}

@@ -44,6 +44,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/harness/netlock"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -56,6 +57,7 @@ const (
 	RuncVersion       = "v1.5.3"
 	CNIPluginsVersion = "v1.10.0"
 	KubeRouterVersion = "v2.10.0"
+	CoreDNSVersion    = "v1.15.0"
 )
 
 // stepTimeout bounds each wait for a daemon or the Node to become ready.
@@ -83,10 +85,13 @@ type Node struct {
 	registry *Registry
 	release  func()
 
-	bins                          binaries
-	containerd, kubelet, enforcer *process
-	// netfilter is the machine-wide lock held while the enforcer runs.
-	netfilter     *os.File
+	bins                                 binaries
+	containerd, kubelet, enforcer, proxy *process
+	// relay carries the node's pods' connections to the API server.
+	relay net.Listener
+	// unlock releases the machine's network lock, held from before the
+	// bridge is made until everything is removed.
+	unlock        func() error
 	logf          func(string, ...any)
 	keep, stopped bool
 }
@@ -119,7 +124,13 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b}
+	unlock, err := netlock.Exclusive(ctx, o.Logf)
+	if err != nil {
+		release()
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b, unlock: unlock}
 	if err := n.start(ctx, o, b); err != nil {
 		if serr := n.Stop(); serr != nil { //nolint:contextcheck // Stop must run to the end even when ctx is done.
 			return nil, errors.Join(err, serr)
@@ -145,8 +156,10 @@ func resolveBinaries(binDir string) (binaries, error) {
 		Kubelet:    filepath.Join(binDir, "kubernetes-"+KubernetesVersion, "kubelet"),
 		CNIDir:     filepath.Join(binDir, "cni-plugins-"+CNIPluginsVersion),
 		KubeRouter: filepath.Join(binDir, "kube-router-"+KubeRouterVersion),
+		KubeProxy:  filepath.Join(binDir, "kubernetes-"+KubernetesVersion, "kube-proxy"),
+		CoreDNS:    filepath.Join(binDir, "coredns-"+CoreDNSVersion),
 	}
-	need := []string{b.Containerd, b.Shim, b.Runc, b.Kubelet, b.KubeRouter}
+	need := []string{b.Containerd, b.Shim, b.Runc, b.Kubelet, b.KubeRouter, b.KubeProxy, b.CoreDNS}
 	for _, p := range []string{"bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(b.CNIDir, p))
 	}
@@ -172,6 +185,11 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 	if err != nil {
 		return err
 	}
+	dns, err := coreDNSImage(b.CoreDNS)
+	if err != nil {
+		return err
+	}
+	imgs = append(imgs, dns)
 	for _, im := range append(imgs, o.Images...) {
 		if err := n.registry.Push(ctx, im); err != nil {
 			return err
@@ -199,7 +217,10 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 	if err := n.startKubelet(ctx, b); err != nil {
 		return err
 	}
-	return n.startEnforcer(ctx, o.Config, b)
+	if err := n.startEnforcer(ctx, o.Config, b); err != nil {
+		return err
+	}
+	return n.startServices(ctx, o.Config, b)
 }
 
 // writeConfigs writes containerd's, the registry mapping's, the CNI
@@ -243,7 +264,7 @@ func (n *Node) startContainerd(ctx context.Context, b binaries) error {
 		return err
 	}
 	n.containerd = p
-	err = p.waitFor(ctx, stepTimeout, "containerd's socket", func(ctx context.Context) error {
+	err = p.waitFor(ctx, "containerd's socket", func(ctx context.Context) error {
 		c, err := (&net.Dialer{}).DialContext(ctx, "unix", n.l.containerdSocket())
 		if err != nil {
 			return errors.Wrap(err, "cannot dial containerd")
@@ -316,7 +337,7 @@ func (n *Node) startKubelet(ctx context.Context, b binaries) error {
 		return err
 	}
 	n.kubelet = p
-	err = p.waitFor(ctx, stepTimeout, "Node "+l.Name+" Ready", func(ctx context.Context) error {
+	err = p.waitFor(ctx, "Node "+l.Name+" Ready", func(ctx context.Context) error {
 		node, err := n.client.CoreV1().Nodes().Get(ctx, l.Name, metav1.GetOptions{})
 		if err != nil {
 			return errors.Wrapf(err, "cannot get Node %s", l.Name)
@@ -381,7 +402,7 @@ func (n *Node) Memory() string {
 		}
 		return 0
 	}
-	daemons := []*process{n.containerd, n.kubelet, n.enforcer}
+	daemons := []*process{n.containerd, n.kubelet, n.enforcer, n.proxy}
 	own := make([]int64, len(daemons))
 	var sum, all int64
 	running := 0
@@ -397,8 +418,8 @@ func (n *Node) Memory() string {
 		all += rss(pid)
 	}
 	const mib = 1 << 20
-	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB, kube-router %d MiB",
-		own[0]/mib, (all-sum)/mib, len(pids)-running, own[1]/mib, own[2]/mib)
+	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB, kube-router %d MiB, kube-proxy %d MiB",
+		own[0]/mib, (all-sum)/mib, len(pids)-running, own[1]/mib, own[2]/mib, own[3]/mib)
 }
 
 // attempt is the restart count a container log file is named by (N.log).
@@ -415,7 +436,7 @@ func (n *Node) Keep() { n.keep = true }
 // logs.
 func (n *Node) LogTails(lines int) string {
 	var b strings.Builder
-	for _, p := range []*process{n.containerd, n.kubelet, n.enforcer} {
+	for _, p := range []*process{n.containerd, n.kubelet, n.enforcer, n.proxy} {
 		if p != nil {
 			b.WriteString("=== " + p.name + " (" + p.logPath + ")\n" + p.tail(lines) + "\n")
 		}
@@ -442,10 +463,15 @@ func (n *Node) Stop() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	add(n.kubelet.stop(10 * time.Second))
+	add(n.kubelet.stop())
+	// Both daemons that write netfilter rules stop before either's
+	// cleanup, which would otherwise race the other's writes.
+	add(n.proxy.stop())
+	add(n.enforcer.stop())
+	add(n.stopServices(ctx, n.bins))
 	add(n.stopEnforcer(ctx, n.bins))
 	add(killCgroups(n.l.CgroupRoot))
-	add(n.containerd.stop(10 * time.Second))
+	add(n.containerd.stop())
 	killMentioning(n.l.Dir)
 	add(unmountUnder(n.l.Dir))
 	add(deleteBridge(ctx, n.l))
@@ -453,6 +479,7 @@ func (n *Node) Stop() error {
 	add(n.deleteAPIObjects(ctx))
 	add(n.registry.stop())
 	n.release()
+	add(n.unlock())
 	switch {
 	case len(errs) > 0:
 		// The owner file stays: the next Start's sweep retries.
@@ -483,6 +510,6 @@ func (n *Node) deleteAPIObjects(ctx context.Context) error {
 				"cannot delete ServiceAccount %s", id))
 	}
 	errs = append(errs, errors.Wrapf(ignore(n.client.RbacV1().ClusterRoles().Delete(ctx, n.l.enforcerName(), metav1.DeleteOptions{})),
-		"cannot delete ClusterRole %s", n.l.enforcerName()))
+		"cannot delete ClusterRole %s", n.l.enforcerName()), n.deleteServiceObjects(ctx))
 	return errors.Join(errs...)
 }

@@ -60,7 +60,7 @@ func (w *warnings) take() []string {
 // kubelet refuses to start (runAsNonRoot with an image that runs as root).
 // Stopping the node leaves nothing behind.
 func TestRealNode(t *testing.T) {
-	cp := controlplane.StartForTest(t, controlplane.Options{KubernetesOnly: true, SkipProviderKubernetes: true})
+	cp := controlplane.StartForTest(t, controlplane.Options{KubernetesOnly: true, SkipProviderKubernetes: true, Workloads: true})
 	src, err := ArmadaSourcesFor(t.Context(), armada.DefaultVersion)
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +231,30 @@ func TestRealNode(t *testing.T) {
 		}
 	})
 
+	t.Run("ClusterDNSAndServices", func(t *testing.T) {
+		// A pod resolves the kubernetes Service's name through CoreDNS and
+		// reaches the API server through kube-proxy's translation of its
+		// address and the node's relay; a name outside the cluster does
+		// not resolve (nothing is forwarded beyond the machine), and an
+		// address of the Service range that no Service holds is refused.
+		p := probePod("dns-client", n.Name(), nil, "dial", "-for", "20s",
+			"tcp:kubernetes.default.svc."+ClusterDomain+":443", "deny:tcp:example.com:443", "deny:tcp:198.19.255.254:443")
+		mustCreate(t, func() error { _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); return err })
+		waitPod(ctx, t, cs, ns, p.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		logs := n.PodLogs(ns, p.Name, "probe")
+		for _, want := range []string{
+			"tcp:kubernetes.default.svc." + ClusterDomain + ":443 ok",
+			"deny:tcp:example.com:443 refused: ",
+			// Refused by the node's guard rule, not left to time out on
+			// its way to the uplink.
+			"deny:tcp:198.19.255.254:443 refused: cannot connect: dial tcp 198.19.255.254:443: connect: connection refused",
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("the client's log lacks %q:\n%s", want, logs)
+			}
+		}
+	})
+
 	t.Run("ComposedNetworkPoliciesEnforced", func(t *testing.T) {
 		checkComposedNetworkPolicies(ctx, t, cs, n)
 	})
@@ -269,6 +293,7 @@ func leftovers(l layout) []string {
 			out = append(out, "process "+e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
+	out = append(out, guardLeftovers(context.Background(), l)...)
 	return append(out, netfilterLeftovers(context.Background())...)
 }
 

@@ -66,9 +66,12 @@ func (p *process) exited() error {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace, and
-// waits until the process is reaped.
-func (p *process) stop(grace time.Duration) error {
+// stopGrace is how long stop waits after SIGTERM.
+const stopGrace = 10 * time.Second
+
+// stop sends SIGTERM to the process group, then SIGKILL after stopGrace,
+// and waits until the process is reaped.
+func (p *process) stop() error {
 	if p == nil || p.exited() != nil {
 		return nil //nolint:nilerr // A process that already ended is stopped.
 	}
@@ -76,7 +79,7 @@ func (p *process) stop(grace time.Duration) error {
 	select {
 	case <-p.done:
 		return nil
-	case <-time.After(grace):
+	case <-time.After(stopGrace):
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
@@ -101,10 +104,10 @@ func (p *process) tail(n int) string {
 }
 
 // waitFor polls check every 200ms until it returns nil; it fails when the
-// process exits, ctx ends or timeout passes, with the last check's error
-// and the tail of the process's log.
-func (p *process) waitFor(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// process exits, ctx ends or stepTimeout passes, with the last check's
+// error and the tail of the process's log.
+func (p *process) waitFor(ctx context.Context, what string, check func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	last := errors.New("not checked yet")
 	for {
@@ -122,7 +125,7 @@ func (p *process) waitFor(ctx context.Context, timeout time.Duration, what strin
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Errorf("cannot wait for %s: not ready after %s: %v; last lines of %s:\n%s", what, timeout, last, p.logPath, p.tail(40))
+			return errors.Errorf("cannot wait for %s: not ready after %s: %v; last lines of %s:\n%s", what, stepTimeout, last, p.logPath, p.tail(40))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
