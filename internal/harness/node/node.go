@@ -1,20 +1,26 @@
 // Package node runs a real Kubernetes node beside a local control plane
-// (internal/harness/controlplane): containerd with runc, the CNI bridge,
-// host-local and loopback plugins, and a kubelet registered as a Node, so
-// pods bound to it run as containers. Images come from a registry in this
-// process on a loopback port, which containerd's registry configuration
-// maps every image name to, so pod specs name images as usual.
+// (internal/harness/controlplane, started with Options.Workloads):
+// containerd with runc, the CNI bridge, host-local and loopback plugins, a
+// kubelet registered as a Node, kube-router enforcing NetworkPolicies
+// (enforcer.go), and kube-proxy, CoreDNS and the API server's Service
+// (services.go), so pods bound to it run as containers and reach
+// Services by name. Images come from a registry in this process on a
+// loopback port, which containerd's registry configuration maps every
+// image name to, so pod specs name images as usual.
 //
 // Everything a node makes carries its run's id: its directory
 // /tmp/armada-node-ID (containerd's root, state and sockets, the kubelet's
 // root, pod logs, network namespaces and the containers' mounts), its
 // Node, bridge (anbr-ID) and cgroup root (/armada-node-ID), and its pod
-// range, a /24 of 198.18.0.0/15 reserved for it. Pods get no default
-// route and no masquerade: they reach the host at the bridge's address
-// and nothing beyond the machine. Stop removes all of it.
+// range, a /24 of 198.18.0.0/16 reserved for it. Pods get no default
+// route and no masquerade: they reach the host at the bridge's address,
+// Services through it, and nothing beyond the machine. It holds the
+// machine's network lock (internal/harness/netlock) while it runs. Stop
+// removes all of it.
 //
 // It needs root, cgroups (v1 with the cgroupfs driver here; the kubelet is
-// told failCgroupV1: false), iproute2, and the binaries make node-bins
+// told failCgroupV1: false), iproute2, iptables, ipset, and the binaries
+// make node-bins
 // builds into the tool cache; Start fails, and never skips, if one is
 // missing.
 package node
