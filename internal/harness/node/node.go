@@ -20,9 +20,8 @@
 //
 // It needs root, cgroups (v1 with the cgroupfs driver here; the kubelet is
 // told failCgroupV1: false), iproute2, iptables, ipset, and the binaries
-// make node-bins
-// builds into the tool cache; Start fails, and never skips, if one is
-// missing.
+// make node-bins builds into the tool cache; Start fails, and never
+// skips, if one is missing.
 package node
 
 import (
