@@ -400,6 +400,9 @@ func hasCapability(bit uint) bool {
 	return false
 }
 
+// subnetFile, in a node's directory, holds its pod range, for a sweep.
+const subnetFile = "subnet"
+
 // ownerFile, in a node's directory, holds the pid of the process that
 // started the node.
 const ownerFile = "owner"
@@ -418,7 +421,10 @@ func sweep(ctx context.Context, logf func(string, ...any)) {
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || syscall.Kill(pid, 0) == nil {
 			continue
 		}
-		l := newLayout(strings.TrimPrefix(filepath.Base(dir), namePrefix), dir, netip.Prefix{})
+		// The pod range, which the guard route names, if it was written.
+		subnet, _ := os.ReadFile(filepath.Join(dir, subnetFile)) //nolint:gosec // A node directory's own file.
+		p, _ := netip.ParsePrefix(strings.TrimSpace(string(subnet)))
+		l := newLayout(strings.TrimPrefix(filepath.Base(dir), namePrefix), dir, p)
 		err = errors.Join(killCgroups(l.CgroupRoot), nil)
 		killMentioning(dir)
 		err = errors.Join(err, unmountUnder(dir), deleteBridge(ctx, l), killCgroups(l.CgroupRoot), deleteGuardRules(ctx, l))

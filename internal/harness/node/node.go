@@ -129,6 +129,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(dir, subnetFile), []byte(subnet.String()), 0o600); err != nil {
+		release()
+		_ = os.RemoveAll(dir)
+		return nil, errors.Wrap(err, "cannot write the node's pod range")
+	}
 	unlock, err := netlock.Exclusive(ctx, o.Logf)
 	if err != nil {
 		release()

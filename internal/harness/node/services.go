@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,16 +56,27 @@ const (
 // proxyName names kube-proxy's ServiceAccount and ClusterRoleBinding.
 func (l layout) proxyName() string { return l.Name + "-proxy" }
 
-// guardRules keep the node's traffic on the machine: what the pods (or
-// the host) send to the Service range that kube-proxy did not translate
-// to a pod is refused, not routed to the uplink. Each carries the node's
-// name as its comment.
+// guardRules keep the host's traffic on the machine: what it sends to the
+// Service range that kube-proxy did not translate to a pod is refused,
+// not routed to the uplink (TCP with a reset, which the kernel does not
+// rate-limit as it does ICMP errors). Each carries the node's name as its
+// comment. The pods' traffic is kept by guardRoute.
 func (l layout) guardRules() [][]string {
 	c := []string{"-m", "comment", "--comment", l.Name, "-j", "REJECT"}
+	out := []string{"OUTPUT", "-d", controlplane.ServiceRange}
 	return [][]string{
-		append([]string{"FORWARD", "-s", l.Subnet.String(), "-d", controlplane.ServiceRange}, c...),
-		append([]string{"OUTPUT", "-d", controlplane.ServiceRange}, c...),
+		append(slices.Concat(out, []string{"-p", "tcp"}, c), "--reject-with", "tcp-reset"),
+		slices.Concat(out, c),
 	}
+}
+
+// guardRoute is the routing rule that keeps the pods' traffic on the
+// machine: from the pod range to the Service range is prohibited. Routing
+// decides after kube-proxy's translation, so only what it did not
+// translate meets the rule, whatever the filter table's chains accept
+// (kube-router's accept what policies allow, before any rule of ours).
+func (l layout) guardRoute() []string {
+	return []string{"from", l.Subnet.String(), "to", controlplane.ServiceRange, "prohibit"}
 }
 
 // startServices lets the bridge route (its pods' Service traffic, once
@@ -77,10 +89,14 @@ func (n *Node) startServices(ctx context.Context, cfg *rest.Config, b binaries) 
 	if err := os.WriteFile(filepath.Join(procFS, "sys", "net", "ipv4", "conf", l.Bridge, "forwarding"), []byte("1"), 0o600); err != nil {
 		return errors.Wrapf(err, "cannot turn on forwarding for %s", l.Bridge)
 	}
-	for _, r := range l.guardRules() {
+	// Inserted last first, so that the TCP rule comes before the other.
+	for _, r := range slices.Backward(l.guardRules()) {
 		if err := iptables(ctx, append([]string{"-I"}, r...)...); err != nil {
 			return err
 		}
+	}
+	if err := ip(ctx, append([]string{"rule", "add"}, l.guardRoute()...)...); err != nil {
+		return err
 	}
 	if err := n.startRelay(ctx, cfg.Host); err != nil {
 		return err
@@ -377,10 +393,13 @@ func (n *Node) stopServices(ctx context.Context, b binaries) error {
 	return errors.Join(append(errs, deleteGuardRules(ctx, n.l))...)
 }
 
-// deleteGuardRules deletes every rule of the filter table that carries
-// the node's name as its comment: its guard rules, also when a sweep no
-// longer knows its pod range.
+// deleteGuardRules deletes the node's guard route, and every rule of the
+// filter table that carries the node's name as its comment: its guard
+// rules, also when a sweep no longer knows its pod range.
 func deleteGuardRules(ctx context.Context, l layout) error {
+	// Every copy of the route, until ip finds none.
+	for l.Subnet.IsValid() && ip(ctx, append([]string{"rule", "del"}, l.guardRoute()...)...) == nil {
+	}
 	for _, chain := range []string{"FORWARD", "OUTPUT"} {
 		out, err := exec.CommandContext(ctx, "iptables", "-S", chain).Output() //nolint:gosec // A fixed chain.
 		if err != nil {
@@ -446,14 +465,20 @@ func (n *Node) deleteServiceObjects(ctx context.Context) error {
 	)
 }
 
-// guardLeftovers are the guard rules of any node still in the machine's
-// filter table.
+// guardLeftovers are the node's guard rules and route still on the
+// machine.
 func guardLeftovers(ctx context.Context, l layout) []string {
 	out, _ := exec.CommandContext(ctx, "iptables-save", "-t", "filter").Output()
 	var left []string
 	for line := range strings.SplitSeq(string(out), "\n") {
 		if strings.Contains(line, "--comment "+l.Name) {
 			left = append(left, "rule "+line)
+		}
+	}
+	out, _ = exec.CommandContext(ctx, "ip", "rule", "show").Output()
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(line, "from "+l.Subnet.String()+" ") {
+			left = append(left, "ip rule "+strings.TrimSpace(line))
 		}
 	}
 	return left

@@ -13,7 +13,8 @@
 // A UDP target counts as reached when its echo comes back. A deny: target
 // is one that should be refused: it is tried for all of D, and reported
 // by the attempts of its last settle (5 s) only, "ok" if one of them
-// connected, so that a connection let through while the enforcer was
+// connected (a refusal is reported by its quickest error: a refusal over
+// a timeout), so that a connection let through while the enforcer was
 // still programming a new pod is reported ("refused: ... (connected N
 // times before)") without deciding the outcome.
 package main
@@ -165,12 +166,17 @@ func holdFor(target string, d time.Duration) string {
 	var last error
 	for time.Now().Before(end) {
 		start := time.Now()
-		last = attempt(proto, addr)
+		err := attempt(proto, addr)
 		switch {
-		case last == nil && end.Sub(start) <= settle:
+		case err == nil && end.Sub(start) <= settle:
 			late++
-		case last == nil:
+		case err == nil:
 			early++
+		}
+		// A quick refusal says more than a timeout (the kernel
+		// rate-limits the ICMP errors that refuse): keep the first.
+		if last == nil || os.IsTimeout(last) {
+			last = err
 		}
 		time.Sleep(attemptTimeout - time.Since(start))
 	}
