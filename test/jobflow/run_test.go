@@ -299,12 +299,14 @@ func openPrintedBrowser(t *testing.T, out string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	// Flags after the URL are flags too.
-	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=15000 --dump-dom") //nolint:gosec // The command make run printed.
+	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=30000 --dump-dom") //nolint:gosec // The command make run printed.
 	sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir())                                                                  // Its mktemp -d profile, removed with the test's.
 	unlock, err := netlock.Shared(ctx, t.Logf)                                                                            // As browser.Start: no real node beside Chromium.
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr strings.Builder
+	sh.Stderr = &stderr
 	dom, err := sh.Output()
 	_ = unlock()
 	if err != nil {
@@ -312,7 +314,8 @@ func openPrintedBrowser(t *testing.T, out string) {
 		return
 	}
 	if !strings.Contains(string(dom), `id="username"`) || !strings.Contains(string(dom), `id="password"`) {
-		t.Errorf("make run's Chromium command shows no login form of the OpenID Provider; it rendered:\n%s", testutil.Tail(string(dom), 40))
+		t.Errorf("make run's Chromium command shows no login form of the OpenID Provider; it rendered:\n%s\nChromium's stderr:\n%s",
+			testutil.Tail(string(dom), 40), testutil.Tail(stderr.String(), 20))
 	}
 
 	bo, addr, err := browser.ParseCommandLine(line)
