@@ -10,7 +10,6 @@ package main
 
 import (
 	"github.com/coredns/coredns/core/dnsserver"
-	_ "github.com/coredns/coredns/plugin/root"
 	"github.com/coredns/coredns/coremain"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
@@ -18,6 +17,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/root"
 )
 
 // directives are the plugins in the order the release runs them.

@@ -13,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // The node enforces NetworkPolicies with kube-router's firewall controller
@@ -102,7 +103,7 @@ func (n *Node) stopEnforcer(ctx context.Context, b binaries) error {
 		errs = append(errs, n.enforcer.stop())
 	}
 	if out, err := exec.CommandContext(ctx, b.KubeRouter, "--cleanup-config").CombinedOutput(); err != nil { //nolint:gosec // kube-router from the tool cache.
-		errs = append(errs, errors.Wrapf(err, "cannot remove kube-router's chains: %s", lastLines(string(out), 5)))
+		errs = append(errs, errors.Wrapf(err, "cannot remove kube-router's chains: %s", testutil.Tail(string(out), 5)))
 	}
 	if left := netfilterLeftovers(ctx); len(left) > 0 {
 		errs = append(errs, errors.Errorf("kube-router --cleanup-config left %s", strings.Join(left, ", ")))
@@ -132,10 +133,4 @@ func netfilterLeftovers(ctx context.Context) []string {
 func iptables(ctx context.Context, args ...string) error {
 	out, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput() //nolint:gosec // Fixed arguments of the node's.
 	return errors.Wrapf(err, "cannot run iptables %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Services on the node: kube-proxy translates the Service range for the
@@ -383,7 +384,7 @@ func (n *Node) stopServices(ctx context.Context, b binaries) error {
 	if n.proxy != nil {
 		errs = append(errs, n.proxy.stop())
 		if out, err := exec.CommandContext(ctx, b.KubeProxy, "--cleanup").CombinedOutput(); err != nil { //nolint:gosec // kube-proxy from the tool cache.
-			errs = append(errs, errors.Wrapf(err, "cannot remove kube-proxy's chains: %s", lastLines(string(out), 5)))
+			errs = append(errs, errors.Wrapf(err, "cannot remove kube-proxy's chains: %s", testutil.Tail(string(out), 5)))
 		}
 		errs = append(errs, deleteEmptyChain(ctx, "KUBE-FIREWALL"))
 	}
@@ -509,7 +510,7 @@ func (n *Node) podsState(ctx context.Context, ns string, labels map[string]strin
 			}
 			fmt.Fprintf(&b, ", %d restarts", c.RestartCount)
 			if !c.Ready {
-				b.WriteString(", log:\n" + lastLines(dropRepeats(n.PodLogs(ns, p.Name, c.Name)), 10))
+				b.WriteString(", log:\n" + testutil.Tail(dropRepeats(n.PodLogs(ns, p.Name, c.Name)), 10))
 			}
 		}
 		if len(p.Status.ContainerStatuses) == 0 {
