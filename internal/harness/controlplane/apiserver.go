@@ -83,6 +83,14 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 // apiServerArgs are kube-apiserver's flags.
 func (c *ControlPlane) apiServerArgs() []string {
 	url := c.apiServerURL()
+	// The ServiceAccount admission plugin mounts a pod's token as a
+	// cluster does, and refuses a pod whose ServiceAccount is missing:
+	// on for a real node's pods (Workloads), off where pods run as local
+	// processes or on KWOK (the harness mounts tokens itself).
+	admission := "--disable-admission-plugins=ServiceAccount"
+	if c.opts.Workloads {
+		admission = "--enable-admission-plugins=ServiceAccount"
+	}
 	return []string{
 		"--etcd-servers=" + c.etcdURL(),
 		"--bind-address=127.0.0.1",
@@ -103,7 +111,7 @@ func (c *ControlPlane) apiServerArgs() []string {
 		"--service-account-signing-key-file=" + c.saKey,
 		"--token-auth-file=" + c.tokenFile,
 		"--authorization-mode=RBAC",
-		"--disable-admission-plugins=ServiceAccount",
+		admission,
 	}
 }
 
@@ -189,7 +197,7 @@ func apiServerCert() certOptions {
 
 // workloadControllers are kube-controller-manager's controllers
 // Options.Workloads adds.
-const workloadControllers = "deployment-controller,replicaset-controller,endpointslice-controller,root-ca-certificate-publisher-controller"
+const workloadControllers = "serviceaccount-controller,deployment-controller,replicaset-controller,statefulset-controller,job-controller,endpointslice-controller,root-ca-certificate-publisher-controller"
 
 // startControllerManager starts kube-controller-manager with only the
 // garbage collector (which deletes composed resources when their XR goes),

@@ -136,8 +136,10 @@ type Options struct {
 
 	// Workloads also runs kube-controller-manager's controllers that a
 	// real node's workloads need (internal/harness/node): Deployments,
-	// ReplicaSets, EndpointSlices for Services, and the kube-root-ca.crt
-	// ConfigMap in every namespace.
+	// ReplicaSets, StatefulSets, Jobs, EndpointSlices for Services, the
+	// default ServiceAccount and the kube-root-ca.crt ConfigMap in every
+	// namespace; and the API server's ServiceAccount admission plugin,
+	// which mounts pods' tokens.
 	Workloads bool
 
 	// JobFlowLater, with JobFlow, leaves kube-scheduler and KWOK out of

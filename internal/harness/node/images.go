@@ -256,3 +256,28 @@ func coreDNSImage(binary string) (Image, error) {
 		Config: v1.Config{Entrypoint: []string{"/coredns"}, User: "65532:65532"},
 	}, nil
 }
+
+// GhostunnelImage is the TLS sidecar's image (ghostunnel/ghostunnel:VERSION)
+// from the binary at binary, laid out as its Dockerfile lays it out:
+// /usr/bin/ghostunnel as the entrypoint, no USER (the composed pod says
+// who runs it), with the libraries the binary here is linked against.
+func GhostunnelImage(binary, version string) (Image, error) {
+	bin, err := os.ReadFile(binary) //nolint:gosec // ghostunnel from the tool cache.
+	if err != nil {
+		return Image{}, errors.Wrapf(err, "cannot read %s", binary)
+	}
+	base, err := Base("ghostunnel", 1000, 2000)
+	if err != nil {
+		return Image{}, err
+	}
+	libs, err := runtimeLibraries([]string{binary})
+	if err != nil {
+		return Image{}, err
+	}
+	files := slices.Concat(base, libs, []File{{Path: "/usr/bin/ghostunnel", Mode: 0o755, Data: bin}})
+	return Image{
+		Ref:    "ghostunnel/ghostunnel:" + version,
+		Files:  withParents(files),
+		Config: v1.Config{Entrypoint: []string{"/usr/bin/ghostunnel"}},
+	}, nil
+}

@@ -92,8 +92,9 @@ type Node struct {
 
 	bins                                 binaries
 	containerd, kubelet, enforcer, proxy *process
-	// relay carries the node's pods' connections to the API server.
-	relay net.Listener
+	// relays carry the node's pods' connections to the API server and
+	// to the host's services (Relay).
+	relays []net.Listener
 	// unlock releases the machine's network lock, held from before the
 	// bridge is made until everything is removed.
 	unlock        func() error

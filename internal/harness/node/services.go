@@ -137,25 +137,39 @@ func (n *Node) startServices(ctx context.Context, cfg *rest.Config, b binaries) 
 	return nil
 }
 
-// startRelay accepts connections on the bridge's address and relays them
-// to the API server at host (a URL).
+// APIServerPort is the port of the API server's relay on the bridge's
+// address, where the kubernetes Service's EndpointSlice points: the port
+// a cluster's API server usually listens on, which the composed
+// NetworkPolicies' egress rules for the API server name.
+const APIServerPort = 6443
+
+// startRelay relays the bridge's APIServerPort to the API server at host
+// (a URL).
 func (n *Node) startRelay(ctx context.Context, host string) error {
 	u, err := url.Parse(host)
 	if err != nil {
 		return errors.Wrapf(err, "cannot parse the API server's address %q", host)
 	}
-	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(n.l.gateway().String(), "0"))
+	return n.Relay(ctx, APIServerPort, u.Host)
+}
+
+// Relay accepts the node's pods' connections on the bridge's address
+// (HostAddress) at port and relays each to addr, a service on the host,
+// until the node stops: a backing service listening on loopback is
+// reached by pods there, as a service outside the cluster would be.
+func (n *Node) Relay(ctx context.Context, port int, addr string) error {
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(n.l.gateway().String(), strconv.Itoa(port)))
 	if err != nil {
-		return errors.Wrap(err, "cannot listen for the API server's relay")
+		return errors.Wrapf(err, "cannot listen on the bridge's port %d to relay %s", port, addr)
 	}
-	n.relay = lis
+	n.relays = append(n.relays, lis)
 	go func() {
 		for {
 			c, err := lis.Accept()
 			if err != nil {
 				return
 			}
-			go relay(c, u.Host)
+			go relay(c, addr)
 		}
 	}()
 	return nil
@@ -189,14 +203,6 @@ const kubernetesSlice = "kubernetes"
 
 // writeKubernetesEndpoints points the kubernetes Service at the relay.
 func (n *Node) writeKubernetesEndpoints(ctx context.Context) error {
-	_, port, err := net.SplitHostPort(n.relay.Addr().String())
-	if err != nil {
-		return errors.Wrap(err, "cannot read the relay's port")
-	}
-	p, err := strconv.ParseInt(port, 10, 32)
-	if err != nil {
-		return errors.Wrap(err, "cannot read the relay's port")
-	}
 	es := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: kubernetesSlice, Namespace: metav1.NamespaceDefault, Labels: map[string]string{
 			discoveryv1.LabelServiceName: "kubernetes",
@@ -204,9 +210,9 @@ func (n *Node) writeKubernetesEndpoints(ctx context.Context) error {
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{n.l.gateway().String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(p)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(APIServerPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
-	_, err = n.client.DiscoveryV1().EndpointSlices(es.Namespace).Create(ctx, es, metav1.CreateOptions{})
+	_, err := n.client.DiscoveryV1().EndpointSlices(es.Namespace).Create(ctx, es, metav1.CreateOptions{})
 	return errors.Wrap(err, "cannot create the kubernetes Service's EndpointSlice")
 }
 
@@ -388,8 +394,8 @@ func (n *Node) stopServices(ctx context.Context, b binaries) error {
 		}
 		errs = append(errs, deleteEmptyChain(ctx, "KUBE-FIREWALL"))
 	}
-	if n.relay != nil {
-		_ = n.relay.Close()
+	for _, l := range n.relays {
+		_ = l.Close()
 	}
 	return errors.Join(append(errs, deleteGuardRules(ctx, n.l))...)
 }

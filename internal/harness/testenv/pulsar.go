@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -81,6 +82,7 @@ var pulsarAdminJVMFlags = []string{
 // storage, listening only on 127.0.0.1 with its data in the test's
 // temporary directory.
 type Pulsar struct {
+	host       string
 	brokerPort int
 	webPort    int
 	log        string
@@ -113,6 +115,13 @@ type PulsarOptions struct {
 	// (authorizationEnabled): only these roles may do anything, so a
 	// token the key signed for another role is refused too.
 	SuperUserRoles []string
+	// Host, BrokerPort and WebPort are the address the broker listens on
+	// and advertises, and its two ports, instead of 127.0.0.1 and free
+	// ports: a real node's bridge address (node.HostAddress), where pods
+	// reach it and clients follow its lookups, with Pulsar's usual 6650
+	// and 8080, which the composed NetworkPolicies' egress rules name.
+	Host                string
+	BrokerPort, WebPort int
 }
 
 // pulsarPaths are the jars and tools a broker runs with.
@@ -139,8 +148,9 @@ func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 	paths := pulsarJars(tb)
 	dir := tb.TempDir()
 	p := &Pulsar{
-		brokerPort: FreePort(tb),
-		webPort:    FreePort(tb),
+		host:       cmp.Or(o.Host, "127.0.0.1"),
+		brokerPort: cmp.Or(o.BrokerPort, FreePort(tb)),
+		webPort:    cmp.Or(o.WebPort, FreePort(tb)),
 		log:        filepath.Join(dir, "pulsar.log"),
 		admin:      filepath.Join(dir, "pulsar-admin"),
 	}
@@ -174,15 +184,16 @@ func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 	return p
 }
 
-// ServiceURL is the broker's binary-protocol URL, pulsar://127.0.0.1:<port>.
+// ServiceURL is the broker's binary-protocol URL, pulsar://127.0.0.1:<port>
+// (or PulsarOptions' Host and BrokerPort).
 func (p *Pulsar) ServiceURL() string {
-	return "pulsar://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.brokerPort))
+	return "pulsar://" + net.JoinHostPort(p.host, strconv.Itoa(p.brokerPort))
 }
 
 // AdminURL is the broker's web service, http://127.0.0.1:<port>: the admin
 // REST API (/admin/v2) and /metrics.
 func (p *Pulsar) AdminURL() string {
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.webPort))
+	return "http://" + net.JoinHostPort(p.host, strconv.Itoa(p.webPort))
 }
 
 // AdminToolPath is a `pulsar-admin` executable: a script running Pulsar's
@@ -259,8 +270,8 @@ func javaPath(tb TB) string {
 func (p *Pulsar) pulsarConfig(dir string) string {
 	kv := [][2]string{
 		{"clusterName", "standalone"},
-		{"bindAddress", "127.0.0.1"},
-		{"advertisedAddress", "127.0.0.1"},
+		{"bindAddress", p.host},
+		{"advertisedAddress", p.host},
 		{"brokerServicePort", strconv.Itoa(p.brokerPort)},
 		{"webServicePort", strconv.Itoa(p.webPort)},
 		// One bookie: every ledger is written once.

