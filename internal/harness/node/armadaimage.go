@@ -5,6 +5,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -208,45 +209,52 @@ func copyFiles(src ArmadaSources, args string) ([]File, []string, error) {
 var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"}
 
 // runtimeLibraries are the ELF interpreter and the shared libraries the
-// binaries need, each at the path the loader looks in; none for static
-// binaries.
+// binaries need, and those the libraries need in turn, each at the path
+// the loader looks in; none for static binaries.
 func runtimeLibraries(binaries []string) ([]File, error) {
+	return sharedLibraries(binaries, nil)
+}
+
+// sharedLibraries is runtimeLibraries but for the libraries bundled
+// names: those the binaries ship beside themselves (a Java runtime's
+// libjli.so, found through its RUNPATH), which the image holds already.
+// A library needing the interpreter (libc.so.6 names ld-linux-x86-64.so.2)
+// gets the one loaded already.
+func sharedLibraries(binaries []string, bundled map[string]bool) ([]File, error) {
+	bundled = maps.Clone(bundled)
+	if bundled == nil {
+		bundled = map[string]bool{}
+	}
 	seen := map[string]bool{}
 	var out []File
+	queue := slices.Clone(binaries)
 	add := func(at, from string) error {
 		if seen[at] {
 			return nil
 		}
 		seen[at] = true
+		queue = append(queue, from)
 		data, err := os.ReadFile(from) //nolint:gosec // A library of the machine's glibc.
 		out = append(out, File{Path: at, Mode: 0o755, Data: data})
 		return errors.Wrapf(err, "cannot read %s", from)
 	}
-	for _, b := range binaries {
-		f, err := elf.Open(b)
+	for len(queue) > 0 {
+		b := queue[0]
+		queue = queue[1:]
+		libs, interp, err := elfNeeds(b)
 		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read %s as ELF", b)
-		}
-		libs, err := f.ImportedLibraries()
-		var interp string
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				buf := make([]byte, p.Filesz)
-				if _, rerr := p.ReadAt(buf, 0); rerr == nil {
-					interp = strings.TrimRight(string(buf), "\x00")
-				}
-			}
-		}
-		_ = f.Close()
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read the libraries %s needs", b)
+			return nil, err
 		}
 		if interp != "" {
 			if err := add(interp, interp); err != nil {
 				return nil, err
 			}
+			bundled[path.Base(interp)] = true
 		}
 		for _, lib := range libs {
+			if bundled[lib] {
+				continue
+			}
 			i := slices.IndexFunc(libDirs, func(d string) bool { _, err := os.Stat(filepath.Join(d, lib)); return err == nil })
 			if i < 0 {
 				return nil, errors.Errorf("cannot find %s, which %s needs, in %v", lib, b, libDirs)
@@ -257,6 +265,29 @@ func runtimeLibraries(binaries []string) ([]File, error) {
 		}
 	}
 	return out, nil
+}
+
+// elfNeeds reads the shared libraries an ELF file names (DT_NEEDED) and
+// its interpreter, if it has one.
+func elfNeeds(file string) (libs []string, interp string, err error) {
+	f, err := elf.Open(file)
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "cannot read %s as ELF", file)
+	}
+	defer func() { _ = f.Close() }()
+	libs, err = f.ImportedLibraries()
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "cannot read the libraries %s needs", file)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			buf := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(buf, 0); err == nil {
+				interp = strings.TrimRight(string(buf), "\x00")
+			}
+		}
+	}
+	return libs, interp, nil
 }
 
 // withParents adds a 0755 directory for every parent of a file that has

@@ -66,16 +66,21 @@ type Image struct {
 }
 
 // Base is what every image holds besides its own files: /etc/passwd and
-// /etc/group with root and user as uid:gid (home /app), the
+// /etc/group with root and user as uid:gid (home /app; gid 0 makes user a
+// member of group root, as Pulsar's image does, not a second group 0), the
 // machine's CA certificates at /etc/ssl/certs/ca-certificates.crt (where
 // Alpine and Debian keep them), and a world-writable /tmp.
 func Base(user string, uid, gid int) ([]File, error) {
 	u, g := strconv.Itoa(uid), strconv.Itoa(gid)
+	group := "root:x:0:\n" + user + ":x:" + g + ":" + user + "\n"
+	if gid == 0 {
+		group = "root:x:0:" + user + "\n"
+	}
 	files := make([]File, 0, 7)
 	files = append(files,
 		File{Path: "/etc", Dir: true, Mode: 0o755},
 		File{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\n" + user + ":x:" + u + ":" + g + "::/app:/sbin/nologin\n")},
-		File{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\n" + user + ":x:" + g + ":" + user + "\n")},
+		File{Path: "/etc/group", Mode: 0o644, Data: []byte(group)},
 		File{Path: "/tmp", Dir: true, Mode: 0o1777})
 	ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
 	if err != nil {
