@@ -197,7 +197,8 @@ func apiServerCert() certOptions {
 
 // workloadControllers are kube-controller-manager's controllers
 // Options.Workloads adds.
-const workloadControllers = "serviceaccount-controller,deployment-controller,replicaset-controller,statefulset-controller,job-controller,endpointslice-controller,root-ca-certificate-publisher-controller"
+const workloadControllers = "serviceaccount-controller,deployment-controller,replicaset-controller,statefulset-controller," +
+	"job-controller,endpointslice-controller,root-ca-certificate-publisher-controller"
 
 // startControllerManager starts kube-controller-manager with only the
 // garbage collector (which deletes composed resources when their XR goes),

@@ -4,21 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,8 +91,7 @@ func TestComposedArmadaOnNode(t *testing.T) {
 	pg.CreateDatabase(t, "scheduler", "armada")
 	pg.CreateDatabase(t, "lookout", "armada")
 	redis := testenv.StartRedisWithPassword(t, "") // The example names no Redis password.
-	pulsar := testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{Host: n.HostAddress(), BrokerPort: 6650, WebPort: 8080})
-	hackTopics(t, r, pulsar) // TEMP
+	testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{Host: n.HostAddress(), BrokerPort: 6650, WebPort: 8080})
 	for port, to := range map[int]string{5432: fmt.Sprintf("%s:%d", pg.Host, pg.Port), 6379: redis.Addr()} {
 		if err := n.Relay(ctx, port, to); err != nil {
 			t.Fatal(err)
@@ -254,7 +250,7 @@ func (n *Node) containerLogFiles(t *testing.T, ns, pod, container string) func()
 }
 
 // composedImages builds every image the render names: Armada's eight
-// components at version, ghostunnel's.
+// components at version, ghostunnel's and Pulsar's (the topic Job's).
 func composedImages(t *testing.T, version string) []Image {
 	t.Helper()
 	src, err := ArmadaSourcesFor(t.Context(), version)
@@ -273,7 +269,11 @@ func composedImages(t *testing.T, version string) []Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(out, gt)
+	pulsar, err := PulsarImage(PulsarImageOptions{Progress: t.Output()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, gt, pulsar)
 }
 
 // exampleSecret is the stringData of the Secret name in
@@ -367,7 +367,7 @@ func applyComposed(ctx context.Context, t *testing.T, c client.Client, r *confor
 // readManifest parses the YAML documents of file.
 func readManifest(t *testing.T, file string) []*unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(file) //nolint:gosec // A file of this repository.
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func composedPending(ctx context.Context, cs kubernetes.Interface, ns string) ([
 		return nil, err
 	}
 	for _, j := range jobs.Items {
-		if !jobComplete(&j) && !strings.Contains(j.Name, "pulsar-topics") /* TEMP */ {
+		if !jobComplete(&j) {
 			out = append(out, fmt.Sprintf("job %s: %d failed", j.Name, j.Status.Failed))
 		}
 	}
@@ -502,35 +502,3 @@ func containerState(s corev1.ContainerState) string {
 }
 
 func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
-
-var (
-	_ = appsv1.Deployment{}
-	_ = runtime.DefaultUnstructuredConverter
-	_ = jobflow.JobSpec
-	_ = os.Getenv
-)
-
-// TEMP until the Pulsar image lands.
-func hackTopics(t *testing.T, r *conformance.Render, p *testenv.Pulsar) {
-	for _, u := range r.Objects {
-		if u.GetKind() != "Job" || !strings.Contains(u.GetName(), "pulsar-topics") {
-			continue
-		}
-		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-		ctr := cs[0].(map[string]any)
-		cmd := ctr["command"].([]any)
-		env := []string{"PATH=/usr/bin:/bin", "PULSAR_ADMIN=" + p.AdminToolPath()}
-		for _, e := range ctr["env"].([]any) {
-			m := e.(map[string]any)
-			v := fmt.Sprint(m["value"])
-			if m["name"] == "ADMIN_URL" {
-				v = p.AdminURL()
-			}
-			env = append(env, fmt.Sprint(m["name"])+"="+v)
-		}
-		c := exec.Command(fmt.Sprint(cmd[0]), fmt.Sprint(cmd[1]), fmt.Sprint(cmd[2]))
-		c.Env = env
-		out, err := c.CombinedOutput()
-		t.Logf("topics: %v %s", err, out)
-	}
-}
