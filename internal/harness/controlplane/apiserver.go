@@ -40,12 +40,14 @@ func (c *ControlPlane) generatePKI(_ context.Context) error {
 		crossplaneClient: filepath.Join(pki, "crossplane-client"),
 		function:         filepath.Join(pki, "function-armada"),
 		provider:         filepath.Join(pki, "provider-kubernetes"),
+		kubeletClient:    filepath.Join(pki, "kube-apiserver-kubelet-client"),
 	}
 	for dir, o := range map[string]certOptions{
 		c.tlsDirs.apiServer:        apiServerCert(),
 		c.tlsDirs.crossplaneClient: clientCert("crossplane"),
 		c.tlsDirs.function:         serverCert("function-armada"),
 		c.tlsDirs.provider:         serverCert("provider-kubernetes"),
+		c.tlsDirs.kubeletClient:    clientCert("kube-apiserver-kubelet-client"),
 	} {
 		if err := ca.writeTLSDir(dir, o); err != nil {
 			return err
@@ -87,11 +89,19 @@ func (c *ControlPlane) apiServerArgs() []string {
 	// cluster does, and refuses a pod whose ServiceAccount is missing:
 	// on for a real node's pods (Workloads), off where pods run as local
 	// processes or on KWOK (the harness mounts tokens itself).
-	admission := "--disable-admission-plugins=ServiceAccount"
+	node := []string{"--disable-admission-plugins=ServiceAccount"}
 	if c.opts.Workloads {
-		admission = "--enable-admission-plugins=ServiceAccount"
+		// A real node's kubelet (pods' logs, exec) is reached at its
+		// InternalIP with a client certificate of the control plane's CA,
+		// which the kubelet trusts.
+		node = []string{
+			"--enable-admission-plugins=ServiceAccount",
+			"--kubelet-preferred-address-types=InternalIP",
+			"--kubelet-client-certificate=" + filepath.Join(c.tlsDirs.kubeletClient, fileTLSCert),
+			"--kubelet-client-key=" + filepath.Join(c.tlsDirs.kubeletClient, fileTLSKey),
+		}
 	}
-	return []string{
+	return append([]string{
 		"--etcd-servers=" + c.etcdURL(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -111,8 +121,7 @@ func (c *ControlPlane) apiServerArgs() []string {
 		"--service-account-signing-key-file=" + c.saKey,
 		"--token-auth-file=" + c.tokenFile,
 		"--authorization-mode=RBAC",
-		admission,
-	}
+	}, node...)
 }
 
 // waitAPIServer waits until kube-apiserver answers /readyz.

@@ -139,7 +139,8 @@ type Options struct {
 	// ReplicaSets, StatefulSets, Jobs, EndpointSlices for Services, the
 	// default ServiceAccount and the kube-root-ca.crt ConfigMap in every
 	// namespace; and the API server's ServiceAccount admission plugin,
-	// which mounts pods' tokens.
+	// which mounts pods' tokens, and its client certificate for kubelets
+	// (reached at their InternalIP), whose CA is the RESTConfig's.
 	Workloads bool
 
 	// JobFlowLater, with JobFlow, leaves kube-scheduler and KWOK out of
@@ -208,6 +209,9 @@ type ControlPlane struct {
 // tlsDirs are the directories holding the generated certificates.
 type tlsDirs struct {
 	apiServer, crossplaneClient, function, provider string
+	// kubeletClient is the API server's client certificate for real
+	// nodes' kubelets (Options.Workloads).
+	kubeletClient string
 }
 
 // Start brings up a control plane and returns once the XRD from

@@ -2,7 +2,13 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,8 +120,19 @@ func TestComposedArmadaOnNode(t *testing.T) {
 		}, metav1.CreateOptions{})
 		return err
 	})
+	// As Crossplane converges with the function: the first reconcile's
+	// objects (migration and topic Jobs, what needs neither), then, once
+	// the Jobs completed, the whole Armada.
+	first, err := conformance.LoadRender(filepath.Join("..", "..", "..", "test", "render", "testdata", "first-reconcile", "minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	applied := time.Now()
-	applyComposed(ctx, t, c, r, map[string]string{"armada-jobs": jobQueue})
+	queues := map[string]string{"armada-jobs": jobQueue}
+	applyComposed(ctx, t, c, first, queues)
+	waitComposed(ctx, t, cs, n, ns)
+	t.Logf("the first reconcile's workloads ready %s after the objects were created", time.Since(applied).Round(time.Second))
+	applyComposed(ctx, t, c, r, queues)
 	if got := w.take(); len(got) > 0 {
 		t.Errorf("creating the composed objects gave warnings: %q", got)
 	}
@@ -150,6 +167,67 @@ func TestComposedArmadaOnNode(t *testing.T) {
 	if node := jobs[0].Runs[0].Node; node == nil || *node != n.Name() {
 		t.Errorf("Lookout says the job ran on node %v, want %s", node, n.Name())
 	}
+	// Binoculars reads the job's log through the API server from the
+	// kubelet, as Lookout's UI asks it.
+	log := binocularsLog(t, lookout, string(admin), jobs[0].JobID, "armada-jobs")
+	if !strings.Contains(log, "exiting with 0") {
+		t.Errorf("binoculars returned the job's log without its last line %q:\n%s", "exiting with 0", log)
+	}
+
+	// A failing job: its container's exit code reaches Lookout.
+	const failSet = "node-fail"
+	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, failSet, nodeJob("armada-jobs", "-exit=3")); err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("submit"), err, out)
+	}
+	evs, out, err = a.Watch(wctx, "admin", string(admin), jobQueue, failSet, nil)
+	if got := jobflow.Types(evs); err != nil || len(got) == 0 || got[len(got)-1] != "Failed" {
+		t.Fatalf("want the failing job Failed, got events %v (%v):\n%s", got, err, out)
+	}
+	failed := jobflow.WaitLookout(t, lookout, string(admin), failSet, "FAILED")
+	if code := failed[0].Runs[0].ExitCode; code == nil || *code != 3 {
+		t.Errorf("Lookout's exit code of the failing job's run is %v, want 3", code)
+	}
+}
+
+// binocularsLog asks the composed binoculars, through its Service's pod
+// and trusting the composed CA, for the log of a job's pod, as user.
+func binocularsLog(t *testing.T, l jobflow.Lookout, password, jobID, ns string) string {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(l.CA)
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext:     func(ctx context.Context, _, addr string) (net.Conn, error) { return l.Names.Dial(ctx, addr) },
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+	}}
+	body := fmt.Sprintf(`{"jobId":%q,"podNumber":0,"podNamespace":%q,"logOptions":{}}`, jobID, ns)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://armada-binoculars.armada.svc:8080/v1/binoculars/log", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("admin", password)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("cannot ask binoculars for the job's log: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("binoculars answered %s: %s", resp.Status, b)
+	}
+	var out struct {
+		Log []struct {
+			Line string `json:"line"`
+		} `json:"log"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("cannot parse binoculars' answer %q: %v", b, err)
+	}
+	lines := make([]string, 0, len(out.Log))
+	for _, l := range out.Log {
+		lines = append(lines, l.Line)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // nodeJob is a one-job job file's job in namespace: the node's job image
@@ -178,7 +256,7 @@ func mustSecret(t *testing.T, r *conformance.Render, name string) map[string][]b
 }
 
 // armadaClients are armadactl, of the composed release, and Lookout's API
-// client, each reaching the composed Service's pod from the host (through
+// client (whose names reach binoculars too), each reaching the composed Service's pod from the host (through
 // relays of names that resolve as the Services' names do in the cluster)
 // and trusting the composed CA.
 func armadaClients(t *testing.T, cs kubernetes.Interface, r *conformance.Render, version, ns string) (*jobflow.Armadactl, jobflow.Lookout) {
@@ -189,7 +267,7 @@ func armadaClients(t *testing.T, cs kubernetes.Interface, r *conformance.Render,
 	}
 	names := podrun.NewNames()
 	t.Cleanup(names.Close)
-	for name, port := range map[string]int{"armada-server": 50051, "armada-lookout": 8080} {
+	for name, port := range map[string]int{"armada-server": 50051, "armada-lookout": 8080, "armada-binoculars": 8080} {
 		ip := podIP(t, cs, ns, name)
 		if err := names.Relay(fmt.Sprintf("%s.%s.svc:%d", name, ns, port), fmt.Sprintf("%s:%d", ip, port)); err != nil {
 			t.Fatal(err)

@@ -195,19 +195,27 @@ func cniConfig(l layout) ([]byte, error) {
 	return b, errors.Wrap(err, "cannot encode the CNI configuration")
 }
 
-// kubeletPorts are the kubelet's loopback ports.
+// kubeletClientCA is the file of the CA whose client certificates the
+// kubelet accepts: the control plane's.
+const kubeletClientCA = "kubelet-client-ca.crt"
+
+// kubeletPorts are the kubelet's ports: its server's, on the bridge's
+// address, and its health check's, on loopback.
 type kubeletPorts struct{ Server, Healthz int }
 
 // kubeletConfig is the kubelet's KubeletConfiguration: cgroup v1 allowed
 // (failCgroupV1: false) with the cgroupfs driver under the node's own
 // cgroup root, containerd's socket, the node's directories for pod logs
-// and volume plugins, servers on loopback only, and eviction thresholds
-// low enough that a busy shared disk does not evict the tests' pods.
+// and volume plugins, its server on the bridge's address (the Node's
+// InternalIP) for the API server only (clients with a certificate of the
+// control plane's CA; no anonymous access), its health check on loopback,
+// and eviction thresholds low enough that a busy shared disk does not
+// evict the tests' pods.
 func kubeletConfig(l layout, p kubeletPorts) ([]byte, error) {
 	cfg := map[string]any{
 		"apiVersion":               "kubelet.config.k8s.io/v1beta1",
 		"kind":                     "KubeletConfiguration",
-		"address":                  "127.0.0.1",
+		"address":                  l.gateway().String(),
 		"port":                     p.Server,
 		"readOnlyPort":             0,
 		"healthzBindAddress":       "127.0.0.1",
@@ -230,6 +238,7 @@ func kubeletConfig(l layout, p kubeletPorts) ([]byte, error) {
 		"authentication": map[string]any{
 			"anonymous": map[string]any{"enabled": false},
 			"webhook":   map[string]any{"enabled": false},
+			"x509":      map[string]any{"clientCAFile": l.path(kubeletClientCA)},
 		},
 		"authorization": map[string]any{"mode": "AlwaysAllow"},
 		"evictionHard": map[string]any{

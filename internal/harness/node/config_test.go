@@ -143,18 +143,25 @@ func TestKubeletConfig(t *testing.T) {
 	if err := yaml.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	// The settings cgroup v1 and a private, loopback-only node need.
+	// The settings cgroup v1 and a private node need: the kubelet's
+	// server on the bridge's address only, for the API server's
+	// certificate.
 	want := map[string]any{
 		"failCgroupV1":             false,
 		"cgroupDriver":             "cgroupfs",
 		"cgroupRoot":               "/armada-node-abc123",
 		"containerRuntimeEndpoint": "unix:///tmp/armada-node-abc123/containerd/containerd.sock",
-		"address":                  "127.0.0.1",
+		"address":                  "198.18.7.1",
 		"healthzBindAddress":       "127.0.0.1",
 		"port":                     float64(21000),
 		"healthzPort":              float64(21001),
 		"readOnlyPort":             float64(0),
 		"podLogsDir":               "/tmp/armada-node-abc123/pod-logs",
+		"authentication": map[string]any{
+			"anonymous": map[string]any{"enabled": false},
+			"webhook":   map[string]any{"enabled": false},
+			"x509":      map[string]any{"clientCAFile": "/tmp/armada-node-abc123/kubelet-client-ca.crt"},
+		},
 	}
 	picked := map[string]any{}
 	for k := range want {

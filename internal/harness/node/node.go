@@ -208,7 +208,13 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 	}
 	n.logf("node %s: %d images in its registry at %s in %s", l.Name, len(imgs)+len(o.Images), n.registry.Addr(), time.Since(t).Round(time.Millisecond))
 
-	if err := n.writeConfigs(b, ports[1:]); err != nil {
+	ca := o.Config.CAData
+	if len(ca) == 0 && o.Config.CAFile != "" {
+		if ca, err = os.ReadFile(o.Config.CAFile); err != nil {
+			return errors.Wrap(err, "cannot read the control plane's CA")
+		}
+	}
+	if err := n.writeConfigs(b, ports[1:], ca); err != nil {
 		return err
 	}
 	if err := createBridge(ctx, l); err != nil {
@@ -235,8 +241,9 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 }
 
 // writeConfigs writes containerd's, the registry mapping's, the CNI
-// network's and the kubelet's configuration.
-func (n *Node) writeConfigs(b binaries, ports []int) error {
+// network's and the kubelet's configuration, and the CA whose client
+// certificates the kubelet accepts (the control plane's, ca).
+func (n *Node) writeConfigs(b binaries, ports []int, ca []byte) error {
 	l := n.l
 	cni, err := cniConfig(l)
 	if err != nil {
@@ -251,6 +258,7 @@ func (n *Node) writeConfigs(b binaries, ports []int) error {
 		filepath.Join(l.registryConfDir(), "_default", "hosts.toml"): []byte(registryHosts(n.registry.Addr())),
 		filepath.Join(l.cniConfDir(), "10-"+l.Name+".conflist"):      cni,
 		l.path("kubelet-config.yaml"):                                kc,
+		l.path(kubeletClientCA):                                      ca,
 		l.path("resolv.conf"):                                        []byte("# No nameserver: the node's pods reach nothing beyond the machine.\n"),
 	}
 	for p, data := range files {
