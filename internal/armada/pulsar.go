@@ -198,7 +198,7 @@ func (in *Install) topicsJob() (*batchv1.Job, error) {
 						Command:         []string{"/bin/bash", "-c", topicsScript},
 						Env:             in.topicsEnv(),
 						VolumeMounts:    mounts,
-						Resources:       migrationResources(),
+						Resources:       topicJobResources(),
 						SecurityContext: sc,
 					}},
 					Volumes: vols,
