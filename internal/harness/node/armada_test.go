@@ -18,10 +18,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,19 +38,6 @@ import (
 // pulled from the node's registry, migrations, Pulsar's topics, then every
 // component Ready by the kubelet's probes.
 const composedTimeout = 8 * time.Minute
-
-// The far ends examples/minimal.yaml names, as Services of namespace data
-// whose EndpointSlices point at the node's bridge address: PostgreSQL and
-// Redis through the node's relays to their loopback ports, Pulsar's broker
-// listening there itself (clients follow the address it advertises).
-var minimalBackends = []struct {
-	name  string
-	ports []int32
-}{
-	{name: "postgres", ports: []int32{5432}},
-	{name: "redis", ports: []int32{6379}},
-	{name: "pulsar-broker", ports: []int32{6650, 8080}},
-}
 
 // jobQueue is the queue the test's job goes to; annotationQueues lists a
 // job namespace's queues (internal/armada's job namespace admission).
@@ -79,7 +64,10 @@ func TestComposedArmadaOnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	version := armada.DefaultVersion
-	images := composedImages(t, version)
+	images, err := ComposedImages(ctx, version, testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion), t.Output())
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := StartForTest(t, Options{Config: cp.RESTConfig(), Images: images})
 
 	w := &warnings{}
@@ -92,18 +80,12 @@ func TestComposedArmadaOnNode(t *testing.T) {
 	c := cp.Client()
 
 	password := exampleSecret(t, "armada-postgres")["password"]
-	pg := testenv.StartPostgres(t)
-	pg.CreateRole(t, "armada", password)
-	pg.CreateDatabase(t, "scheduler", "armada")
-	pg.CreateDatabase(t, "lookout", "armada")
-	redis := testenv.StartRedisWithPassword(t, "") // The example names no Redis password.
-	testenv.StartPulsarWithOptions(t, testenv.PulsarOptions{Host: n.HostAddress(), BrokerPort: 6650, WebPort: 8080})
-	for port, to := range map[int]string{5432: fmt.Sprintf("%s:%d", pg.Host, pg.Port), 6379: redis.Addr()} {
-		if err := n.Relay(ctx, port, to); err != nil {
-			t.Fatal(err)
-		}
-	}
-	createBackendServices(ctx, t, cs, n.HostAddress())
+	// The example's far ends, its Redis without a password.
+	be := jobflow.StartNodeBackends(t, n, cs, jobflow.BackendOptions{
+		PostgresAddr: "postgres.data.svc:5432", RedisAddr: "redis.data.svc:6379",
+		PulsarAddr: "pulsar-broker.data.svc:6650", PulsarAdminAddr: "pulsar-broker.data.svc:8080",
+		PostgresUser: "armada", PostgresPassword: password,
+	})
 
 	const ns = "armada"
 	mustCreate(t, func() error {
@@ -139,16 +121,16 @@ func TestComposedArmadaOnNode(t *testing.T) {
 	waitComposed(ctx, t, cs, n, ns)
 	t.Logf("every composed workload ready %s after the objects were created; node: %s", time.Since(applied).Round(time.Second), n.Memory())
 
-	seen := jobflow.WaitExecutor(t, pg, "local", nil)
-	jobflow.WaitSubmitCheckLogged(t, n.containerLogFiles(t, ns, "armada-scheduler-0", "scheduler"), 1, seen, nil)
-	a, lookout := armadaClients(t, cs, r, version, ns)
+	seen := jobflow.WaitExecutor(t, be.Postgres, "local", nil)
+	jobflow.WaitSubmitCheckLogged(t, jobflow.NodeContainerLogs(t, n, ns, "armada-scheduler-0", "scheduler"), 1, seen, nil)
+	a, lookout := armadaClients(t, cs, be.Names, r, version, ns)
 	admin := mustSecret(t, r, "armada-credentials")["admin"]
 	if out, err := a.Run(ctx, "admin", string(admin), "create", "queue", jobQueue, "--group-owners", "armada-admins"); err != nil {
 		t.Fatalf("%s: %v\n%s", a.Command("create", "queue", "node"), err, out)
 	}
 	const jobSet = "node"
 	submitted := time.Now()
-	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, jobSet, nodeJob("armada-jobs", "-sleep=3s")); err != nil {
+	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, jobSet, jobflow.NodeJobSpec(JobImage, "armada-jobs", "-sleep=3s")); err != nil {
 		t.Fatalf("%s: %v\n%s", a.Command("submit"), err, out)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -176,7 +158,7 @@ func TestComposedArmadaOnNode(t *testing.T) {
 
 	// A failing job: its container's exit code reaches Lookout.
 	const failSet = "node-fail"
-	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, failSet, nodeJob("armada-jobs", "-exit=3")); err != nil {
+	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, failSet, jobflow.NodeJobSpec(JobImage, "armada-jobs", "-exit=3")); err != nil {
 		t.Fatalf("%s: %v\n%s", a.Command("submit"), err, out)
 	}
 	evs, out, err = a.Watch(wctx, "admin", string(admin), jobQueue, failSet, nil)
@@ -230,21 +212,6 @@ func binocularsLog(t *testing.T, l jobflow.Lookout, password, jobID, ns string) 
 	return strings.Join(lines, "\n")
 }
 
-// nodeJob is a one-job job file's job in namespace: the node's job image
-// with args, meeting the restricted Pod Security Standard.
-func nodeJob(namespace string, args ...string) map[string]any {
-	j := jobflow.JobSpec(namespace, nil)
-	ctr := j["podSpec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-	delete(ctr, "command")
-	ctr["image"] = JobImage
-	a := make([]any, len(args))
-	for i, s := range args {
-		a[i] = s
-	}
-	ctr["args"] = a
-	return j
-}
-
 // mustSecret is the data of the render's Secret name.
 func mustSecret(t *testing.T, r *conformance.Render, name string) map[string][]byte {
 	t.Helper()
@@ -256,23 +223,16 @@ func mustSecret(t *testing.T, r *conformance.Render, name string) map[string][]b
 }
 
 // armadaClients are armadactl, of the composed release, and Lookout's API
-// client (whose names reach binoculars too), each reaching the composed Service's pod from the host (through
-// relays of names that resolve as the Services' names do in the cluster)
-// and trusting the composed CA.
-func armadaClients(t *testing.T, cs kubernetes.Interface, r *conformance.Render, version, ns string) (*jobflow.Armadactl, jobflow.Lookout) {
+// client (whose names reach binoculars too), each reaching the composed
+// Services through names (jobflow.RelayServices), trusting the composed
+// CA.
+func armadaClients(t *testing.T, cs kubernetes.Interface, names *podrun.Names, r *conformance.Render, version, ns string) (*jobflow.Armadactl, jobflow.Lookout) {
 	t.Helper()
 	_, ctl, err := jobflow.FindRelease(t.Context(), version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := podrun.NewNames()
-	t.Cleanup(names.Close)
-	for name, port := range map[string]int{"armada-server": 50051, "armada-lookout": 8080, "armada-binoculars": 8080} {
-		ip := podIP(t, cs, ns, name)
-		if err := names.Relay(fmt.Sprintf("%s.%s.svc:%d", name, ns, port), fmt.Sprintf("%s:%d", ip, port)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	jobflow.RelayServices(t, names, cs, ns)
 	ca := mustSecret(t, r, "armada-tls")["ca.crt"]
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
@@ -285,73 +245,6 @@ func armadaClients(t *testing.T, cs kubernetes.Interface, r *conformance.Render,
 	}
 	a := &jobflow.Armadactl{Bin: ctl, Dir: t.TempDir(), Hosts: hosts, CA: caFile, Server: "armada-server." + ns + ".svc:50051"}
 	return a, jobflow.Lookout{URL: "https://armada-lookout." + ns + ".svc:8080", Names: names, CA: ca}
-}
-
-// podIP is the address of the Ready pod the Service name selects.
-func podIP(t *testing.T, cs kubernetes.Interface, ns, name string) string {
-	t.Helper()
-	svc, err := cs.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if podReady(&p) {
-			return p.Status.PodIP
-		}
-	}
-	t.Fatalf("no Ready pod of Service %s/%s", ns, name)
-	return ""
-}
-
-// containerLogFiles returns a function that writes a container's log, its
-// CRI prefixes (time, stream, tag) removed, to a file and returns it, for
-// jobflow.WaitSubmitCheckLogged.
-func (n *Node) containerLogFiles(t *testing.T, ns, pod, container string) func() []string {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), container+".log")
-	return func() []string {
-		var b strings.Builder
-		for l := range strings.SplitSeq(n.PodLogs(ns, pod, container), "\n") {
-			if f := strings.SplitN(l, " ", 4); len(f) == 4 {
-				b.WriteString(f[3] + "\n")
-			}
-		}
-		if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
-			t.Error(err)
-		}
-		return []string{f}
-	}
-}
-
-// composedImages builds every image the render names: Armada's eight
-// components at version, ghostunnel's and Pulsar's (the topic Job's).
-func composedImages(t *testing.T, version string) []Image {
-	t.Helper()
-	src, err := ArmadaSourcesFor(t.Context(), version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []Image
-	for _, comp := range ArmadaComponents {
-		im, err := ArmadaImage(src, comp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, im)
-	}
-	gt, err := GhostunnelImage(testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion), armada.TLSProxyVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pulsar, err := PulsarImage(PulsarImageOptions{Progress: t.Output()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(out, gt, pulsar)
 }
 
 // exampleSecret is the stringData of the Secret name in
@@ -370,39 +263,6 @@ func exampleSecret(t *testing.T, name string) map[string]string {
 	}
 	t.Fatalf("examples/minimal.yaml has no Secret %s", name)
 	return nil
-}
-
-// createBackendServices creates namespace data and, in it, a Service
-// without a selector and an EndpointSlice at host for each of
-// minimalBackends.
-func createBackendServices(ctx context.Context, t *testing.T, cs kubernetes.Interface, host string) {
-	t.Helper()
-	const ns = "data"
-	mustCreate(t, func() error {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		return err
-	})
-	for _, b := range minimalBackends {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: ns}}
-		es := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: b.name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: b.name}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		}
-		for _, p := range b.ports {
-			name := fmt.Sprintf("p%d", p)
-			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: name, Port: p, Protocol: corev1.ProtocolTCP})
-			es.Ports = append(es.Ports, discoveryv1.EndpointPort{Name: ptr.To(name), Port: ptr.To(p), Protocol: ptr.To(corev1.ProtocolTCP)})
-		}
-		mustCreate(t, func() error {
-			_, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-			return err
-		})
-		mustCreate(t, func() error {
-			_, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, es, metav1.CreateOptions{})
-			return err
-		})
-	}
 }
 
 // applyComposed creates cluster/rbac's fixed ClusterRoles, then every

@@ -26,6 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
 // Images the node always serves.
@@ -285,4 +287,32 @@ func GhostunnelImage(binary, version string) (Image, error) {
 		Files:  withParents(files),
 		Config: v1.Config{Entrypoint: []string{"/usr/bin/ghostunnel"}},
 	}, nil
+}
+
+// ComposedImages are the images a render of Armada at version names:
+// Armada's eight components (ArmadaImage), ghostunnel's from the binary at
+// ghostunnel, and Pulsar's (the topic Job's, PulsarImage). progress
+// receives a line if the Java runtime for Pulsar's image is built.
+func ComposedImages(ctx context.Context, version, ghostunnel string, progress io.Writer) ([]Image, error) {
+	src, err := ArmadaSourcesFor(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Image, 0, len(ArmadaComponents)+2)
+	for _, comp := range ArmadaComponents {
+		im, err := ArmadaImage(src, comp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, im)
+	}
+	gt, err := GhostunnelImage(ghostunnel, armada.TLSProxyVersion)
+	if err != nil {
+		return nil, err
+	}
+	pulsar, err := PulsarImage(ctx, PulsarImageOptions{Progress: progress})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, gt, pulsar), nil
 }

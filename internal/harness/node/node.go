@@ -532,3 +532,15 @@ func (n *Node) deleteAPIObjects(ctx context.Context) error {
 		"cannot delete ClusterRole %s", n.l.enforcerName()), n.deleteServiceObjects(ctx))
 	return errors.Join(errs...)
 }
+
+// ContainerOutput is what a container of pod ns/name wrote, every
+// attempt's, without the CRI log format's prefixes (time, stream, tag).
+func (n *Node) ContainerOutput(ns, name, container string) string {
+	var b strings.Builder
+	for l := range strings.SplitSeq(n.PodLogs(ns, name, container), "\n") {
+		if f := strings.SplitN(l, " ", 4); len(f) == 4 {
+			b.WriteString(f[3] + "\n")
+		}
+	}
+	return b.String()
+}

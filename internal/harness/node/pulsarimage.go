@@ -131,12 +131,12 @@ type PulsarImageOptions struct {
 // group root. The runtime is a jlink image of the modules pulsar-admin
 // needs from this machine's JDK, built once into the tool cache; bash and
 // the other tools are this machine's, with the libraries they need.
-func PulsarImage(o PulsarImageOptions) (Image, error) {
+func PulsarImage(ctx context.Context, o PulsarImageOptions) (Image, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return Image{}, err
 	}
-	runtime, err := javaRuntime(o.JDK, o.RuntimeCache, o.Progress)
+	runtime, err := javaRuntime(ctx, o.JDK, o.RuntimeCache, o.Progress)
 	if err != nil {
 		return Image{}, err
 	}
@@ -263,7 +263,7 @@ func findJDK() (string, error) {
 // javaRuntime returns a jlink image of pulsarJavaModules from jdk: built
 // once under cache, in a directory named by the JDK's version and the
 // modules and flags, and reused after.
-func javaRuntime(jdk, cache string, progress io.Writer) (string, error) {
+func javaRuntime(ctx context.Context, jdk, cache string, progress io.Writer) (string, error) {
 	version, err := jdkVersion(jdk)
 	if err != nil {
 		return "", err
@@ -289,7 +289,7 @@ func javaRuntime(jdk, cache string, progress io.Writer) (string, error) {
 	out := filepath.Join(tmp, "jvm")
 	args := append([]string{"--add-modules", strings.Join(pulsarJavaModules, ",")}, jlinkFlags...)
 	args = append(args, "--output", out)
-	ctx, cancel := context.WithTimeout(context.Background(), jlinkTimeout)
+	ctx, cancel := context.WithTimeout(ctx, jlinkTimeout)
 	defer cancel()
 	if b, err := exec.CommandContext(ctx, filepath.Join(jdk, "bin", "jlink"), args...).CombinedOutput(); err != nil { //nolint:gosec // The JDK's jlink.
 		return "", errors.Wrapf(err, "cannot build the Java runtime with jlink: %s", b)

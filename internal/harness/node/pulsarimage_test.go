@@ -56,7 +56,7 @@ func TestPulsarImage(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			began := time.Now()
-			im, err := PulsarImage(PulsarImageOptions{Tools: slices.DeleteFunc(slices.Clone(pulsarTools), func(s string) bool { return s == tc.drop })})
+			im, err := PulsarImage(t.Context(), PulsarImageOptions{Tools: slices.DeleteFunc(slices.Clone(pulsarTools), func(s string) bool { return s == tc.drop })})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,8 @@ func (l layout) guardRoute() []string {
 }
 
 // startServices lets the bridge route (its pods' Service traffic, once
-// translated, goes back out the bridge), adds the guard rules, starts the
+// translated, goes back out the bridge), adds the guard rules, routes the
+// Service range to the bridge for the host's own clients, starts the
 // API server's relay and kube-proxy, points the kubernetes Service at the
 // relay and starts CoreDNS, waiting until it answers.
 func (n *Node) startServices(ctx context.Context, cfg *rest.Config, b binaries) error {
@@ -97,6 +98,14 @@ func (n *Node) startServices(ctx context.Context, cfg *rest.Config, b binaries) 
 		}
 	}
 	if err := ip(ctx, append([]string{"rule", "add"}, l.guardRoute()...)...); err != nil {
+		return err
+	}
+	// The host's own connections to Services (clients on this machine:
+	// armadactl, a browser, provider-armada) leave from the bridge's
+	// address, to which the pods have a route, not the uplink's; the
+	// route goes with the bridge. One node runs at a time (the network
+	// lock), so the range is routed to one bridge.
+	if err := ip(ctx, "route", "replace", controlplane.ServiceRange, "dev", l.Bridge, "src", l.gateway().String()); err != nil {
 		return err
 	}
 	if err := n.startRelay(ctx, cfg.Host); err != nil {
