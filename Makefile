@@ -164,6 +164,10 @@ RUN_ARGS ?=
 run: run-first ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
 	$(GEN_BIN)/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
 
+.PHONY: run-node
+run-node: run-first ## make run with every composed pod and the demo job as containers on a real node (containerd, kubelet, CNI, kube-proxy, CoreDNS, NetworkPolicies enforced; needs root).
+	$(GEN_BIN)/run -node -bins-cmd '$(MAKE) --no-print-directory run-bins node-bins' $(RUN_ARGS)
+
 # run-first builds what make run needs up to the composed tree, one build
 # after the other: etcd (it also compiles the standard library), then
 # Kubernetes (kube-apiserver, kube-controller-manager), the longest, then

@@ -72,12 +72,14 @@ func (l layout) guardRules() [][]string {
 }
 
 // guardRoute is the routing rule that keeps the pods' traffic on the
-// machine: from the pod range to the Service range is prohibited. Routing
-// decides after kube-proxy's translation, so only what it did not
-// translate meets the rule, whatever the filter table's chains accept
-// (kube-router's accept what policies allow, before any rule of ours).
+// machine: from the pod range, in through the bridge, to the Service range
+// is prohibited. Routing decides after kube-proxy's translation, so only
+// what it did not translate meets the rule, whatever the filter table's
+// chains accept (kube-router's accept what policies allow, before any rule
+// of ours). The host's own connections, which leave from the bridge's
+// address (in the pod range), do not come in through the bridge.
 func (l layout) guardRoute() []string {
-	return []string{"from", l.Subnet.String(), "to", controlplane.ServiceRange, "prohibit"}
+	return []string{"from", l.Subnet.String(), "iif", l.Bridge, "to", controlplane.ServiceRange, "prohibit"}
 }
 
 // startServices lets the bridge route (its pods' Service traffic, once

@@ -96,6 +96,9 @@ type demoOptions struct {
 	// login: the claim signs people in through the local OpenID Provider
 	// withLogin added, which the demo starts.
 	login bool
+	// node runs the composed pods as containers on a real node (package
+	// node) instead of Armada's binaries as processes, jobs on KWOK.
+	node bool
 }
 
 // runDemo brings the composed Armada up for real and runs one job
@@ -140,29 +143,14 @@ func demo(s *jobflow.Session, o demoOptions) {
 	if err != nil {
 		s.Fatal(err)
 	}
-	be := backends(s, c, o.claim)
-
-	fmt.Printf("\nStarting %d KWOK Nodes for jobs; kube-scheduler binds the executor's pods to them...\n", len(demoNodes))
-	if err := o.cp.AddNodes(ctx, demoNodes...); err != nil {
-		s.Fatal(err)
-	}
-
 	cl := jobflow.Claim{T: s, Client: c, Namespace: o.claim.GetNamespace(), Name: o.claim.GetName()}
-	var idp *testenv.OIDC
-	if o.login {
-		idp = startLogin(s, c, be, cl)
+	var r demoRun
+	if o.node {
+		r = startOnNode(s, o, cl, version)
+	} else {
+		r = startOnKWOK(s, o, cl, version, rel)
 	}
-
-	fmt.Printf("Running every composed workload as Armada %s's own binaries (package podrun plays kubelet)...\n", version)
-	runner := jobflow.StartRunner(s, be, jobflow.RunnerOptions{
-		Client: c, Namespace: o.claim.GetNamespace(), APIServer: o.cp.RESTConfig(),
-		Releases: map[string]podrun.Release{version: rel},
-	})
-	d := jobflow.WaitFor(s, 10*time.Minute, "claim Ready (every component running and ready by its own probe)", func() (bool, string) {
-		st, r, m := cl.Condition("Ready")
-		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, jobflow.RunnerState(runner))
-	}, newProgress())
-	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the runner started).\n", cl.Namespace, cl.Name, d.Round(time.Second))
+	be := r.be
 	seen := jobflow.WaitExecutor(s, be.Postgres, cl.ExecutorClusterID(), newProgress())
 
 	if err := jobflow.RunProvider(ctx, o.cp.RESTConfig(), be.Names, func(err error) { fmt.Println("  ", err) }); err != nil {
@@ -177,13 +165,13 @@ func demo(s *jobflow.Session, o demoOptions) {
 	// The scheduler logs each reload of the executors its submit check
 	// judges jobs against: submit after the first one that saw ours, not a
 	// whole period (one minute) after the executor first reported.
-	jobflow.WaitSubmitCheckLogged(s, jobflow.SchedulerLogs(runner, o.claim.GetName()), 1, seen, newProgress())
+	jobflow.WaitSubmitCheckLogged(s, r.schedulerLogs, 1, seen, newProgress())
 
 	a := cl.Armadactl(ctl, be.Names)
 	password := cl.Credential(demoUser)
 	fmt.Printf("\nSubmitting one job to queue %s, job set %s, as %s (armadactl %s)...\n", queue, demoJobSet, demoUser, version)
 	submitted := time.Now()
-	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, jobflow.JobSpec(firstJobNamespace(o.claim), nil)); err != nil {
+	if out, err := a.Submit(ctx, demoUser, password, queue, demoJobSet, r.job(firstJobNamespace(o.claim))); err != nil {
 		s.Fatalf("%s: %v\n%s", a.Command("submit", "demo.yaml"), err, out)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -201,12 +189,54 @@ func demo(s *jobflow.Session, o demoOptions) {
 	jobs := jobflow.WaitLookout(s, lookout, password, demoJobSet, "SUCCEEDED")
 	fmt.Printf("The demo job succeeded: submit → Succeeded in %s; apply → demo job Succeeded in %s. Lookout shows job %s SUCCEEDED.\n",
 		time.Since(submitted).Round(100*time.Millisecond), time.Since(o.applied).Round(time.Second), jobs[0].JobID)
-	carryOn(s, o, a, lookout, cl.ExecutorClusterID(), queue, password, idp)
+	carryOn(s, o, a, lookout, cl.ExecutorClusterID(), queue, password, r.idp)
 	if o.exitAfter {
 		return
 	}
 	fmt.Println("Running until interrupted (Ctrl-C stops every process and removes the temporary directories).")
 	<-ctx.Done()
+}
+
+// A demoRun is the composed Armada running, on KWOK Nodes or a real node:
+// its far ends, the scheduler's log files (for the submit check's
+// reloads), the demo job in a namespace, and the OpenID Provider people
+// sign in to Lookout through, if started.
+type demoRun struct {
+	be            *jobflow.Backends
+	schedulerLogs func() []string
+	job           func(namespace string) map[string]any
+	idp           *testenv.OIDC
+}
+
+// startOnKWOK runs every composed workload as Armada's own binaries
+// (package podrun plays kubelet) against private far ends, with KWOK
+// Nodes for jobs, and waits until the claim is Ready.
+func startOnKWOK(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version string, rel podrun.Release) demoRun {
+	ctx, c := s.Context(), o.cp.Client()
+	be := backends(s, c, o.claim)
+	fmt.Printf("\nStarting %d KWOK Nodes for jobs; kube-scheduler binds the executor's pods to them...\n", len(demoNodes))
+	if err := o.cp.AddNodes(ctx, demoNodes...); err != nil {
+		s.Fatal(err)
+	}
+	var idp *testenv.OIDC
+	if o.login {
+		idp = startLogin(s, c, be, cl)
+	}
+	fmt.Printf("Running every composed workload as Armada %s's own binaries (package podrun plays kubelet)...\n", version)
+	runner := jobflow.StartRunner(s, be, jobflow.RunnerOptions{
+		Client: c, Namespace: o.claim.GetNamespace(), APIServer: o.cp.RESTConfig(),
+		Releases: map[string]podrun.Release{version: rel},
+	})
+	d := jobflow.WaitFor(s, 10*time.Minute, "claim Ready (every component running and ready by its own probe)", func() (bool, string) {
+		st, r, m := cl.Condition("Ready")
+		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, jobflow.RunnerState(runner))
+	}, newProgress())
+	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the runner started).\n", cl.Namespace, cl.Name, d.Round(time.Second))
+	return demoRun{
+		be: be, idp: idp,
+		schedulerLogs: jobflow.SchedulerLogs(runner, o.claim.GetName()),
+		job:           func(ns string) map[string]any { return jobflow.JobSpec(ns, nil) },
+	}
 }
 
 // runnerSep parts a wait's message from the runner's state, which only
@@ -321,6 +351,18 @@ func printBrowser(s *jobflow.Session, lookout jobflow.Lookout, clusterID string,
 // backends starts PostgreSQL, Redis and Pulsar at the addresses the claim
 // names, with the PostgreSQL user and the passwords its Secrets hold.
 func backends(s *jobflow.Session, c client.Client, claim *unstructured.Unstructured) *jobflow.Backends {
+	o := backendOptions(s, c, claim)
+	fmt.Printf("\nStarting PostgreSQL, Redis and Pulsar %s, reached at the claim's %s, %s and %s...\n",
+		armada.PulsarVersion, o.PostgresAddr, o.RedisAddr, o.PulsarAddr)
+	be := jobflow.StartBackends(s, o)
+	fmt.Printf("  PostgreSQL at 127.0.0.1:%d, Redis at %s, Pulsar at %s (admin %s)\n",
+		be.Postgres.Port, be.Redis.Addr(), be.Pulsar.ServiceURL(), be.Pulsar.AdminURL())
+	return be
+}
+
+// backendOptions are the far ends the claim names: their addresses, the
+// PostgreSQL user and the passwords its Secrets hold.
+func backendOptions(s *jobflow.Session, c client.Client, claim *unstructured.Unstructured) jobflow.BackendOptions {
 	str := func(path ...string) string {
 		v, _, _ := unstructured.NestedString(claim.Object, append([]string{"spec"}, path...)...)
 		return v
@@ -340,12 +382,7 @@ func backends(s *jobflow.Session, c client.Client, claim *unstructured.Unstructu
 	if _, found, _ := unstructured.NestedMap(claim.Object, "spec", "redis", "passwordSecretRef"); found {
 		o.RedisPassword = secretValue(s, c, claim, "redis")
 	}
-	fmt.Printf("\nStarting PostgreSQL, Redis and Pulsar %s, reached at the claim's %s, %s and %s...\n",
-		armada.PulsarVersion, o.PostgresAddr, o.RedisAddr, o.PulsarAddr)
-	be := jobflow.StartBackends(s, o)
-	fmt.Printf("  PostgreSQL at 127.0.0.1:%d, Redis at %s, Pulsar at %s (admin %s)\n",
-		be.Postgres.Port, be.Redis.Addr(), be.Pulsar.ServiceURL(), be.Pulsar.AdminURL())
-	return be
+	return o
 }
 
 // secretValue reads the Secret spec.<of>.passwordSecretRef names.

@@ -51,6 +51,8 @@ func main() {
 		"to show the rollout (no demo job)")
 	demo := fs.Bool("demo", true, "after showing the composed tree, run the composed Armada for real (Pulsar, PostgreSQL, Redis, "+
 		"KWOK Nodes, Armada's binaries) and one demo job through it (local control plane only)")
+	onNode := fs.Bool("node", false, "run the composed pods and the demo job as containers on a real node (containerd, runc, the CNI bridge, "+
+		"a kubelet, kube-proxy, CoreDNS, kube-router enforcing NetworkPolicies; needs root) instead of Armada's binaries as processes and KWOK Nodes")
 	exitAfter := fs.Bool("exit-after-demo", false, "stop everything and exit once the demo job has succeeded (exit 1 if it did not)")
 	binsCmd := fs.String("bins-cmd", "", "shell command building the demo's binaries (Pulsar, Armada's), run after the composed tree is shown; "+
 		"make run passes `make run-bins`")
@@ -59,6 +61,7 @@ func main() {
 		example: *example, kubeconfig: *kubeconfig, healthy: *healthy,
 		demo: *demo && *kubeconfig == "" && !*healthy, exitAfterDemo: *exitAfter, binsCmd: *binsCmd,
 	}
+	o.node = *onNode && o.demo
 	cli.Main("run", func(ctx context.Context) error { return run(ctx, o) })
 }
 
@@ -67,7 +70,9 @@ type runOptions struct {
 	example, kubeconfig string
 	healthy             bool
 	demo, exitAfterDemo bool
-	binsCmd             string
+	// node: the demo on a real node (demoOptions.node).
+	node    bool
+	binsCmd string
 }
 
 func run(ctx context.Context, o runOptions) error {
@@ -79,7 +84,11 @@ func run(ctx context.Context, o runOptions) error {
 	login := false
 	if o.demo {
 		withDemoQueue(docs)
-		login = withLogin(docs)
+		if o.node {
+			fmt.Println("On the real node, Lookout's sign-in through a local OpenID Provider is not set up: the claim keeps its own auth.")
+		} else {
+			login = withLogin(docs)
+		}
 	}
 	var c client.Client
 	var cp *controlplane.ControlPlane
@@ -103,6 +112,10 @@ func run(ctx context.Context, o runOptions) error {
 			// after the composed tree, which needs neither: make run builds
 			// them then (run-bins), not before.
 			JobFlow: o.demo, JobFlowLater: o.demo,
+			// On a real node, Kubernetes' own controllers run the composed
+			// workloads (Deployments, StatefulSets, Jobs) and the API
+			// server's ServiceAccount admission mounts pods' tokens.
+			Workloads: o.node,
 		})
 		if err != nil {
 			return err
@@ -141,7 +154,7 @@ func run(ctx context.Context, o runOptions) error {
 	fmt.Printf("\nexport KUBECONFIG=%s\nkubectl get armadaclaims -A; kubectl get xarmadas; kubectl -n %s get deploy,sts,jobs,secrets\n",
 		kubeconfig, claim.GetNamespace())
 	if o.demo {
-		return runDemo(ctx, demoOptions{cp: cp, claim: claim, binsCmd: o.binsCmd, exitAfter: o.exitAfterDemo, applied: start, login: login})
+		return runDemo(ctx, demoOptions{cp: cp, claim: claim, binsCmd: o.binsCmd, exitAfter: o.exitAfterDemo, applied: start, login: login, node: o.node})
 	}
 	if !healthy {
 		fmt.Println("No kubelet runs locally, so migrations stay Running: `make run RUN_ARGS=-simulate-healthy` reports them complete to show the rollout.")

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/node"
+	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
+)
+
+// nodeReadyTimeout bounds the wait for the claim to be Ready on the real
+// node: images pulled, migrations and Pulsar's topics, then every
+// component Ready by the kubelet's probes.
+const nodeReadyTimeout = 10 * time.Minute
+
+// startOnNode runs every composed pod as a container on a real node
+// (containerd, runc, the CNI bridge, a kubelet, kube-proxy, CoreDNS and
+// kube-router enforcing the composed NetworkPolicies), from images built
+// here as Armada's Dockerfiles lay them out, against private far ends
+// reached at the claim's Service names, and waits until the claim is
+// Ready by the kubelet's own probes. Jobs run there too, as containers.
+func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version string) demoRun {
+	ctx := s.Context()
+	cs, err := kubernetes.NewForConfig(o.cp.RESTConfig())
+	if err != nil {
+		s.Fatal(err)
+	}
+	fmt.Printf("\nBuilding the images the claim names (Armada %s's eight components, ghostunnel, Pulsar's)...\n", version)
+	t := time.Now()
+	images, err := node.ComposedImages(ctx, version, testenv.ToolBin(s, podrun.Ghostunnel, armada.TLSProxyVersion), os.Stdout)
+	if err != nil {
+		s.Fatal(err)
+	}
+	fmt.Printf("  %d images in %s.\n", len(images), time.Since(t).Round(100*time.Millisecond))
+	fmt.Println("Starting a real node: containerd, the kubelet, kube-proxy, CoreDNS and kube-router (NetworkPolicies enforced)...")
+	n, err := node.Start(ctx, node.Options{Config: o.cp.RESTConfig(), Images: images, Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	if err != nil {
+		s.Fatal(err)
+	}
+	s.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			fmt.Println("  cannot stop the node:", err)
+		}
+	})
+	bo := backendOptions(s, o.cp.Client(), o.claim)
+	fmt.Printf("Starting PostgreSQL, Redis and Pulsar %s for the node's pods, at the claim's %s, %s and %s (Services to the node's bridge address %s)...\n",
+		armada.PulsarVersion, bo.PostgresAddr, bo.RedisAddr, bo.PulsarAddr, n.HostAddress())
+	be := jobflow.StartNodeBackends(s, n, cs, bo)
+
+	d := jobflow.WaitFor(s, nodeReadyTimeout, "claim Ready (every component Ready by the kubelet's probes)", func() (bool, string) {
+		st, r, m := cl.Condition("Ready")
+		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, podsState(s, cs, cl.Namespace))
+	}, newProgress())
+	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the node started); node: %s.\n", cl.Namespace, cl.Name, d.Round(time.Second), n.Memory())
+	jobflow.RelayServices(s, be.Names, cs, cl.Namespace)
+	return demoRun{
+		be:            be,
+		schedulerLogs: jobflow.NodeContainerLogs(s, n, cl.Namespace, cl.Name+"-scheduler-0", "scheduler"),
+		job: func(ns string) map[string]any {
+			return jobflow.NodeJobSpec(node.JobImage, ns, "-sleep=5s")
+		},
+	}
+}
+
+// podsState summarises the pods of namespace ns that are not Ready: each
+// one's phase and its containers' waiting or terminated reasons.
+func podsState(s *jobflow.Session, cs kubernetes.Interface, ns string) string {
+	pods, err := cs.CoreV1().Pods(ns).List(s.Context(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(p.Name + " " + string(p.Status.Phase))
+		for _, c := range p.Status.ContainerStatuses {
+			switch {
+			case c.State.Waiting != nil:
+				b.WriteString(" " + c.Name + ": " + c.State.Waiting.Reason)
+			case c.State.Terminated != nil:
+				fmt.Fprintf(&b, " %s: exit %d", c.Name, c.State.Terminated.ExitCode)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return strings.Join(out, "; ")
+}
