@@ -106,15 +106,18 @@ func hostService(t TB, cs kubernetes.Interface, addr, host string) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
 		return errors.Wrapf(err, "cannot create namespace %s", ns)
 	}
+	sp := corev1.ServicePort{Name: pname, Port: p, Protocol: corev1.ProtocolTCP}
 	svc, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if kerrors.IsNotFound(err) {
-		svc, err = cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	}
-	if err != nil {
-		return errors.Wrapf(err, "cannot create Service %s/%s", ns, name)
-	}
-	if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == p }) {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: pname, Port: p, Protocol: corev1.ProtocolTCP})
+	switch {
+	case kerrors.IsNotFound(err):
+		svc = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{sp}}}
+		if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return errors.Wrapf(err, "cannot create Service %s/%s", ns, name)
+		}
+	case err != nil:
+		return errors.Wrapf(err, "cannot get Service %s/%s", ns, name)
+	case !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == p }):
+		svc.Spec.Ports = append(svc.Spec.Ports, sp)
 		if _, err := cs.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
 			return errors.Wrapf(err, "cannot add port %d to Service %s/%s", p, ns, name)
 		}
