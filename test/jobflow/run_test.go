@@ -32,6 +32,83 @@ import (
 // temporary directory.
 func TestMakeRun(t *testing.T) {
 	t.Parallel() // Beside TestJobFlow: see there.
+	r := startMakeRun(t)
+	r.waitDemo(t)
+
+	// The Chromium command it printed opens Lookout's UI as pasted:
+	// headless here, the page rendered under the Armada's name.
+	openPrintedBrowser(t, r.output())
+
+	// What the command runs now: its process tree (each process with its
+	// start time, so a reused PID does not count) and the temporary
+	// directories their command lines name.
+	tree, dirs := processTree(r.cmd.Process.Pid)
+	// pg_ctl starts PostgreSQL as a daemon, outside that tree: it is the
+	// postmaster listening on the port make run printed.
+	pg := postmaster(t, r.output())
+	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
+	r.interrupt(t, tree, dirs)
+}
+
+// TestMakeRunNode runs what `make run-node` runs: make run with -node,
+// every composed pod and the demo job as containers on a real node. It
+// fails unless the claim is Ready (by the kubelet's probes) and the demo
+// job's events end Succeeded, and unless Ctrl-C then stops every process
+// it started, removes its temporary directories and leaves nothing of the
+// node (its bridge, its routing rule).
+func TestMakeRunNode(t *testing.T) {
+	r := startMakeRun(t, "-node")
+	r.waitDemo(t)
+	out := r.output()
+	for _, want := range []string{"Starting a real node", "is Ready (", "after the node started); node: containerd"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make run -node printed no %q; output:\n%s", want, out)
+		}
+	}
+	bridge := printedBridge.FindStringSubmatch(out)
+	if bridge == nil {
+		t.Fatalf("make run -node did not say which node it started (%q); output:\n%s", printedBridge, out)
+	}
+	tree, dirs := processTree(r.cmd.Process.Pid)
+	pg := postmaster(t, out)
+	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
+	r.interrupt(t, tree, dirs)
+	if _, err := os.Stat("/sys/class/net/anbr-" + bridge[1]); !os.IsNotExist(err) {
+		t.Errorf("after Ctrl-C, the node's bridge anbr-%s is still there (%v)", bridge[1], err)
+	}
+	if rules, _ := exec.CommandContext(t.Context(), "ip", "rule", "show").Output(); strings.Contains(string(rules), "anbr-"+bridge[1]) {
+		t.Errorf("after Ctrl-C, the node's routing rule is still there:\n%s", rules)
+	}
+}
+
+// printedBridge finds the node make run -node started ("node
+// armada-node-<id>: ..."), whose bridge is anbr-<id>.
+var printedBridge = regexp.MustCompile(`node armada-node-([0-9a-f]+): `)
+
+// A makeRun is make run's command, started by startMakeRun, and its
+// output so far.
+type makeRun struct {
+	cmd    *exec.Cmd
+	start  time.Time
+	exited chan error
+	lines  chan string
+
+	mu    sync.Mutex
+	out   strings.Builder
+	marks map[string]time.Duration
+}
+
+// makeRunWanted are the lines whose first time startMakeRun records.
+var makeRunWanted = map[string]string{
+	"tree":        "XArmada ",
+	"succeeded":   "The demo job succeeded",
+	"interrupted": "Running until interrupted",
+}
+
+// startMakeRun builds and starts make run's command with args, in a
+// process group of its own, collecting its output.
+func startMakeRun(t *testing.T, args ...string) *makeRun {
+	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -42,106 +119,93 @@ func TestMakeRun(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./internal/build/cmd/run: %v\n%s", err, out)
 	}
-	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // The command under test.
-	cmd.Dir = root
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r := &makeRun{cmd: exec.CommandContext(t.Context(), bin, args...), exited: make(chan error, 1), lines: make(chan string, 1024), marks: map[string]time.Duration{}} //nolint:gosec // The command under test.
+	r.cmd.Dir = root
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	r.cmd.Stdout, r.cmd.Stderr = pw, pw
+	r.start = time.Now()
+	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); _ = pw.Close() }()
-
-	var (
-		mu     sync.Mutex
-		out    strings.Builder
-		marks  = map[string]time.Duration{}
-		lines  = make(chan string, 1024)
-		wanted = map[string]string{
-			"tree":        "XArmada ",
-			"succeeded":   "The demo job succeeded",
-			"interrupted": "Running until interrupted",
-		}
-	)
+	go func() { r.exited <- r.cmd.Wait(); _ = pw.Close() }()
 	go func() {
 		s := bufio.NewScanner(pr)
 		for s.Scan() {
 			l := s.Text()
-			mu.Lock()
-			fmt.Fprintf(&out, "%7.1fs %s\n", time.Since(start).Seconds(), l)
-			for k, prefix := range wanted {
-				if _, ok := marks[k]; !ok && strings.HasPrefix(l, prefix) {
-					marks[k] = time.Since(start)
+			r.mu.Lock()
+			fmt.Fprintf(&r.out, "%7.1fs %s\n", time.Since(r.start).Seconds(), l)
+			for k, prefix := range makeRunWanted {
+				if _, ok := r.marks[k]; !ok && strings.HasPrefix(l, prefix) {
+					r.marks[k] = time.Since(r.start)
 				}
 			}
-			mu.Unlock()
+			r.mu.Unlock()
 			select {
-			case lines <- l:
+			case r.lines <- l:
 			default:
 			}
 		}
-		close(lines)
+		close(r.lines)
 	}()
-	output := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return out.String()
-	}
+	return r
+}
+
+func (r *makeRun) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+// waitDemo waits until the command says it runs until interrupted,
+// failing unless it said the demo job succeeded, with a Succeeded event.
+func (r *makeRun) waitDemo(t *testing.T) {
+	t.Helper()
 	deadline := time.After(25 * time.Minute)
 	for waiting := true; waiting; {
 		select {
-		case l, ok := <-lines:
+		case l, ok := <-r.lines:
 			if !ok {
-				t.Fatalf("make run's command ended before the demo job succeeded (%v); output:\n%s", <-exited, output())
+				t.Fatalf("make run's command ended before the demo job succeeded (%v); output:\n%s", <-r.exited, r.output())
 			}
-			waiting = !strings.HasPrefix(l, wanted["interrupted"])
+			waiting = !strings.HasPrefix(l, makeRunWanted["interrupted"])
 		case <-deadline:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Fatalf("the demo job did not succeed within 25 minutes; output:\n%s", output())
+			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("the demo job did not succeed within 25 minutes; output:\n%s", r.output())
 		}
 	}
-	mu.Lock()
-	_, ok := marks["succeeded"]
-	t.Logf("make run: composed tree at %s, demo job succeeded at %s", marks["tree"].Round(time.Second), marks["succeeded"].Round(time.Second))
-	mu.Unlock()
+	r.mu.Lock()
+	_, ok := r.marks["succeeded"]
+	t.Logf("make run: composed tree at %s, demo job succeeded at %s", r.marks["tree"].Round(time.Second), r.marks["succeeded"].Round(time.Second))
+	r.mu.Unlock()
 	if !ok {
-		t.Fatalf("make run's command is running on without saying the demo job succeeded; output:\n%s", output())
+		t.Fatalf("make run's command is running on without saying the demo job succeeded; output:\n%s", r.output())
 	}
-	if !strings.Contains(output(), "Succeeded ") {
-		t.Errorf("make run printed no Succeeded event of the demo job; output:\n%s", output())
+	if !strings.Contains(r.output(), "Succeeded ") {
+		t.Errorf("make run printed no Succeeded event of the demo job; output:\n%s", r.output())
 	}
+}
 
-	// The Chromium command it printed opens Lookout's UI as pasted:
-	// headless here, the page rendered under the Armada's name.
-	openPrintedBrowser(t, output())
-
-	// What the command runs now: its process tree (each process with its
-	// start time, so a reused PID does not count) and the temporary
-	// directories their command lines name.
-	tree, dirs := processTree(cmd.Process.Pid)
-	// pg_ctl starts PostgreSQL as a daemon, outside that tree: it is the
-	// postmaster listening on the port make run printed.
-	pg := postmaster(t, output())
-	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
+// interrupt sends Ctrl-C (SIGINT to the process group, as a terminal
+// does) and fails unless the command exits 0 within 2 minutes and none
+// of the processes of tree (pid to start time) and none of dirs is left.
+func (r *makeRun) interrupt(t *testing.T, tree map[int]string, dirs []string) {
+	t.Helper()
 	if len(tree) < 10 || len(dirs) == 0 {
 		t.Fatalf("make run's command runs %d processes naming temporary directories %v; want its control plane, backends and Armada", len(tree), dirs)
 	}
-
-	// Ctrl-C: the terminal signals the whole foreground process group.
 	stopped := time.Now()
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+	if err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-r.exited:
 		if err != nil {
-			t.Errorf("after Ctrl-C, make run's command exited with %v, want 0; output:\n%s", err, output())
+			t.Errorf("after Ctrl-C, make run's command exited with %v, want 0; output:\n%s", err, r.output())
 		}
 	case <-time.After(2 * time.Minute):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		t.Fatalf("make run's command had not exited 2 minutes after Ctrl-C; output:\n%s", output())
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("make run's command had not exited 2 minutes after Ctrl-C; output:\n%s", r.output())
 	}
 	t.Logf("Ctrl-C → exited in %s", time.Since(stopped).Round(100*time.Millisecond))
 	var left []string

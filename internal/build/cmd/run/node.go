@@ -56,6 +56,8 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	fmt.Printf("Starting PostgreSQL, Redis and Pulsar %s for the node's pods, at the claim's %s, %s and %s (Services to the node's bridge address %s)...\n",
 		armada.PulsarVersion, bo.PostgresAddr, bo.RedisAddr, bo.PulsarAddr, n.HostAddress())
 	be := jobflow.StartNodeBackends(s, n, cs, bo)
+	fmt.Printf("  PostgreSQL at 127.0.0.1:%d, Redis at %s (both relayed from %s), Pulsar at %s (admin %s)\n",
+		be.Postgres.Port, be.Redis.Addr(), n.HostAddress(), be.Pulsar.ServiceURL(), be.Pulsar.AdminURL())
 
 	d := jobflow.WaitFor(s, nodeReadyTimeout, "claim Ready (every component Ready by the kubelet's probes)", func() (bool, string) {
 		st, r, m := cl.Condition("Ready")
