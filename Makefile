@@ -140,6 +140,10 @@ BENCH_JOBS ?= 100|1000
 bench-jobflow: crossplane-core cluster-bins run-bins ## Benchmark jobs through a composed Armada on 10 KWOK Nodes (BENCH_JOBS one-second jobs): apply → first Succeeded, submit → Succeeded p50/p95, jobs per minute, each process's memory; then the same on Armada's own localdev configuration, for the ratio. Not part of make test.
 	go test -run '^$$' -bench 'BenchmarkJobFlow/jobs=($(BENCH_JOBS))$$' -benchtime 1x -timeout 90m -v ./test/jobflow/
 
+.PHONY: bench-run
+bench-run: run-first run-bins node-bins ## Benchmark make run on KWOK and on the real node side by side: claim Ready once its pods can run, demo job submit → Succeeded, and the ratios (node over KWOK). Needs root; not part of make test.
+	go test -run '^$$' -bench 'BenchmarkMakeRun$$' -benchtime 1x -timeout 60m -v ./test/jobflow/
+
 # EXAMPLE is the file make render renders; REQUIRED the files of resources
 # the function may require (comma-separated): the platform's
 # ArmadaTenancyPolicies and, for a team queue, the file that holds its

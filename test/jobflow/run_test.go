@@ -107,7 +107,7 @@ var makeRunWanted = map[string]string{
 
 // startMakeRun builds and starts make run's command with args, in a
 // process group of its own, collecting its output.
-func startMakeRun(t *testing.T, args ...string) *makeRun {
+func startMakeRun(t testing.TB, args ...string) *makeRun {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
