@@ -73,9 +73,7 @@ func StartBackends(t TB, o BackendOptions) *Backends {
 		Names:    podrun.NewNames(),
 	}
 	t.Cleanup(b.Names.Close)
-	b.Postgres.CreateRole(t, o.PostgresUser, o.PostgresPassword)
-	b.Postgres.CreateDatabase(t, "scheduler", o.PostgresUser)
-	b.Postgres.CreateDatabase(t, "lookout", o.PostgresUser)
+	b.createDatabases(t, o)
 	relays := map[string]string{
 		o.PostgresAddr:    fmt.Sprintf("%s:%d", b.Postgres.Host, b.Postgres.Port),
 		o.RedisAddr:       b.Redis.Addr(),
@@ -88,6 +86,15 @@ func StartBackends(t TB, o BackendOptions) *Backends {
 		}
 	}
 	return b
+}
+
+// createDatabases creates the PostgreSQL user o names and its databases
+// scheduler and lookout.
+func (b *Backends) createDatabases(t TB, o BackendOptions) {
+	t.Helper()
+	b.Postgres.CreateRole(t, o.PostgresUser, o.PostgresPassword)
+	b.Postgres.CreateDatabase(t, "scheduler", o.PostgresUser)
+	b.Postgres.CreateDatabase(t, "lookout", o.PostgresUser)
 }
 
 // RunnerOptions say what StartRunner runs.

@@ -68,9 +68,7 @@ func StartNodeBackends(t TB, n Node, cs kubernetes.Interface, o BackendOptions) 
 		Names: podrun.NewNames(),
 	}
 	t.Cleanup(b.Names.Close)
-	b.Postgres.CreateRole(t, o.PostgresUser, o.PostgresPassword)
-	b.Postgres.CreateDatabase(t, "scheduler", o.PostgresUser)
-	b.Postgres.CreateDatabase(t, "lookout", o.PostgresUser)
+	b.createDatabases(t, o)
 	relays := map[int]string{
 		ports[o.PostgresAddr]: net.JoinHostPort(b.Postgres.Host, strconv.Itoa(b.Postgres.Port)),
 		ports[o.RedisAddr]:    b.Redis.Addr(),

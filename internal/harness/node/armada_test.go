@@ -88,13 +88,7 @@ func TestComposedArmadaOnNode(t *testing.T) {
 	})
 
 	const ns = "armada"
-	mustCreate(t, func() error {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "restricted",
-			"pod-security.kubernetes.io/warn":    "restricted",
-		}}}, metav1.CreateOptions{})
-		return err
-	})
+	restrictedNamespace(ctx, t, cs, ns)
 	mustCreate(t, func() error {
 		_, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "armada-postgres"},

@@ -80,13 +80,7 @@ func TestRealNode(t *testing.T) {
 	}
 	ctx := t.Context()
 	const ns = "restricted"
-	mustCreate(t, func() error {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "restricted",
-			"pod-security.kubernetes.io/warn":    "restricted",
-		}}}, metav1.CreateOptions{})
-		return err
-	})
+	restrictedNamespace(ctx, t, cs, ns)
 	mustCreate(t, func() error {
 		_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "job"}}, metav1.CreateOptions{})
 		return err
@@ -193,13 +187,7 @@ func TestRealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		const cns = "composed"
-		mustCreate(t, func() error {
-			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cns, Labels: map[string]string{
-				"pod-security.kubernetes.io/enforce": "restricted",
-				"pod-security.kubernetes.io/warn":    "restricted",
-			}}}, metav1.CreateOptions{})
-			return err
-		})
+		restrictedNamespace(ctx, t, cs, cns)
 		// The claim names an existing PostgreSQL's password Secret.
 		mustCreate(t, func() error {
 			_, err := cs.CoreV1().Secrets(cns).Create(ctx, &corev1.Secret{
@@ -385,6 +373,19 @@ func statusOf(p *corev1.Pod) any {
 		return nil
 	}
 	return p.Status
+}
+
+// restrictedNamespace creates namespace ns enforcing, and warning of, the
+// "restricted" Pod Security Standard.
+func restrictedNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted",
+			"pod-security.kubernetes.io/warn":    "restricted",
+		}}}, metav1.CreateOptions{})
+		return err
+	})
 }
 
 func mustCreate(t *testing.T, create func() error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -85,17 +86,6 @@ exec "${JAVA_HOME:-%s}/bin/java" %s \
 // localhost; --admin-url overrides webServiceUrl.
 const pulsarClientConf = `webServiceUrl=http://localhost:8080/
 brokerServiceUrl=pulsar://localhost:6650/
-`
-
-// pulsarAdminLog4j logs warnings to stderr.
-const pulsarAdminLog4j = `status = warn
-appender.console.type = Console
-appender.console.name = Console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5level %c{1} - %msg%n
-rootLogger.level = warn
-rootLogger.appenderRef.console.ref = Console
 `
 
 // PulsarImageOptions say where PulsarImage's files come from; each
@@ -180,7 +170,7 @@ func PulsarImage(ctx context.Context, o PulsarImageOptions) (Image, error) {
 	files = append(files,
 		File{Path: pulsarHome + "/bin/pulsar-admin", Mode: 0o755, Data: []byte(script)},
 		File{Path: pulsarHome + "/conf/client.conf", Mode: 0o664, Data: []byte(pulsarClientConf)},
-		File{Path: pulsarHome + "/conf/log4j2-admin.properties", Mode: 0o664, Data: []byte(pulsarAdminLog4j)})
+		File{Path: pulsarHome + "/conf/log4j2-admin.properties", Mode: 0o664, Data: []byte(testenv.PulsarAdminLog4j)})
 	// Apache's image lets group root write these, for a user of any uid.
 	for _, d := range []string{"conf", "data", "logs"} {
 		files = append(files, File{Path: pulsarHome + "/" + d, Dir: true, Mode: 0o775})

@@ -332,7 +332,9 @@ appender.console.layout.pattern = %d{ISO8601} %-5level [%t] %c{1} - %msg%n
 rootLogger.level = info
 rootLogger.appenderRef.console.ref = Console
 `
-	pulsarAdminLog4j = `status = warn
+	// PulsarAdminLog4j is pulsar-admin's log4j2 configuration here and
+	// in the node's Pulsar image (internal/harness/node).
+	PulsarAdminLog4j = `status = warn
 appender.console.type = Console
 appender.console.name = Console
 appender.console.target = SYSTEM_ERR
@@ -374,7 +376,7 @@ exec %s "-Dlog4j.configurationFile=$d/admin-log4j2.properties" %s "$d/client.con
 		{"standalone.conf", p.pulsarConfig(dir), 0o600},
 		{"log4j2.properties", pulsarLog4j, 0o600},
 		{"client.conf", clientConf, 0o600},
-		{"admin-log4j2.properties", pulsarAdminLog4j, 0o600},
+		{"admin-log4j2.properties", PulsarAdminLog4j, 0o600},
 		{"pulsar-admin", script, 0o700},
 	}
 	for _, f := range files {
