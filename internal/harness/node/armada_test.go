@@ -54,8 +54,10 @@ const (
 // and Pulsar's; the migration and topic Jobs complete; every component
 // becomes Ready by the kubelet's own probes; a job submitted with
 // armadactl runs as a container in the composed job namespace, Succeeds,
-// and Lookout's API says so. Backing services are real (PostgreSQL, Redis,
-// Pulsar) on the host, reached at the bridge's address.
+// Lookout's API says so and binoculars returns its log; a job exiting 3
+// Fails with that exit code; a running job cancelled loses its pod.
+// Backing services are real (PostgreSQL, Redis, Pulsar) on the host,
+// reached at the bridge's address.
 func TestComposedArmadaOnNode(t *testing.T) {
 	cp := controlplane.StartForTest(t, controlplane.Options{KubernetesOnly: true, SkipProviderKubernetes: true, Workloads: true, JobFlow: true})
 	ctx := t.Context()
@@ -163,6 +165,27 @@ func TestComposedArmadaOnNode(t *testing.T) {
 	if code := failed[0].Runs[0].ExitCode; code == nil || *code != 3 {
 		t.Errorf("Lookout's exit code of the failing job's run is %v, want 3", code)
 	}
+
+	// A running job cancelled: its container is stopped and its pod goes.
+	const cancelSet = "node-cancel"
+	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, cancelSet, jobflow.NodeJobSpec(JobImage, "armada-jobs", "-sleep=10m")); err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("submit"), err, out)
+	}
+	running := jobflow.WaitLookout(t, lookout, string(admin), cancelSet, "RUNNING")
+	if out, err := a.Run(ctx, "admin", string(admin), "cancel", "job-set", jobQueue, cancelSet); err != nil {
+		t.Fatalf("%s: %v\n%s", a.Command("cancel", "job-set", jobQueue, cancelSet), err, out)
+	}
+	evs, out, err = a.Watch(wctx, "admin", string(admin), jobQueue, cancelSet, nil)
+	if got := jobflow.Types(evs); err != nil || !jobflow.IsSubsequence([]string{"Running", "Cancelled"}, got) {
+		t.Fatalf("want the running job Cancelled, got events %v (%v):\n%s", got, err, out)
+	}
+	jobflow.WaitFor(t, time.Minute, "the cancelled job's pod gone from the node", func() (bool, string) {
+		pods, err := cs.CoreV1().Pods("armada-jobs").List(ctx, metav1.ListOptions{LabelSelector: "armada_job_id=" + running[0].JobID})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods of job %s", len(pods.Items), running[0].JobID)
+	}, nil)
 }
 
 // binocularsLog asks the composed binoculars, through its Service's pod
