@@ -79,12 +79,16 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 # alone (.ci/run does, to time the builds apart from the tests).
 TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel oidc node-bins lookoutui
 
-# LONG_TEST_PKGS are the longest suites, longest first. go test starts
-# packages in the order it is given them (two at a time, -p defaults to the
-# cores): the longest start first and the short packages fill in beside
-# them, instead of the long ones starting last, side by side, after the
-# short ones (the order of ./...). Measured: docs/dev/first-run.md.
-LONG_TEST_PKGS = ./test/e2e ./test/conformance ./test/jobflow
+# LONG_TEST_PKGS are the longest suites. go test starts packages in the
+# order it is given them (two at a time, -p defaults to the cores): the
+# long ones start first and the short packages fill in beside them,
+# instead of the long ones starting last, side by side, after the short
+# ones (the order of ./...). The real node's package goes first, beside
+# e2e, and test/jobflow after it: both of them start real nodes, and
+# test/jobflow's browsers wait while a node runs (internal/harness/netlock),
+# so the two overlapping would leave one waiting for the other. Measured:
+# docs/dev/first-run.md.
+LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/jobflow ./test/conformance
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.

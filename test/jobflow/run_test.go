@@ -360,19 +360,24 @@ func openPrintedBrowser(t *testing.T, out string) {
 		t.Errorf("make run printed no user to sign in as (%q) or no demo job (%q); output:\n%s", printedLogin, printedJob, out)
 		return
 	}
+	// As browser.Start: no real node beside Chromium. A real node of
+	// another package may hold the lock for minutes (its tests one after
+	// another); the wait is bounded by the test's own deadline, not by
+	// Chromium's budget below. Held until the second browser below is done,
+	// so that no node starts between the two.
+	unlock, err := netlock.Shared(t.Context(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unlock() }()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	// Flags after the URL are flags too.
 	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=30000 --dump-dom") //nolint:gosec // The command make run printed.
 	sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir())                                                                  // Its mktemp -d profile, removed with the test's.
-	unlock, err := netlock.Shared(ctx, t.Logf)                                                                            // As browser.Start: no real node beside Chromium.
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr strings.Builder
 	sh.Stderr = &stderr
 	dom, err := sh.Output()
-	_ = unlock()
 	if err != nil {
 		t.Errorf("make run's Chromium command: %v\n%s", err, line)
 		return
