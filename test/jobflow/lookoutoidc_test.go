@@ -45,7 +45,7 @@ func TestLookoutUIOIDC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jobflow.LookoutUIDir(root, armada.DefaultVersion) == "" {
+	if testutil.LookoutUIDir(root, armada.DefaultVersion) == "" {
 		t.Fatalf("Lookout's UI of Armada %s is not built in %s: run make lookoutui", armada.DefaultVersion, root)
 	}
 	idp := jobflow.StartLogin(t, lookoutURL, []string{"armada-admins"})

@@ -64,7 +64,7 @@ func TestLookoutUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jobflow.LookoutUIDir(root, armada.DefaultVersion) == "" {
+	if testutil.LookoutUIDir(root, armada.DefaultVersion) == "" {
 		t.Fatalf("Lookout's UI of Armada %s is not built in %s: run make lookoutui", armada.DefaultVersion, root)
 	}
 	f := compose(t, composeOptions{nodes: []controlplane.Node{{Name: "kwok-node-1", CPU: "16", Memory: "64Gi"}}})

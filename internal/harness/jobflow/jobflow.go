@@ -149,19 +149,8 @@ func FindRelease(ctx context.Context, version string) (podrun.Release, string, e
 	}
 	// The UI is built for the release make lookoutui builds (the
 	// default); Lookout at another serves its API and no UI.
-	rel := podrun.Release{BinDir: dir, SourceDir: src, LookoutUI: LookoutUIDir(root, version)}
+	rel := podrun.Release{BinDir: dir, SourceDir: src, LookoutUI: testutil.LookoutUIDir(root, version)}
 	return rel, filepath.Join(dir, "armadactl"), nil
-}
-
-// LookoutUIDir returns the built Lookout UI of an Armada release (x.y.z)
-// under the tool cache's root, as tools/lookoutui/build.sh builds it, or
-// "" if it is not built.
-func LookoutUIDir(root, version string) string {
-	ui := filepath.Join(root, "lookoutui-v"+version, "build")
-	if _, err := os.Stat(filepath.Join(ui, "index.html")); err != nil {
-		return ""
-	}
-	return ui
 }
 
 // WaitFor polls cond every second until it holds, failing t after limit

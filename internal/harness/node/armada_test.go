@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,10 @@ func TestComposedArmadaOnNode(t *testing.T) {
 		t.Errorf("binoculars returned the job's log without its last line %q:\n%s", "exiting with 0", log)
 	}
 
+	// Lookout's web UI, from the image (Armada's Dockerfile copies the
+	// UI's build in), as a browser would load it.
+	lookoutServesUI(t, lookout)
+
 	// A failing job: its container's exit code reaches Lookout.
 	const failSet = "node-fail"
 	if out, err := a.Submit(ctx, "admin", string(admin), jobQueue, failSet, jobflow.NodeJobSpec(JobImage, "armada-jobs", "-exit=3")); err != nil {
@@ -192,12 +197,7 @@ func TestComposedArmadaOnNode(t *testing.T) {
 // and trusting the composed CA, for the log of a job's pod, as user.
 func binocularsLog(t *testing.T, l jobflow.Lookout, password, jobID, ns string) string {
 	t.Helper()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(l.CA)
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext:     func(ctx context.Context, _, addr string) (net.Conn, error) { return l.Names.Dial(ctx, addr) },
-		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-	}}
+	hc := composedClient(l)
 	body := fmt.Sprintf(`{"jobId":%q,"podNumber":0,"podNamespace":%q,"logOptions":{}}`, jobID, ns)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://armada-binoculars.armada.svc:8080/v1/binoculars/log", strings.NewReader(body))
 	if err != nil {
@@ -227,6 +227,59 @@ func binocularsLog(t *testing.T, l jobflow.Lookout, password, jobID, ns string) 
 		lines = append(lines, l.Line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// composedClient is an HTTPS client of the composed Services, at l's
+// names, trusting the composed CA.
+func composedClient(l jobflow.Lookout) *http.Client {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(l.CA)
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext:     func(ctx context.Context, _, addr string) (net.Conn, error) { return l.Names.Dial(ctx, addr) },
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+	}}
+}
+
+// uiAssets are the scripts and stylesheets an HTML page loads from its
+// own origin.
+var uiAssets = regexp.MustCompile(`(?:src|href)="(/[^"]+\.(?:js|css))"`)
+
+// lookoutServesUI fails t unless Lookout answers / with its web UI's page
+// and serves every script and stylesheet that page loads, among them the
+// UI's config script Lookout writes from its own configuration.
+func lookoutServesUI(t *testing.T, l jobflow.Lookout) {
+	t.Helper()
+	hc := composedClient(l)
+	get := func(p string) (string, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, l.URL+p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("cannot GET %s from Lookout: %v", p, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("Lookout answered GET %s with %s: %s", p, resp.Status, testutil.Tail(string(b), 5))
+		}
+		return string(b), resp.Header.Get("Content-Type")
+	}
+	page, _ := get("/")
+	if !strings.Contains(page, "<title>Armada Lookout</title>") || !strings.Contains(page, `<div id="root">`) {
+		t.Fatalf("Lookout's / is not its web UI's page:\n%s", testutil.Tail(page, 20))
+	}
+	assets := uiAssets.FindAllStringSubmatch(page, -1)
+	if len(assets) < 3 { // The UI's script and stylesheet, and its config.
+		t.Fatalf("Lookout's page loads %d scripts and stylesheets, want the UI's and its config's:\n%s", len(assets), page)
+	}
+	for _, a := range assets {
+		body, ctype := get(a[1])
+		if len(body) == 0 || !strings.Contains(ctype, map[bool]string{true: "css", false: "javascript"}[strings.HasSuffix(a[1], ".css")]) {
+			t.Errorf("Lookout served %s as %q, %d bytes", a[1], ctype, len(body))
+		}
+	}
 }
 
 // mustSecret is the data of the render's Secret name.

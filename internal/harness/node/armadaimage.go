@@ -47,6 +47,11 @@ type ArmadaSources struct {
 	Version   string // "v0.22.8"
 	ModuleDir string // the module cache's github.com/armadaproject/armada@VERSION
 	BinDir    string // the tool cache's armada-VERSION
+	// LookoutUI is Lookout's web UI as tools/lookoutui/build.sh builds it
+	// (make lookoutui, the default release only): what the Dockerfile's
+	// node stage builds and its final stage copies in. "" if it is not
+	// built: the lookout image then serves Lookout's API and no UI.
+	LookoutUI string
 }
 
 // ArmadaImage lays out component's image as its Dockerfile in Armada's
@@ -55,9 +60,10 @@ type ArmadaSources struct {
 // (its uid and gid), USER, each COPY of a binary or of config/, WORKDIR,
 // ENTRYPOINT and LABELs. The binaries here are linked against glibc, so the
 // image also holds the ELF interpreter and the libraries they need (an
-// Alpine image's are static). COPY --from another stage (Lookout's web UI,
-// built with node) is left out; anything else the Dockerfile does is an
-// error, so a new instruction in a new release is noticed, not skipped.
+// Alpine image's are static). COPY --from the node stage (Lookout's web
+// UI) copies src.LookoutUI, the same build; anything else the Dockerfile
+// does is an error, so a new instruction in a new release is noticed, not
+// skipped.
 func ArmadaImage(src ArmadaSources, c ArmadaComponent) (Image, error) {
 	dockerfile := filepath.Join(src.ModuleDir, "build", c.Build, "Dockerfile")
 	ins, err := finalStage(dockerfile)
@@ -92,6 +98,11 @@ func ArmadaImage(src ArmadaSources, c ArmadaComponent) (Image, error) {
 			im.Config.Labels[k] = strings.Trim(v, `"`)
 		case "COPY":
 			if strings.HasPrefix(in.args, "--from=") {
+				f, err := copyStage(src, in.args)
+				if err != nil {
+					return Image{}, errors.Wrapf(err, "cannot lay out %s", dockerfile)
+				}
+				files = append(files, f...)
 				continue
 			}
 			f, bin, err := copyFiles(src, in.args)
@@ -162,6 +173,23 @@ func parseAddUser(run string) (user string, uid, gid int, err error) {
 	return m[4], uid, gid, nil
 }
 
+// lookoutUIStage is the one COPY --from Armada's Dockerfiles have: the
+// node stage's build of Lookout's UI.
+const lookoutUIStage = "--from=NODE /lookoutui/build/"
+
+// copyStage reads one COPY --from=STAGE SRC DST: Lookout's UI, from
+// src.LookoutUI (none if it is not built).
+func copyStage(src ArmadaSources, args string) ([]File, error) {
+	to, ok := strings.CutPrefix(args, lookoutUIStage+" ")
+	if to = strings.TrimSpace(to); !ok || to == "" || strings.Contains(to, " ") {
+		return nil, errors.Errorf("COPY %s: only COPY %s DST is supported", args, lookoutUIStage)
+	}
+	if src.LookoutUI == "" {
+		return nil, nil
+	}
+	return copyTree(src.LookoutUI, to)
+}
+
 // copyFiles reads one COPY SRC DST: SRC is a binary (goreleaser's build
 // context holds them at its root) or a file or directory under config/.
 // It returns the files and the binaries' paths.
@@ -191,17 +219,23 @@ func copyFiles(src ArmadaSources, args string) ([]File, []string, error) {
 		data, err := os.ReadFile(root) //nolint:gosec // A file of Armada's module source.
 		return []File{{Path: to, Mode: 0o644, Data: data}}, nil, errors.Wrapf(err, "cannot read %s", from)
 	}
+	out, err := copyTree(root, to)
+	return out, nil, errors.Wrapf(err, "cannot read %s", from)
+}
+
+// copyTree reads the files under root as files under to.
+func copyTree(root, to string) ([]File, error) {
 	var out []File
-	err = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		data, err := os.ReadFile(p) //nolint:gosec // A file of Armada's module source.
+		data, err := os.ReadFile(p) //nolint:gosec // A file of Armada's module source or of its UI's build.
 		out = append(out, File{Path: path.Join(to, filepath.ToSlash(rel)), Mode: 0o644, Data: data})
 		return err
 	})
-	return out, nil, errors.Wrapf(err, "cannot read %s", from)
+	return out, errors.Wrapf(err, "cannot read %s", root)
 }
 
 // libDirs are where the machine's glibc keeps its libraries, in its
@@ -322,5 +356,5 @@ func ArmadaSourcesFor(ctx context.Context, version string) (ArmadaSources, error
 	if err != nil {
 		return ArmadaSources{}, err
 	}
-	return ArmadaSources{Version: version, ModuleDir: dir, BinDir: filepath.Join(root, "armada-"+version)}, nil
+	return ArmadaSources{Version: version, ModuleDir: dir, BinDir: filepath.Join(root, "armada-"+version), LookoutUI: testutil.LookoutUIDir(root, version)}, nil
 }

@@ -18,9 +18,17 @@ import (
 // from build/<component>/Dockerfile at v0.22.8): the image name the
 // function composes, user armada (1000:2000), WORKDIR /app, the
 // entrypoint, the binaries under /app and the baked config files, with
-// the loader and libraries the cached binaries need.
+// the loader and libraries the cached binaries need; Lookout's holds its
+// web UI (make lookoutui's build) where Lookout serves it from.
 func TestArmadaImage(t *testing.T) {
 	src, err := ArmadaSourcesFor(t.Context(), armada.DefaultVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.LookoutUI == "" {
+		t.Fatalf("Lookout's UI of %s is not built: run make lookoutui", armada.DefaultVersion)
+	}
+	index, err := os.ReadFile(filepath.Join(src.LookoutUI, "index.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +36,7 @@ func TestArmadaImage(t *testing.T) {
 		Ref, User, WorkingDir string
 		Entrypoint            []string
 		Executables, Configs  []string
+		UI                    string // the path of the UI's index.html, if it is the built one
 	}
 	cases := map[string]struct {
 		c    ArmadaComponent
@@ -57,6 +66,7 @@ func TestArmadaImage(t *testing.T) {
 			Ref: "gresearch/armada-lookout:0.22.8", Entrypoint: []string{"./lookout"},
 			Executables: []string{"/app/lookout", "/app/lookoutingester"},
 			Configs:     []string{"/app/config/logging.yaml", "/app/config/lookout/config.yaml", "/app/config/lookoutingester/config.yaml"},
+			UI:          "/app/internal/lookoutui/build/index.html",
 		}},
 		"LookoutIngester": {c: ArmadaComponents[5], want: want{
 			Ref: "gresearch/armada-lookout-ingester:0.22.8", Entrypoint: []string{"./lookoutingester"},
@@ -90,6 +100,8 @@ func TestArmadaImage(t *testing.T) {
 					got.Configs = append(got.Configs, f.Path)
 				case strings.HasPrefix(f.Path, "/app/") && f.Mode == 0o755:
 					got.Executables = append(got.Executables, f.Path)
+				case strings.HasSuffix(f.Path, "/index.html") && bytes.Equal(f.Data, index):
+					got.UI = f.Path
 				}
 			}
 			slices.Sort(got.Configs)

@@ -3,6 +3,7 @@ package testutil
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -33,6 +34,17 @@ func Tool(env, name, version string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, name+"-"+version), nil
+}
+
+// LookoutUIDir returns the built Lookout UI of an Armada release (x.y.z
+// or vx.y.z) under the tool cache's root, as tools/lookoutui/build.sh
+// builds it, or "" if it is not built.
+func LookoutUIDir(root, version string) string {
+	ui := filepath.Join(root, "lookoutui-v"+strings.TrimPrefix(version, "v"), "build")
+	if _, err := os.Stat(filepath.Join(ui, "index.html")); err != nil {
+		return ""
+	}
+	return ui
 }
 
 // override is the value of the variable env, "" if env is "" or unset.
