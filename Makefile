@@ -84,10 +84,9 @@ TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostun
 # long ones start first and the short packages fill in beside them,
 # instead of the long ones starting last, side by side, after the short
 # ones (the order of ./...). The real node's package goes first, beside
-# e2e, and test/jobflow after it: both of them start real nodes, and
-# test/jobflow's browsers wait while a node runs (internal/harness/netlock),
-# so the two overlapping would leave one waiting for the other. Measured:
-# docs/dev/first-run.md.
+# e2e, and test/jobflow after it: both start real nodes, which run one at
+# a time (internal/harness/netlock), so the two overlapping would leave
+# one waiting for the other. Measured: docs/dev/first-run.md.
 LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/jobflow ./test/conformance
 
 .PHONY: test

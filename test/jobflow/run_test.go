@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
-	"github.com/armadaproject/armada-crossplane/internal/harness/netlock"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
@@ -360,21 +359,18 @@ func openPrintedBrowser(t *testing.T, out string) {
 		t.Errorf("make run printed no user to sign in as (%q) or no demo job (%q); output:\n%s", printedLogin, printedJob, out)
 		return
 	}
-	// As browser.Start: no real node beside Chromium. A real node of
-	// another package may hold the lock for minutes (its tests one after
-	// another); the wait is bounded by the test's own deadline, not by
-	// Chromium's budget below. Held until the second browser below is done,
-	// so that no node starts between the two.
-	unlock, err := netlock.Shared(t.Context(), t.Logf)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	// As browser.Start runs Chromium: in a network namespace of its own, so
+	// that a real node's links coming and going do not disturb it.
+	iso, err := browser.Isolate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = unlock() }()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
+	defer iso.Close()
 	// Flags after the URL are flags too.
-	sh := exec.CommandContext(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=30000 --dump-dom") //nolint:gosec // The command make run printed.
-	sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir())                                                                  // Its mktemp -d profile, removed with the test's.
+	sh := iso.Command(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=30000 --dump-dom")
+	sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // Its mktemp -d profile, removed with the test's.
 	var stderr strings.Builder
 	sh.Stderr = &stderr
 	dom, err := sh.Output()

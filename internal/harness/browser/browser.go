@@ -5,6 +5,8 @@
 // the certificates the test verified against the claim's CA. It records
 // what a person would see go wrong: console errors, uncaught exceptions,
 // browser log errors (CORS refusals are logged there) and failed requests.
+// Each Chromium runs in a network namespace of its own (Isolate), so a
+// real node's links coming and going on the machine do not disturb it.
 package browser
 
 import (
@@ -30,8 +32,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	"github.com/armadaproject/armada-crossplane/internal/harness/netlock"
 )
 
 // Chromium is Debian's chromium package's binary (make system-deps
@@ -97,15 +97,22 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(o.SPKIs, ",")),
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)
-	// A real node changing the machine's interfaces meanwhile would make
-	// Chromium abandon requests (net::ERR_NETWORK_CHANGED).
-	unlock, err := netlock.Shared(ctx, nil)
+	// In a network namespace of its own: a real node changing the
+	// machine's interfaces meanwhile would make Chromium abandon requests
+	// (net::ERR_NETWORK_CHANGED).
+	iso, err := Isolate(ctx)
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, chromedp.Flag("remote-debugging-port", strconv.Itoa(iso.DevToolsPort())), chromedp.ModifyCmdFunc(iso.wrap))
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
-	b := &Browser{ctx: bctx, cancel: func() { bcancel(); acancel(); _ = unlock() }, urls: map[network.RequestID]string{}, sent: map[network.RequestID]int{}}
+	closeAll := func() { //nolint:contextcheck // Removing the namespace must run when ctx is done too.
+		bcancel()
+		acancel()
+		iso.Close()
+	}
+	b := &Browser{ctx: bctx, cancel: closeAll, urls: map[network.RequestID]string{}, sent: map[network.RequestID]int{}}
 	chromedp.ListenTarget(bctx, b.listen)
 	headers := network.Headers{}
 	for k, v := range o.Headers {

@@ -1,8 +1,20 @@
 package browser
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -43,5 +55,88 @@ func TestParseCommandLine(t *testing.T) {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestIsolation: Chromium runs in a network namespace of its own, which
+// holds none of the machine's links (a veth pair added on the machine, as
+// a real node adds them, is not there); and a page reaches a server on a
+// loopback address of the machine, through a name Chromium maps to it, at
+// the server's port, over the namespace's relays.
+func TestIsolation(t *testing.T) {
+	ctx := t.Context()
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.7:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `<html><body><script>
+window.result = "";
+(async () => {
+  for (let i = 0; i < 4; i++) {
+    const r = await fetch("/fetch?i=" + i);
+    window.result += await r.text();
+  }
+})().catch(e => { window.result = "failed: " + e; });
+</script></body></html>`)
+	})
+	mux.HandleFunc("/fetch", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok ") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	// A link of the machine's, as a real node's veths.
+	link := fmt.Sprintf("abrwt%d", os.Getpid()%100000)
+	if out, err := exec.CommandContext(ctx, "ip", "link", "add", link, "type", "veth", "peer", "name", link+"p").CombinedOutput(); err != nil { //nolint:gosec // The test's own link.
+		t.Fatalf("cannot add a veth pair: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.CommandContext(context.WithoutCancel(ctx), "ip", "link", "del", link).Run() }) //nolint:gosec // The test's own link.
+
+	b, err := Start(ctx, Options{Hosts: map[string]string{"iso.test": "127.0.0.7"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Navigate(ctx, fmt.Sprintf("http://iso.test:%d/", l.Addr().(*net.TCPAddr).Port)); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("ok ", 4)
+	got, err := b.Poll(ctx, 30*time.Second, "window.result", func(s string) bool { return s == want || strings.HasPrefix(s, "failed") })
+	if err != nil || got != want {
+		t.Errorf("the page's fetches: got %q (%v), want %q; problems: %q", got, err, want, b.Problems())
+	}
+
+	// Chromium's own namespace, and the links in it.
+	proc := chromedp.FromContext(b.ctx).Browser.Process()
+	if proc == nil {
+		t.Fatal("chromedp knows no Chromium process")
+	}
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", proc.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns == self {
+		t.Fatalf("Chromium runs in the machine's network namespace (%s)", ns)
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", "--net=/proc/"+strconv.Itoa(proc.Pid)+"/ns/net", "ip", "-o", "link", "show").CombinedOutput() //nolint:gosec // Chromium's pid.
+	if err != nil {
+		t.Fatalf("cannot list Chromium's links: %v: %s", err, out)
+	}
+	var links []string
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 1 {
+			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			links = append(links, name)
+		}
+	}
+	slices.Sort(links)
+	if diff := cmp.Diff([]string{"d0", "d1", "lo"}, links); diff != "" {
+		t.Errorf("the links in Chromium's namespace (-want +got):\n%s", diff)
 	}
 }

@@ -1,12 +1,11 @@
-// Package netlock keeps what changes this machine's network apart from
-// what such a change disturbs, across the processes of one machine (the
-// packages go test runs side by side, two checkouts' runs). A real node
-// (internal/harness/node) adds a bridge, a veth per pod and netfilter
-// chains whose names are the machine's (kube-router's, kube-proxy's); it
-// holds the lock exclusively while it runs. Chromium abandons requests in
-// flight with net::ERR_NETWORK_CHANGED when the machine's interfaces
-// change; a browser holds the lock shared while it runs. So browsers run
-// together, nodes one at a time, and never a browser beside a node.
+// Package netlock keeps real nodes apart, across the processes of one
+// machine (the packages go test runs side by side, two checkouts' runs).
+// A real node (internal/harness/node) adds a bridge, a veth per pod and
+// netfilter chains whose names are the machine's (kube-router's,
+// kube-proxy's); it holds the lock exclusively while it runs, so nodes run
+// one at a time. Browsers need no lock: each Chromium runs in a network
+// namespace of its own (internal/harness/browser), where a node's links
+// coming and going do not reach it.
 package netlock
 
 import (
@@ -23,16 +22,10 @@ import (
 func File() string { return filepath.Join(os.TempDir(), "armada-network.lock") }
 
 // Exclusive takes the lock for a change of the machine's network,
-// waiting, until ctx is done, while anyone holds it. logf hears once that
-// it waits. release gives it back.
+// waiting, until ctx is done, while another node holds it. logf hears
+// once that it waits. release gives it back.
 func Exclusive(ctx context.Context, logf func(string, ...any)) (release func() error, err error) {
-	return lock(ctx, syscall.LOCK_EX, "a real node or a browser", logf)
-}
-
-// Shared takes the lock for something a change of the machine's network
-// would disturb, waiting while a real node holds it.
-func Shared(ctx context.Context, logf func(string, ...any)) (release func() error, err error) {
-	return lock(ctx, syscall.LOCK_SH, "a real node", logf)
+	return lock(ctx, syscall.LOCK_EX, "a real node", logf)
 }
 
 func lock(ctx context.Context, how int, holder string, logf func(string, ...any)) (func() error, error) {

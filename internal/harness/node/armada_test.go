@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,7 +251,7 @@ func lookoutServesUI(t *testing.T, l jobflow.Lookout) {
 	t.Helper()
 	hc := composedClient(l)
 	get := func(p string) (string, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, l.URL+p, nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, l.URL+p, http.NoBody)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +276,7 @@ func lookoutServesUI(t *testing.T, l jobflow.Lookout) {
 	}
 	for _, a := range assets {
 		body, ctype := get(a[1])
-		if len(body) == 0 || !strings.Contains(ctype, map[bool]string{true: "css", false: "javascript"}[strings.HasSuffix(a[1], ".css")]) {
+		if body == "" || !strings.Contains(ctype, map[bool]string{true: "css", false: "javascript"}[strings.HasSuffix(a[1], ".css")]) {
 			t.Errorf("Lookout served %s as %q, %d bytes", a[1], ctype, len(body))
 		}
 	}
