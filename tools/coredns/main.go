@@ -5,7 +5,8 @@
 // core/dnsserver/zdirectives.go), then coremain.Run. Built by build.sh
 // into the tool cache and served to the node as an image
 // (internal/harness/node). No forward plugin: the node's pods resolve
-// only the cluster's names, and nothing beyond the machine.
+// only the cluster's names, and the names the node is told resolve to the
+// host (hosts), nothing beyond the machine.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/hosts"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/ready"
@@ -21,7 +23,7 @@ import (
 )
 
 // directives are the plugins in the order the release runs them.
-var directives = []string{"root", "ready", "health", "errors", "log", "cache", "kubernetes"}
+var directives = []string{"root", "ready", "health", "errors", "log", "cache", "hosts", "kubernetes"}
 
 func main() {
 	dnsserver.Directives = directives

@@ -294,12 +294,17 @@ func kubeProxyConfig(l layout, kubeconfig string, p proxyPorts) ([]byte, error) 
 }
 
 // corefile is CoreDNS's configuration: the cluster's names from the API
-// server, readiness on 8181, and nothing forwarded beyond the machine.
-func corefile() string {
+// server, hostNames at the host's address hostAddr, readiness on 8181,
+// and nothing forwarded beyond the machine.
+func corefile(hostAddr string, hostNames []string) string {
+	hosts := ""
+	if len(hostNames) > 0 {
+		hosts = "    hosts {\n        " + hostAddr + " " + strings.Join(hostNames, " ") + "\n        fallthrough\n    }\n"
+	}
 	return `.:53 {
     errors
     ready :8181
-    kubernetes ` + ClusterDomain + ` in-addr.arpa ip6.arpa {
+` + hosts + `    kubernetes ` + ClusterDomain + ` in-addr.arpa ip6.arpa {
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }

@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,11 @@ type Options struct {
 	Images []Image
 	// Logf receives progress messages; nil discards them.
 	Logf func(format string, args ...any)
+	// HostNames resolve, in the cluster's DNS, to the host's address (the
+	// bridge's), as a cluster's DNS resolves a name outside the cluster:
+	// for a service on the host that pods reach by a name that is not a
+	// Service's (an OpenID Provider's issuer; Relay carries its port).
+	HostNames []string
 }
 
 // A Node is a running node. Create one with Start and stop it with Stop.
@@ -99,6 +105,7 @@ type Node struct {
 	// bridge is made until everything is removed.
 	unlock        func() error
 	logf          func(string, ...any)
+	hostNames     []string
 	keep, stopped bool
 }
 
@@ -141,7 +148,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b, unlock: unlock}
+	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b, unlock: unlock, hostNames: slices.Sorted(slices.Values(o.HostNames))}
 	if err := n.start(ctx, o, b); err != nil {
 		if serr := n.Stop(); serr != nil { //nolint:contextcheck // Stop must run to the end even when ctx is done.
 			return nil, errors.Join(err, serr)

@@ -69,7 +69,7 @@ func TestRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := StartForTest(t, Options{Config: cp.RESTConfig(), Images: []Image{server}})
+	n := StartForTest(t, Options{Config: cp.RESTConfig(), Images: []Image{server}, HostNames: []string{hostName}})
 
 	w := &warnings{}
 	cfg := cp.RESTConfig()
@@ -227,13 +227,35 @@ func TestRealNode(t *testing.T) {
 		// address of the Service range that no Service holds is refused
 		// (in a filter chain, the guard came after kube-router's, which
 		// accepted such packets and let them head for the uplink).
+		// A name outside the cluster the node was told of resolves to the
+		// host's address, where Relay carries its port to a service on the
+		// host's loopback.
+		var lc net.ListenConfig
+		host, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = host.Close() }()
+		go func() {
+			for {
+				c, err := host.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		if err := n.Relay(ctx, 443, host.Addr().String()); err != nil {
+			t.Fatal(err)
+		}
 		p := probePod("dns-client", n.Name(), nil, "dial", "-for", "20s",
-			"tcp:kubernetes.default.svc."+ClusterDomain+":443", "deny:tcp:example.com:443", "deny:tcp:198.19.255.254:443")
+			"tcp:kubernetes.default.svc."+ClusterDomain+":443", "tcp:"+hostName+":443", "deny:tcp:example.com:443", "deny:tcp:198.19.255.254:443")
 		mustCreate(t, func() error { _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); return err })
 		waitPod(ctx, t, cs, ns, p.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 		logs := n.PodLogs(ns, p.Name, "probe")
 		for _, want := range []string{
 			"tcp:kubernetes.default.svc." + ClusterDomain + ":443 ok",
+			"tcp:" + hostName + ":443 ok",
 			"deny:tcp:example.com:443 refused: ",
 			// Refused by the node's guard route, not left to time out on
 			// its way to the uplink.
@@ -260,6 +282,10 @@ func TestRealNode(t *testing.T) {
 		t.Errorf("the stopped node left behind:\n%s", strings.Join(left, "\n"))
 	}
 }
+
+// hostName is a name outside the cluster TestRealNode's node resolves to
+// the host's address (Options.HostNames).
+const hostName = "host.node.test"
 
 // leftovers lists what a stopped node left on the machine.
 func leftovers(l layout) []string {

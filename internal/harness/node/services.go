@@ -266,7 +266,7 @@ func (n *Node) startCoreDNS(ctx context.Context) error {
 		return err
 	}
 	if err := create("CoreDNS's Corefile", createErr(cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: dnsName}, Data: map[string]string{"Corefile": corefile()},
+		ObjectMeta: metav1.ObjectMeta{Name: dnsName}, Data: map[string]string{"Corefile": corefile(n.HostAddress(), n.hostNames)},
 	}, metav1.CreateOptions{}))); err != nil {
 		return err
 	}
