@@ -52,12 +52,16 @@ func TestMakeRun(t *testing.T) {
 // TestMakeRunNode runs what `make run-node` runs: make run with -node,
 // every composed pod and the demo job as containers on a real node. It
 // fails unless the claim is Ready (by the kubelet's probes) and the demo
-// job's events end Succeeded, and unless Ctrl-C then stops every process
-// it started, removes its temporary directories and leaves nothing of the
+// job's events end Succeeded; unless the Chromium command it printed signs
+// in through the OpenID Provider (whose keys the node's pods fetch at its
+// issuer's name) and shows the demo job Succeeded in Lookout's UI, served
+// by the lookout container; and unless Ctrl-C then stops every process it
+// started, removes its temporary directories and leaves nothing of the
 // node (its bridge, its routing rule).
 func TestMakeRunNode(t *testing.T) {
 	r := startMakeRun(t, "-node")
 	r.waitDemo(t)
+	openPrintedBrowser(t, r.output())
 	out := r.output()
 	for _, want := range []string{"Starting a real node", "is Ready (", "after the node started); node: containerd"} {
 		if !strings.Contains(out, want) {

@@ -84,11 +84,7 @@ func run(ctx context.Context, o runOptions) error {
 	login := false
 	if o.demo {
 		withDemoQueue(docs)
-		if o.node {
-			fmt.Println("On the real node, Lookout's sign-in through a local OpenID Provider is not set up: the claim keeps its own auth.")
-		} else {
-			login = withLogin(docs)
-		}
+		login = withLogin(docs)
 	}
 	var c client.Client
 	var cp *controlplane.ControlPlane

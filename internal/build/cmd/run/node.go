@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +44,13 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	}
 	fmt.Printf("  %d images in %s.\n", len(images), time.Since(t).Round(100*time.Millisecond))
 	fmt.Println("Starting a real node: containerd, the kubelet, kube-proxy, CoreDNS and kube-router (NetworkPolicies enforced)...")
-	n, err := node.Start(ctx, node.Options{Config: o.cp.RESTConfig(), Images: images, Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	no := node.Options{Config: o.cp.RESTConfig(), Images: images, Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }}
+	if o.login {
+		// The components fetch the OpenID Provider's keys at its issuer's
+		// name, which the cluster's DNS resolves to the node's host.
+		no.HostNames = []string{jobflow.LoginHost}
+	}
+	n, err := node.Start(ctx, no)
 	if err != nil {
 		s.Fatal(err)
 	}
@@ -58,6 +65,16 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	be := jobflow.StartNodeBackends(s, n, cs, bo)
 	fmt.Printf("  PostgreSQL at 127.0.0.1:%d, Redis at %s (both relayed from %s), Pulsar at %s (admin %s)\n",
 		be.Postgres.Port, be.Redis.Addr(), n.HostAddress(), be.Pulsar.ServiceURL(), be.Pulsar.AdminURL())
+	var idp *testenv.OIDC
+	if o.login {
+		idp = startLogin(s, o.cp.Client(), be, cl)
+		_, port, _ := strings.Cut(jobflow.LoginAddr, ":")
+		p, _ := strconv.Atoi(port)
+		if err := n.Relay(ctx, p, idp.Addr); err != nil {
+			s.Fatal(err)
+		}
+		fmt.Printf("  The node's pods reach it at %s, which the cluster's DNS resolves to %s.\n", jobflow.LoginAddr, n.HostAddress())
+	}
 
 	d := jobflow.WaitFor(s, nodeReadyTimeout, "claim Ready (every component Ready by the kubelet's probes)", func() (bool, string) {
 		st, r, m := cl.Condition("Ready")
@@ -66,7 +83,7 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the node started); node: %s.\n", cl.Namespace, cl.Name, d.Round(time.Second), n.Memory())
 	jobflow.RelayServices(s, be.Names, cs, cl.Namespace)
 	return demoRun{
-		be:            be,
+		be: be, idp: idp,
 		schedulerLogs: jobflow.NodeContainerLogs(s, n, cl.Namespace, cl.Name+"-scheduler-0", "scheduler"),
 		job: func(ns string) map[string]any {
 			return jobflow.NodeJobSpec(node.JobImage, ns, "-sleep=5s")
