@@ -30,9 +30,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
-	"slices"
 	"strings"
 	"time"
 
@@ -148,7 +148,10 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	n := &Node{l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b, unlock: unlock, hostNames: slices.Sorted(slices.Values(o.HostNames))}
+	n := &Node{
+		l: newLayout(id, dir, subnet), client: cs, release: release, logf: o.Logf, bins: b, unlock: unlock,
+		hostNames: slices.Sorted(slices.Values(o.HostNames)),
+	}
 	if err := n.start(ctx, o, b); err != nil {
 		if serr := n.Stop(); serr != nil { //nolint:contextcheck // Stop must run to the end even when ctx is done.
 			return nil, errors.Join(err, serr)
