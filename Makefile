@@ -167,13 +167,24 @@ render: tools ## Render EXAMPLE's claims through the real function and Crossplan
 # it has shown the composed tree, which needs none of them, so that the
 # tree comes sooner.
 RUN_ARGS ?=
+# RUN_NODE=1 runs the composed pods and the demo job as containers on a
+# real node (run -node: containerd, runc, the CNI bridge, a kubelet,
+# kube-proxy, CoreDNS, kube-router enforcing NetworkPolicies), which needs
+# root; RUN_NODE=0 runs Armada's binaries as processes and the job on KWOK
+# Nodes. The default is the real node as root, KWOK otherwise.
+RUN_NODE ?= $(if $(filter 0,$(shell id -u)),1,0)
+RUN_FLAGS = $(if $(filter 1,$(RUN_NODE)),-node -bins-cmd '$(MAKE) --no-print-directory run-bins node-bins',-bins-cmd '$(MAKE) --no-print-directory run-bins')
 .PHONY: run
-run: run-first ## The main job: local control plane, apply the default claim, show what it composed, then run it for real and run one demo job through it.
-	$(GEN_BIN)/run -bins-cmd '$(MAKE) --no-print-directory run-bins' $(RUN_ARGS)
+run: run-first ## The main job: local control plane, apply the default claim, show what it composed, then run it for real (on a real node as root, else KWOK: RUN_NODE) and run one demo job through it.
+	$(GEN_BIN)/run $(RUN_FLAGS) $(RUN_ARGS)
 
 .PHONY: run-node
-run-node: run-first ## make run with every composed pod and the demo job as containers on a real node (containerd, kubelet, CNI, kube-proxy, CoreDNS, NetworkPolicies enforced; needs root).
-	$(GEN_BIN)/run -node -bins-cmd '$(MAKE) --no-print-directory run-bins node-bins' $(RUN_ARGS)
+run-node: ## make run on a real node (RUN_NODE=1): every composed pod and the demo job as containers (containerd, kubelet, CNI, kube-proxy, CoreDNS, NetworkPolicies enforced; needs root).
+	@$(MAKE) --no-print-directory run RUN_NODE=1
+
+.PHONY: run-kwok
+run-kwok: ## make run on KWOK (RUN_NODE=0): Armada's binaries as processes, the demo job's pod on a KWOK Node (no root needed).
+	@$(MAKE) --no-print-directory run RUN_NODE=0
 
 # run-first builds what make run needs up to the composed tree, one build
 # after the other: etcd (it also compiles the standard library), then

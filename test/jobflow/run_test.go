@@ -22,21 +22,54 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
-// TestMakeRun runs what `make run` runs (internal/build/cmd/run, its flags as
-// the Makefile passes them, the binaries already built): the local
-// control plane, the default claim and its composed tree, then the
-// composed Armada for real with one demo job. It fails unless the demo
-// job's events end Succeeded and Lookout shows it, and unless Ctrl-C
-// (SIGINT) then stops every process it started and removes every
-// temporary directory.
+// TestMakeRun runs what `make run` runs as root (internal/build/cmd/run,
+// its flags as the Makefile passes them then, -node; the binaries already
+// built): the local control plane, the default claim and its composed
+// tree, then every composed pod and the demo job as containers on a real
+// node. It fails unless the claim is Ready (by the kubelet's probes) and
+// the demo job's events end Succeeded and Lookout shows it; unless the
+// Chromium command it printed signs in through the OpenID Provider (whose
+// keys the node's pods fetch at its issuer's name) and shows the demo job
+// Succeeded in Lookout's UI, served by the lookout container; and unless
+// Ctrl-C (SIGINT) then stops every process it started, removes every
+// temporary directory and leaves nothing of the node (its bridge, its
+// routing rule).
 func TestMakeRun(t *testing.T) {
 	t.Parallel() // Beside TestJobFlow: see there.
-	r := startMakeRun(t)
+	testMakeRun(t, "-node")
+}
+
+// TestMakeRunKWOK runs what `make run-kwok` runs, and `make run` without
+// root: the same with Armada's binaries as processes and the demo job's
+// pod on a KWOK Node.
+func TestMakeRunKWOK(t *testing.T) {
+	t.Parallel() // Beside TestJobFlow: see there.
+	testMakeRun(t)
+}
+
+// testMakeRun runs make run's command with args to the demo job, opens
+// Lookout's UI with the Chromium command it printed, and interrupts it.
+func testMakeRun(t *testing.T, args ...string) {
+	t.Helper()
+	r := startMakeRun(t, args...)
 	r.waitDemo(t)
 
 	// The Chromium command it printed opens Lookout's UI as pasted:
 	// headless here, the page rendered under the Armada's name.
 	openPrintedBrowser(t, r.output())
+
+	out := r.output()
+	var bridge []string
+	if slices.Contains(args, "-node") {
+		for _, want := range []string{"Starting a real node", "is Ready (", "after the node started); node: containerd"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("make run -node printed no %q; output:\n%s", want, out)
+			}
+		}
+		if bridge = printedBridge.FindStringSubmatch(out); bridge == nil {
+			t.Fatalf("make run -node did not say which node it started (%q); output:\n%s", printedBridge, out)
+		}
+	}
 
 	// What the command runs now: its process tree (each process with its
 	// start time, so a reused PID does not count) and the temporary
@@ -44,38 +77,12 @@ func TestMakeRun(t *testing.T) {
 	tree, dirs := processTree(r.cmd.Process.Pid)
 	// pg_ctl starts PostgreSQL as a daemon, outside that tree: it is the
 	// postmaster listening on the port make run printed.
-	pg := postmaster(t, r.output())
-	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
-	r.interrupt(t, tree, dirs)
-}
-
-// TestMakeRunNode runs what `make run-node` runs: make run with -node,
-// every composed pod and the demo job as containers on a real node. It
-// fails unless the claim is Ready (by the kubelet's probes) and the demo
-// job's events end Succeeded; unless the Chromium command it printed signs
-// in through the OpenID Provider (whose keys the node's pods fetch at its
-// issuer's name) and shows the demo job Succeeded in Lookout's UI, served
-// by the lookout container; and unless Ctrl-C then stops every process it
-// started, removes its temporary directories and leaves nothing of the
-// node (its bridge, its routing rule).
-func TestMakeRunNode(t *testing.T) {
-	r := startMakeRun(t, "-node")
-	r.waitDemo(t)
-	openPrintedBrowser(t, r.output())
-	out := r.output()
-	for _, want := range []string{"Starting a real node", "is Ready (", "after the node started); node: containerd"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("make run -node printed no %q; output:\n%s", want, out)
-		}
-	}
-	bridge := printedBridge.FindStringSubmatch(out)
-	if bridge == nil {
-		t.Fatalf("make run -node did not say which node it started (%q); output:\n%s", printedBridge, out)
-	}
-	tree, dirs := processTree(r.cmd.Process.Pid)
 	pg := postmaster(t, out)
 	tree[pg.pid], dirs = pg.started, append(dirs, pg.dir)
 	r.interrupt(t, tree, dirs)
+	if bridge == nil {
+		return
+	}
 	if _, err := os.Stat("/sys/class/net/anbr-" + bridge[1]); !os.IsNotExist(err) {
 		t.Errorf("after Ctrl-C, the node's bridge anbr-%s is still there (%v)", bridge[1], err)
 	}

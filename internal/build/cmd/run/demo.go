@@ -215,6 +215,7 @@ func startOnKWOK(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	ctx, c := s.Context(), o.cp.Client()
 	be := backends(s, c, o.claim)
 	fmt.Printf("\nStarting %d KWOK Nodes for jobs; kube-scheduler binds the executor's pods to them...\n", len(demoNodes))
+	fmt.Println("  (KWOK's pods run no containers: as root, make run runs every pod as a container on a real node instead; make run-node.)")
 	if err := o.cp.AddNodes(ctx, demoNodes...); err != nil {
 		s.Fatal(err)
 	}

@@ -77,6 +77,9 @@ type runOptions struct {
 
 func run(ctx context.Context, o runOptions) error {
 	example, kubeconfig, healthy := o.example, o.kubeconfig, o.healthy
+	if o.node && os.Geteuid() != 0 {
+		return errors.New("-node: a real node needs root (its network namespaces, bridge, cgroups and mounts): run as root, or run make run-kwok (RUN_NODE=0)")
+	}
 	docs, err := manifest.ReadDocs(example)
 	if err != nil {
 		return err
