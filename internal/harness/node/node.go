@@ -446,9 +446,35 @@ func (n *Node) Memory() string {
 	for _, pid := range pids {
 		all += rss(pid)
 	}
+	var dns int64
+	for _, pid := range n.containerPIDs("coredns") {
+		dns += rss(pid)
+	}
 	const mib = 1 << 20
-	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB, kube-router %d MiB, kube-proxy %d MiB",
-		own[0]/mib, (all-sum)/mib, len(pids)-running, own[1]/mib, own[2]/mib, own[3]/mib)
+	return fmt.Sprintf("containerd %d MiB, shims %d MiB (%d), kubelet %d MiB, kube-router %d MiB, kube-proxy %d MiB, CoreDNS %d MiB",
+		own[0]/mib, (all-sum)/mib, len(pids)-running, own[1]/mib, own[2]/mib, own[3]/mib, dns/mib)
+}
+
+// containerPIDs are the processes named comm that run in the node's
+// containers (in its cgroup root).
+func (n *Node) containerPIDs(comm string) []int {
+	entries, _ := os.ReadDir(procFS)
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		c, err := os.ReadFile(filepath.Join(procFS, e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join(procFS, e.Name(), "cgroup"))
+		if err == nil && strings.Contains(string(cg), ":"+n.l.CgroupRoot+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // attempt is the restart count a container log file is named by (N.log).

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -271,7 +272,11 @@ func TestRealNode(t *testing.T) {
 		checkComposedNetworkPolicies(ctx, t, cs, n)
 	})
 
-	t.Logf("node memory (RSS): %s", n.Memory())
+	mem := n.Memory()
+	t.Logf("node memory (RSS): %s", mem)
+	if !nodeMemory.MatchString(mem) {
+		t.Errorf("the node's memory %q does not give each daemon's and CoreDNS's (%s)", mem, nodeMemory)
+	}
 
 	// Stop while a pod still waits: everything the node made goes.
 	l := n.l
@@ -282,6 +287,10 @@ func TestRealNode(t *testing.T) {
 		t.Errorf("the stopped node left behind:\n%s", strings.Join(left, "\n"))
 	}
 }
+
+// nodeMemory is what Memory reports: each daemon's RSS and CoreDNS's
+// container's, none of them zero.
+var nodeMemory = regexp.MustCompile(`^containerd [1-9]\d* MiB, shims [1-9]\d* MiB \(\d+\), kubelet [1-9]\d* MiB, kube-router [1-9]\d* MiB, kube-proxy [1-9]\d* MiB, CoreDNS [1-9]\d* MiB$`)
 
 // hostName is a name outside the cluster TestRealNode's node resolves to
 // the host's address (Options.HostNames).
