@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -68,8 +69,14 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	var idp *testenv.OIDC
 	if o.login {
 		idp = startLogin(s, o.cp.Client(), be, cl)
-		_, port, _ := strings.Cut(jobflow.LoginAddr, ":")
-		p, _ := strconv.Atoi(port)
+		_, port, err := net.SplitHostPort(jobflow.LoginAddr)
+		if err != nil {
+			s.Fatal(err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			s.Fatal(err)
+		}
 		if err := n.Relay(ctx, p, idp.Addr); err != nil {
 			s.Fatal(err)
 		}
