@@ -5,8 +5,12 @@
 // controller on (iptables and ipset from Debian's packages), as it runs
 // beside another CNI in a cluster. kube-network-policies, which kind
 // ships, needs the kernel's NFQUEUE (CONFIG_NFT_QUEUE), which these
-// machines lack. To refresh go.mod and go.sum, run
-// `go get github.com/cloudnativelabs/kube-router/v2@v2.10.0`.
+// machines lack. Its Kubernetes libraries, gRPC, protobuf,
+// OpenTelemetry, Prometheus and golang.org/x modules are raised to the
+// versions tools/kubernetes builds with (none lowered), so that Go's build
+// cache already holds them compiled. To refresh go.mod and go.sum, run
+// `go get github.com/cloudnativelabs/kube-router/v2@v2.10.0`, then
+// `go get` each module tools/kubernetes selects at a newer version.
 package tools
 
 import (
