@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // An Isolation is a network namespace of Chromium's own. Chromium watches
@@ -180,13 +181,13 @@ func (iso *Isolation) DevToolsPort() int { return iso.devtools }
 
 // Command is name with args run in the namespace.
 func (iso *Isolation) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", iso.name, name}, args...)...) //nolint:gosec // The caller's command.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // The caller's command.
+	iso.wrap(cmd)
 	return cmd
 }
 
 // wrap makes cmd run in the namespace (ip netns exec execs the command,
-// keeping the process).
+// keeping the process), killed if this process dies.
 func (iso *Isolation) wrap(cmd *exec.Cmd) {
 	ipPath, err := exec.LookPath("ip")
 	if err != nil {
@@ -227,26 +228,10 @@ func (iso *Isolation) serve(l net.Listener, dial func(net.Conn) (net.Conn, error
 					return
 				}
 				defer func() { _ = out.Close() }()
-				join(c, out)
+				testutil.Join(c, out)
 			}()
 		}
 	})
-}
-
-// join copies both ways until either side ends.
-func join(a, b net.Conn) {
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go cp(a, b)
-	go cp(b, a)
-	<-done
-	<-done
 }
 
 // do runs f on a thread in the namespace: sockets f makes stay in it.

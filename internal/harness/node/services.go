@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -194,18 +192,7 @@ func relay(c net.Conn, addr string) {
 		return
 	}
 	defer func() { _ = up.Close() }()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = io.Copy(up, c)
-		if tc, ok := up.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-	})
-	_, _ = io.Copy(c, up)
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-	}
-	wg.Wait()
+	testutil.Join(c, up)
 }
 
 // kubernetesSlice is the EndpointSlice the node writes for the kubernetes

@@ -3,7 +3,6 @@ package podrun
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Names resolves the in-cluster (or external) host names composed configs
@@ -168,33 +169,7 @@ func relay(conn net.Conn, target string) {
 		return
 	}
 	defer func() { _ = up.Close() }()
-	sent := make(chan struct{})
-	go func() {
-		pipe(up, conn)
-		close(sent)
-	}()
-	pipe(conn, up)
-	<-sent
-}
-
-// pipe copies src to dst and then passes src's end on to dst, as a
-// Service's NAT passes a FIN or a reset on: a clean end half-closes dst,
-// an error closes both. Without it a killed pod's connections stayed open
-// at the server: Pulsar kept a dead ingester as a subscription's active
-// Failover consumer until its keep-alive timeout (about a minute), and the
-// partition marker a restarted scheduler sent meanwhile was never ingested
-// (the scheduler waits for it before its first cycle).
-func pipe(dst, src net.Conn) {
-	if _, err := io.Copy(dst, src); err != nil {
-		_ = dst.Close()
-		_ = src.Close()
-		return
-	}
-	if tc, ok := dst.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-		return
-	}
-	_ = dst.Close()
+	testutil.Join(conn, up)
 }
 
 // Lookup returns the loopback address a host name resolves to, as a pod's
