@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,8 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
@@ -87,13 +84,14 @@ func TestPulsarImage(t *testing.T) {
 				Credential: &syscall.Credential{Uid: uint32(*sc.RunAsUser), Gid: uint32(*sc.RunAsGroup)}, //nolint:gosec // The Job's small ids.
 			}
 			began = time.Now()
-			if err := startWithProcDev(root, cmd); err != nil {
+			mountProcDev(t, root)
+			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			err = cmd.Wait()
 			t.Logf("the script ran in %s; stdout:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), stdout.String(), stderr.String())
 			if got := err == nil; got != tc.ok {
-				t.Errorf("the script succeeded: %t (%v), want %t", got, err, tc.ok)
+				t.Errorf("the script succeeded: %t (%v), want %t; %s", got, err, tc.ok, p.State())
 			}
 			if !strings.Contains(stdout.String()+stderr.String(), tc.want) {
 				t.Errorf("the script's output has no %q", tc.want)
@@ -107,7 +105,7 @@ func TestPulsarImage(t *testing.T) {
 }
 
 // checkLayer checks the image's files make one layer, each path once, and
-// logs its size as pushed (gzipped) and how long it takes to build.
+// logs its size as pushed (uncompressed) and how long it takes to build.
 func checkLayer(t *testing.T, im Image) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -138,7 +136,7 @@ func checkLayer(t *testing.T, im Image) {
 		}
 		layer += n
 	}
-	t.Logf("the image's layer is %.1f MiB gzipped (manifest %d bytes), built in %s", float64(layer)/(1<<20), size, time.Since(began).Round(time.Millisecond))
+	t.Logf("the image's layer is %.1f MiB uncompressed (manifest %d bytes), built in %s", float64(layer)/(1<<20), size, time.Since(began).Round(time.Millisecond))
 }
 
 // topicJob is the topic Job the minimal claim renders.
@@ -196,43 +194,41 @@ func writeRootfs(t *testing.T, files []File) string {
 // devices are the device nodes a container runtime gives a container.
 var devices = []string{"null", "zero", "full", "random", "urandom"}
 
-// startWithProcDev starts cmd, which chroots into root, with /proc and
-// /dev in root as a container has them (the loader finds a binary's
-// $ORIGIN through /proc/self/exe; Java reads /proc and /dev/urandom):
-// mounted in a mount namespace of cmd's own, so they go with it, whatever
-// becomes of the test. The namespace is made on a thread of its own, which
-// cmd forks from and which ends with its goroutine.
-func startWithProcDev(root string, cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread() // Never unlocked: the thread ends with the goroutine.
-		errc <- func() error {
-			if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
-				return errors.Wrap(err, "cannot make a mount namespace")
+// mountProcDev mounts /proc and /dev in root as a container has them
+// (the loader finds a binary's $ORIGIN through /proc/self/exe; Java reads
+// /proc and /dev/urandom), and unmounts them when the test ends. They are
+// mounted in the test's own mount namespace. A namespace of the script's
+// own would have to be made on a thread of this process that then ends
+// (it cannot rejoin the others), and ending a thread kills every process
+// forked from it with a parent-death signal: the test's Pulsar broker
+// died that way when the thread was the one it was started from.
+func mountProcDev(t *testing.T, root string) {
+	t.Helper()
+	var mounted []string
+	t.Cleanup(func() {
+		for _, m := range slices.Backward(mounted) {
+			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+				t.Errorf("cannot unmount %s: %v", m, err)
 			}
-			if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-				return errors.Wrap(err, "cannot make the mount namespace private")
-			}
-			if err := syscall.Mount("proc", filepath.Join(root, "proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-				return errors.Wrap(err, "cannot mount /proc")
-			}
-			dev := filepath.Join(root, "dev")
-			if err := syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID, "mode=755"); err != nil {
-				return errors.Wrap(err, "cannot mount /dev")
-			}
-			for _, d := range devices {
-				p := filepath.Join(dev, d)
-				if err := os.WriteFile(p, nil, 0o600); err != nil {
-					return errors.Wrapf(err, "cannot create /dev/%s", d)
-				}
-				if err := syscall.Mount("/dev/"+d, p, "", syscall.MS_BIND, ""); err != nil {
-					return errors.Wrapf(err, "cannot mount /dev/%s", d)
-				}
-			}
-			return cmd.Start()
-		}()
-	}()
-	return <-errc
+		}
+	})
+	mount := func(source, target, fstype string, flags uintptr, data string) {
+		t.Helper()
+		if err := syscall.Mount(source, target, fstype, flags, data); err != nil {
+			t.Fatalf("cannot mount %s on %s: %v", source, target, err)
+		}
+		mounted = append(mounted, target)
+	}
+	mount("proc", filepath.Join(root, "proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
+	dev := filepath.Join(root, "dev")
+	mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID, "mode=755")
+	for _, d := range devices {
+		p := filepath.Join(dev, d)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatalf("cannot create /dev/%s: %v", d, err)
+		}
+		mount("/dev/"+d, p, "", syscall.MS_BIND, "")
+	}
 }
 
 // sticky is os.ModeSticky if the tar mode has it (a world-writable /tmp).

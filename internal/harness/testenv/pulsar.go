@@ -87,6 +87,9 @@ type Pulsar struct {
 	webPort    int
 	log        string
 	admin      string
+	// cmd is the broker's process, which has ended once exited is closed.
+	cmd    *exec.Cmd
+	exited <-chan struct{}
 	// tokenKey is the HS256 key tokens are signed with; nil without
 	// token authentication.
 	tokenKey []byte
@@ -214,6 +217,17 @@ func (p *Pulsar) Token(subject string) string {
 		panic("testenv: Token on a Pulsar broker started without TokenAuth")
 	}
 	return armada.PulsarToken(p.tokenKey, subject)
+}
+
+// State says whether the broker's process still runs, or how it ended:
+// for a failure message when the broker does not answer.
+func (p *Pulsar) State() string {
+	select {
+	case <-p.exited:
+		return "the broker's process has ended (" + p.cmd.ProcessState.String() + ")"
+	default:
+		return "the broker's process runs"
+	}
 }
 
 // Log returns the broker's log output.
@@ -427,6 +441,7 @@ func (p *Pulsar) start(tb TB, dir string, paths pulsarPaths, bookiePort int) err
 	if err != nil {
 		return errors.Wrap(err, "cannot run java")
 	}
+	p.cmd, p.exited = cmd, exited
 
 	deadline := time.Now().Add(pulsarReadyTimeout)
 	for {
