@@ -189,13 +189,16 @@ func (r *renderer) postgres() bool {
 }
 
 // keepSQLProviderConfig keeps provider-sql's ProviderConfig, as observed,
-// while any of its Databases is observed after an allowed mode switch took
-// them out of desired state: provider-sql drops (deletionPolicy Delete) or
-// releases them through it, so without it they would hang on their
-// finalizers and a Delete would never drop the data.
+// while any of its Databases is observed, or still exists, after an
+// allowed mode switch took them out of desired state: provider-sql drops
+// (deletionPolicy Delete) or releases them through it, so without it they
+// would hang on their finalizers and a Delete would never drop the data.
+// Crossplane forgets a composed resource once it has asked for its
+// deletion, so the Databases that are still leaving are the ones
+// LeavingSQLDatabases selects (Observed.SQLDatabasesLeft).
 func (r *renderer) keepSQLProviderConfig() {
 	o := r.opt.Observed
-	if o.SQLProviderConfig == nil || !o.observedPrefix(keyPostgresSQLDB) {
+	if o.SQLProviderConfig == nil || !o.observedPrefix(keyPostgresSQLDB) && !o.SQLDatabasesLeft {
 		return
 	}
 	r.add(keyPostgresSQLPC, r.in.unstructuredObject(apiProviderSQL, "ProviderConfig", r.in.object("postgres-admin"), "postgres", o.SQLProviderConfig), true)

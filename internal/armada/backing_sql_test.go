@@ -13,8 +13,9 @@ import (
 
 // TestSQLProviderConfigOutlivesDatabases: after an allowed switch away
 // from provider-sql's databases, their ProviderConfig stays, exactly as
-// observed, while any Database is still observed (provider-sql drops or
-// releases them through it), and goes once none is.
+// observed, while any Database is still observed or still exists
+// unobserved (provider-sql drops or releases them through it), and goes
+// once none is.
 func TestSQLProviderConfigOutlivesDatabases(t *testing.T) {
 	external := exampleSpecs(t, testutil.Example("all-external.yaml"))[0]
 	before := render(t, external, Observed{})
@@ -44,6 +45,7 @@ func TestSQLProviderConfigOutlivesDatabases(t *testing.T) {
 		want     map[string]any
 	}{
 		"DatabaseStillObserved": {observed: withDB, want: wantSpec},
+		"DatabaseLeaving":       {observed: withoutDB.WithSQLDatabasesLeft(true), want: wantSpec},
 		"DatabasesGone":         {observed: withoutDB},
 	}
 	for name, tc := range cases {

@@ -85,6 +85,11 @@ type Observed struct {
 	// ProviderConfig, kept while its Databases are observed (see
 	// renderer.postgres); nil if none is observed.
 	SQLProviderConfig map[string]any
+	// SQLDatabasesLeft reports whether a provider-sql Database naming the
+	// install's ProviderConfig still exists though it is no longer
+	// observed (see Install.LeavingSQLDatabases), or whether that is not
+	// known yet.
+	SQLDatabasesLeft bool
 	// Pruners are the observed database pruner CronJobs, by composition
 	// resource name (pruning.go); nil if none.
 	Pruners map[string]PrunerObserved
@@ -138,6 +143,14 @@ func (o Observed) WithStatus(backup string, versions ...string) Observed {
 			o.StatusVersions = append(o.StatusVersions, v)
 		}
 	}
+	return o
+}
+
+// WithSQLDatabasesLeft returns o with whether provider-sql Databases a
+// mode switch took out of desired state still exist (see
+// Install.LeavingSQLDatabases).
+func (o Observed) WithSQLDatabasesLeft(left bool) Observed {
+	o.SQLDatabasesLeft = left
 	return o
 }
 

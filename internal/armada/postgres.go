@@ -115,6 +115,36 @@ func (in *Install) sqlProviderConfig() *unstructured.Unstructured {
 	})
 }
 
+// Selection is the objects of one kind in one namespace that carry labels.
+type Selection struct {
+	APIVersion, Kind, Namespace string
+	Labels                      map[string]string
+}
+
+// LeavingSQLDatabases selects the provider-sql Databases the install
+// composed, while its ProviderConfig is observed but its spec composes
+// none (an allowed switch of spec.postgres.mode to InCluster): Crossplane
+// deletes them and stops observing them at once, while provider-sql still
+// needs the ProviderConfig to drop or release them. ok is false when there
+// is nothing to look for. UsesSQLProviderConfig tells which of those
+// selected need the install's ProviderConfig.
+func (in *Install) LeavingSQLDatabases(o Observed) (s Selection, ok bool) {
+	pg := in.Spec.Postgres
+	if o.SQLProviderConfig == nil || pg.Mode != modeInCluster && pg.AdminSecretRef != nil {
+		return Selection{}, false
+	}
+	return Selection{APIVersion: apiProviderSQL, Kind: "Database", Namespace: in.Namespace, Labels: in.selector("postgres")}, true
+}
+
+// UsesSQLProviderConfig reports whether a provider-sql Database names the
+// install's ProviderConfig.
+func (in *Install) UsesSQLProviderConfig(db *unstructured.Unstructured) bool {
+	kind, _, _ := unstructured.NestedString(db.Object, "spec", "providerConfigRef", "kind")
+	name, _, _ := unstructured.NestedString(db.Object, "spec", "providerConfigRef", "name")
+	return db.GetAPIVersion() == apiProviderSQL && db.GetKind() == "Database" && db.GetNamespace() == in.Namespace &&
+		kind == "ProviderConfig" && name == in.object("postgres-admin")
+}
+
 // sqlSSLMode maps a libpq sslmode onto provider-sql's narrower enum:
 // allow and prefer try TLS first, so they become require.
 func sqlSSLMode(mode string) string {

@@ -134,6 +134,7 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	obs := armada.Observe(unstructuredOf(observed)).WithServices(observedServices(oxr.Resource.Object)).
 		WithStatus(statusString(oxr.Resource.Object, "backup", "lastBackup", "name"),
 			statusString(oxr.Resource.Object, "version", "desired"), statusString(oxr.Resource.Object, "version", "running"))
+	obs = requireLeavingSQLDatabases(req, rsp, in, obs)
 	out, err := armada.Render(in, armada.Options{
 		Observed: obs,
 		Rand:     armada.KeyedRand(f.key, string(oxr.Resource.GetUID())+"/"+xr.Name),

@@ -9,6 +9,8 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
+
+	"github.com/armadaproject/armada-crossplane/internal/armada"
 )
 
 // requiredByName maps each required resource that exists, of the
@@ -46,4 +48,33 @@ func observedKeys(observed map[resource.Name]resource.ObservedComposed, prefix s
 	}
 	slices.Sort(names)
 	return names
+}
+
+// sqlDatabaseRequirement names the requirement of the provider-sql
+// Databases a mode switch took out of desired state.
+const sqlDatabaseRequirement = "sql-databases-leaving"
+
+// requireLeavingSQLDatabases asks Crossplane for the provider-sql Databases
+// the install may still have after a switch to InCluster (see
+// Install.LeavingSQLDatabases), and returns o with whether any of them
+// still needs the install's ProviderConfig. Until Crossplane has fetched
+// them, or if they cannot be read, they count as left: the ProviderConfig
+// goes only once none is seen.
+func requireLeavingSQLDatabases(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, in *armada.Install, o armada.Observed) armada.Observed {
+	sel, ok := in.LeavingSQLDatabases(o)
+	if !ok {
+		return o
+	}
+	require(rsp, sqlDatabaseRequirement, &fnv1.ResourceSelector{
+		ApiVersion: sel.APIVersion,
+		Kind:       sel.Kind,
+		Namespace:  &sel.Namespace,
+		Match:      &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: sel.Labels}},
+	})
+	items, fetched, err := request.GetRequiredResource(req, sqlDatabaseRequirement)
+	left := !fetched || err != nil
+	for _, r := range items {
+		left = left || in.UsesSQLProviderConfig(r.Resource)
+	}
+	return o.WithSQLDatabasesLeft(left)
 }
