@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
 
@@ -29,7 +32,9 @@ const deletionTimeout = 3 * time.Minute
 // External to InCluster. Once provider-sql has let go of its Database
 // objects (they are gone from the API server, so whatever the policy said
 // has been done), the server still has both databases, with their owner,
-// under the default Orphan, and has neither under Delete.
+// under the default Orphan, and has neither under Delete. A switch is made
+// with provider-sql stopped (switchHoldingProviderSQL): the ProviderConfig
+// its Databases need must outlive them, and goes after them.
 func TestSQLDataProtection(t *testing.T) {
 	parallel(t)
 	pg := testenv.StartPostgres(t)
@@ -85,14 +90,9 @@ func TestSQLDataProtection(t *testing.T) {
 			})
 			t.Logf("databases created by provider-sql %s after the claim was composed", time.Since(start).Round(time.Millisecond))
 
+			var pc ref
 			if tc.switchMode {
-				if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
-					_ = unstructured.SetNestedMap(c.Object, map[string]any{
-						"mode": "InCluster", "allowModeChange": true, "databases": dbs,
-					}, "spec", "postgres")
-				}); err != nil {
-					t.Fatalf("switching spec.postgres.mode to InCluster with allowModeChange: %v", err)
-				}
+				pc = switchHoldingProviderSQL(t, claim, dbs)
 			} else if err := kube().Delete(context.Background(), claim); err != nil {
 				t.Fatal(err)
 			}
@@ -127,9 +127,87 @@ func TestSQLDataProtection(t *testing.T) {
 				if left := sqlDatabases(t, claim); len(left) != 0 {
 					t.Errorf("after the switch to InCluster the XR still references %v", left)
 				}
+				// Nothing needs the ProviderConfig now: it goes too.
+				waitFor(t, "the provider-sql ProviderConfig gone once its Databases are", func() (bool, string) {
+					u := get(t, pc.APIVersion, pc.Kind, pc.Namespace, pc.Name)
+					return u == nil, pc.String() + " is still there"
+				})
 			}
 		})
 	}
+}
+
+// switchHoldingProviderSQL switches the claim's spec.postgres.mode to
+// InCluster, with allowModeChange, while provider-sql is stopped, so its
+// Databases cannot leave. Crossplane deletes them and drops them from the
+// XR's resource references at once; over the function's next calls the
+// ProviderConfig they need to drop or release their databases must stay,
+// not deleted. It resumes provider-sql and returns the ProviderConfig.
+func switchHoldingProviderSQL(t *testing.T, claim *unstructured.Unstructured, dbs map[string]any) ref {
+	t.Helper()
+	xr, refs := composed(t, claim)
+	var pcs []ref
+	for _, r := range byKind(refs, "ProviderConfig") {
+		if isProviderSQL(r.APIVersion) {
+			pcs = append(pcs, r)
+		}
+	}
+	if len(pcs) != 1 {
+		t.Fatalf("want one provider-sql ProviderConfig composed, got %v", pcs)
+	}
+	pc := pcs[0]
+	resume := pauseProcess(t, controlplane.ProcProviderSQL)
+	defer resume()
+	if err := updateClaim(t, claim, func(c *unstructured.Unstructured) {
+		_ = unstructured.SetNestedMap(c.Object, map[string]any{
+			"mode": "InCluster", "allowModeChange": true, "databases": dbs,
+		}, "spec", "postgres")
+	}); err != nil {
+		t.Fatalf("switching spec.postgres.mode to InCluster with allowModeChange: %v", err)
+	}
+	// Calls for reconciles after the one that deleted the Databases.
+	const calls = 6
+	base, began := functionCallsFor(t, xr.GetName()), time.Now()
+	waitFor(t, fmt.Sprintf("the XR to forget its Databases and the function to be called %d times, provider-sql stopped", calls), func() (bool, string) {
+		u := get(t, pc.APIVersion, pc.Kind, pc.Namespace, pc.Name)
+		if u == nil || u.GetDeletionTimestamp() != nil {
+			state := "gone"
+			if u != nil {
+				state = managedState(u)
+			}
+			t.Fatalf("%s went while provider-sql's Databases still need it to drop their databases: %s", pc, state)
+		}
+		referenced := sqlDatabases(t, claim)
+		n := functionCallsFor(t, xr.GetName()) - base
+		return len(referenced) == 0 && n >= calls, fmt.Sprintf("the XR references %v; %d function calls since the switch", referenced, n)
+	})
+	t.Logf("%s stayed through %d function calls in %s after the switch, provider-sql stopped", pc, functionCallsFor(t, xr.GetName())-base, time.Since(began).Round(time.Millisecond))
+	return pc
+}
+
+// pauseProcess stops the control plane's process name (SIGSTOP to its
+// process group) and returns what resumes it, which also runs when the
+// test ends.
+func pauseProcess(t *testing.T, name string) func() {
+	t.Helper()
+	pids := cp.ProcessGroups()[name]
+	if len(pids) == 0 {
+		t.Fatalf("%s was never started", name)
+	}
+	pgid := pids[len(pids)-1]
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("cannot stop %s: %v", name, err)
+	}
+	var once sync.Once
+	resume := func() {
+		once.Do(func() {
+			if err := syscall.Kill(-pgid, syscall.SIGCONT); err != nil {
+				t.Errorf("cannot resume %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
 }
 
 // onPostgres points the all-external example's PostgreSQL at pg: the
