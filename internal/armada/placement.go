@@ -52,7 +52,7 @@ func (c clusterRef) String() string { return c.Kind + "/" + c.Name }
 
 // keyPrefix prefixes the keys of a cluster's shared objects.
 func (c clusterRef) keyPrefix() string {
-	if c.Kind == "ProviderConfig" {
+	if c.Kind == kindProviderConfig {
 		return "cluster-pc-" + c.Name + "-"
 	}
 	return "cluster-" + c.Name + "-"

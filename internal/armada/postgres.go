@@ -16,6 +16,8 @@ const (
 	apiProviderSQL   = "postgresql.sql.m.crossplane.io/v1alpha1"
 	apiK8sObject     = "kubernetes.m.crossplane.io/v1alpha1"
 	kindClusterPCRef = "ClusterProviderConfig"
+	// kindProviderConfig is a provider's namespaced ProviderConfig kind.
+	kindProviderConfig = "ProviderConfig"
 )
 
 // unstructuredObject is a namespaced object of a kind this module has no Go
@@ -105,7 +107,7 @@ func (in *Install) cnpgDatabase(db string) *unstructured.Unstructured {
 // server, reading the user's admin connection Secret.
 func (in *Install) sqlProviderConfig() *unstructured.Unstructured {
 	pg := in.Spec.Postgres
-	return in.unstructuredObject(apiProviderSQL, "ProviderConfig", in.object("postgres-admin"), "postgres", map[string]any{
+	return in.unstructuredObject(apiProviderSQL, kindProviderConfig, in.object("postgres-admin"), "postgres", map[string]any{
 		"credentials": map[string]any{
 			"source":              "PostgreSQLConnectionSecret",
 			"connectionSecretRef": map[string]any{"name": pg.AdminSecretRef.Name},
@@ -142,7 +144,7 @@ func (in *Install) UsesSQLProviderConfig(db *unstructured.Unstructured) bool {
 	kind, _, _ := unstructured.NestedString(db.Object, "spec", "providerConfigRef", "kind")
 	name, _, _ := unstructured.NestedString(db.Object, "spec", "providerConfigRef", "name")
 	return db.GetAPIVersion() == apiProviderSQL && db.GetKind() == "Database" && db.GetNamespace() == in.Namespace &&
-		kind == "ProviderConfig" && name == in.object("postgres-admin")
+		kind == kindProviderConfig && name == in.object("postgres-admin")
 }
 
 // sqlSSLMode maps a libpq sslmode onto provider-sql's narrower enum:
@@ -161,7 +163,7 @@ func sqlSSLMode(mode string) string {
 func (in *Install) sqlDatabase(db string) *unstructured.Unstructured {
 	u := in.unstructuredObject(apiProviderSQL, "Database", in.databaseObject(db), "postgres", in.protect(map[string]any{
 		"forProvider":       map[string]any{"owner": in.Spec.Postgres.User},
-		"providerConfigRef": map[string]any{"kind": "ProviderConfig", "name": in.object("postgres-admin")},
+		"providerConfigRef": map[string]any{"kind": kindProviderConfig, "name": in.object("postgres-admin")},
 	}))
 	u.SetAnnotations(map[string]string{annotationExternalName: db})
 	return u

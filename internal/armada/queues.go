@@ -52,7 +52,7 @@ func (in *Install) providerConfig() *armadav1.ProviderConfig {
 		}
 	}
 	return &armadav1.ProviderConfig{
-		TypeMeta:   metav1.TypeMeta{APIVersion: armadav1.SchemeGroupVersion.String(), Kind: "ProviderConfig"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: armadav1.SchemeGroupVersion.String(), Kind: kindProviderConfig},
 		ObjectMeta: in.meta(in.ProviderConfigName(), "provider-armada"),
 		Spec: armadav1.ProviderConfigSpec{
 			Endpoint: in.grpcAddress(componentServer),
@@ -76,7 +76,7 @@ func (in *Install) Queue(name string, p armadav1.QueueParameters, component stri
 		ObjectMeta: in.meta(in.object("queue-"+name), component),
 		Spec: armadav1.QueueSpec{
 			ManagedResourceSpec: xpv2.ManagedResourceSpec{
-				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: in.ProviderConfigName()},
+				ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: kindProviderConfig, Name: in.ProviderConfigName()},
 			},
 			ForProvider: *p.DeepCopy(),
 		},

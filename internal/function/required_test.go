@@ -1,6 +1,7 @@
 package function
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,10 +86,7 @@ func TestRunFunctionKeepsSQLProviderConfigForLeavingDatabases(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := &fnv1.RunFunctionRequest{Meta: switched.GetMeta(), Observed: switched.GetObserved(), RequiredResources: map[string]*fnv1.Resources{}}
-			for k, v := range switched.GetRequiredResources() {
-				req.RequiredResources[k] = v
-			}
+			req := &fnv1.RunFunctionRequest{Meta: switched.GetMeta(), Observed: switched.GetObserved(), RequiredResources: maps.Clone(switched.GetRequiredResources())}
 			if tc.required != nil {
 				req.RequiredResources[sqlDatabaseRequirement] = tc.required
 			}
