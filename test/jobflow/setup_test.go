@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
 	"github.com/armadaproject/armada-crossplane/internal/harness/manifest"
+	"github.com/armadaproject/armada-crossplane/internal/harness/node"
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
@@ -38,6 +40,10 @@ type composeOptions struct {
 	relays map[string]string
 	// objects are applied in the claim's namespace before the claim.
 	objects []*unstructured.Unstructured
+	// node runs every composed pod, and the jobs, as containers on a real
+	// node (startNode) instead of Armada's binaries as processes and pods
+	// on KWOK; nodes, worker and relays must be unset.
+	node bool
 }
 
 // A flow is a composed Armada, Ready and with its queue, that jobs can go
@@ -67,6 +73,10 @@ type flow struct {
 	// without composeOptions.worker.
 	worker       *controlplane.ControlPlane
 	workerRunner *podrun.Runner
+	// node runs the pods with composeOptions.node, and cs reaches its
+	// cluster; runner is nil then.
+	node *node.Node
+	cs   kubernetes.Interface
 }
 
 // compose starts the local control plane with kube-scheduler, KWOK and
@@ -99,24 +109,29 @@ func compose(t testing.TB, o composeOptions) *flow {
 		waitWorker = startWorker(t)
 	}
 	pgPassword, redisPassword := testenv.RandomPassword(t), testenv.RandomPassword(t)
-	f.be = jobflow.StartBackends(t, jobflow.BackendOptions{
+	bo := jobflow.BackendOptions{
 		PostgresAddr: postgresHost + ":5432", RedisAddr: redisHost + ":6379",
 		PulsarAddr: pulsarHost + ":6650", PulsarAdminAddr: pulsarHost + ":8080",
 		PostgresUser: "armada", PostgresPassword: pgPassword, RedisPassword: redisPassword,
-	})
-	for from, to := range o.relays {
-		if err := f.be.Names.Relay(from, to); err != nil {
+	}
+	if o.node {
+		f.startNode(t, o, bo)
+	} else {
+		f.be = jobflow.StartBackends(t, bo)
+		for from, to := range o.relays {
+			if err := f.be.Names.Relay(from, to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cpo := controlplane.Options{JobFlow: true}
+		if o.worker {
+			// provider-kubernetes observes the worker's Objects every 5 s.
+			cpo.ProviderPollInterval = 5 * time.Second
+		}
+		f.cp = controlplane.StartForTest(t, cpo)
+		if err := f.cp.AddNodes(ctx, o.nodes...); err != nil {
 			t.Fatal(err)
 		}
-	}
-	cpo := controlplane.Options{JobFlow: true}
-	if o.worker {
-		// provider-kubernetes observes the worker's Objects every 5 s.
-		cpo.ProviderPollInterval = 5 * time.Second
-	}
-	f.cp = controlplane.StartForTest(t, cpo)
-	if err := f.cp.AddNodes(ctx, o.nodes...); err != nil {
-		t.Fatal(err)
 	}
 	c := f.cp.Client()
 	// The platform's fixed RBAC, applied as the install guide has it
@@ -143,9 +158,11 @@ func compose(t testing.TB, o composeOptions) *flow {
 	apply(t, c, f.manifest)
 
 	f.redisPassword = redisPassword
-	f.runner, f.stopRunner = jobflow.StartStoppableRunner(t, f.be, jobflow.RunnerOptions{
-		Client: c, Namespace: ns, APIServer: f.cp.RESTConfig(), Releases: rels, Logf: t.Logf,
-	})
+	if !o.node {
+		f.runner, f.stopRunner = jobflow.StartStoppableRunner(t, f.be, jobflow.RunnerOptions{
+			Client: c, Namespace: ns, APIServer: f.cp.RESTConfig(), Releases: rels, Logf: t.Logf,
+		})
+	}
 	if o.worker {
 		// The remote executor's pod, in the worker cluster.
 		f.workerRunner = jobflow.StartRunner(t, f.be, jobflow.RunnerOptions{
@@ -154,7 +171,7 @@ func compose(t testing.TB, o composeOptions) *flow {
 	}
 	f.claim = jobflow.Claim{T: t, Client: c, Namespace: ns, Name: claimName}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() && f.runner != nil {
 			t.Logf("pod logs:\n%s", jobflow.PodLogs(f.runner))
 			if f.workerRunner != nil {
 				t.Logf("worker pod logs:\n%s", jobflow.PodLogs(f.workerRunner))
@@ -165,9 +182,13 @@ func compose(t testing.TB, o composeOptions) *flow {
 
 	d := jobflow.WaitFor(t, 6*time.Minute, "claim Ready (every component running as composed and ready by its own probe)", func() (bool, string) {
 		s, r, m := f.claim.Condition("Ready")
-		return s == "True", fmt.Sprintf("Ready=%s %s: %s; runner: %s%s", s, r, m, jobflow.RunnerState(f.runner), f.workerState())
+		return s == "True", fmt.Sprintf("Ready=%s %s: %s; %s%s", s, r, m, f.podsState(t), f.workerState())
 	}, nil)
 	t.Logf("claim applied → Ready in %s", d.Round(time.Second))
+	if f.node != nil {
+		// Clients here reach the composed Services as a pod would.
+		jobflow.RelayServices(t, f.be.Names, f.cs, ns)
+	}
 	if o.worker {
 		f.addRemoteExecutor(t)
 	}
@@ -185,13 +206,32 @@ func compose(t testing.TB, o composeOptions) *flow {
 		s, r, m := f.claim.Condition("QueuesReady")
 		return s == "True", fmt.Sprintf("QueuesReady=%s %s: %s", s, r, m)
 	}, nil)
-	jobflow.WaitSubmitCheckLogged(t, jobflow.SchedulerLogs(f.runner, f.claim.Name), len(es), seen, func(m string) { t.Log(m) })
+	jobflow.WaitSubmitCheckLogged(t, f.schedulerLogs(t), len(es), seen, func(m string) { t.Log(m) })
 
 	// Where users reach Armada, as the claim's status says.
 	f.a, f.lookout = f.claim.Armadactl(f.armadactl[o.version], f.be.Names), f.claim.Lookout(f.be.Names)
 	f.adminPassword = f.claim.Credential("admin")
 	t.Logf("armadactl --armadaUrl %s; Lookout at %s", f.a.Server, f.lookout.URL)
 	return f
+}
+
+// podsState is the state of the claim's pods for progress messages: the
+// runner's, or the node's pods that are not Ready.
+func (f *flow) podsState(t testing.TB) string {
+	t.Helper()
+	if f.node != nil {
+		return "pods not Ready: " + jobflow.PodsState(t, f.cs, ns)
+	}
+	return "runner: " + jobflow.RunnerState(f.runner)
+}
+
+// schedulerLogs reads the scheduler's log lines so far.
+func (f *flow) schedulerLogs(t testing.TB) func() []string {
+	t.Helper()
+	if f.node != nil {
+		return jobflow.NodeContainerLogs(t, f.node, ns, f.claim.Name+"-scheduler-0", "scheduler")
+	}
+	return jobflow.SchedulerLogs(f.runner, f.claim.Name)
 }
 
 // workerState is the worker runner's state for progress messages.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/jobflow"
+	"github.com/armadaproject/armada-crossplane/internal/harness/node"
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
 )
@@ -39,36 +40,29 @@ func schema(t *testing.T, version, db string) int {
 	return 0
 }
 
-// testUpgrade moves the claim's spec.version to `to` with jobs queued and
-// running, and checks the migrations ran, every component rolled to the
-// new release, and every job ended Succeeded with exactly one run.
+// testUpgrade moves the claim's spec.version to `to` with jobs in flight
+// (upgradeLoad), and checks the migrations ran, every component rolled to
+// the new release, and every job ended Succeeded with exactly one run and
+// one pod; on a real node, that the jobs ran through the upgrade.
 func testUpgrade(t *testing.T, f *flow, to string) {
 	t.Helper()
 	ctx, claim := t.Context(), f.claim.For(t)
 	jobSet := "upgrade"
-	res := map[string]any{"cpu": "10", "memory": "1Gi"}
-	jobs := make([]map[string]any, upgradeJobs)
-	for i := range jobs {
-		j := jobflow.JobSpec(jobsNamespace, map[string]string{"kwok.armadaproject.io/run-for": "40s"})
-		c := j["podSpec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-		c["resources"] = map[string]any{"requests": res, "limits": res}
-		jobs[i] = j
-	}
-	// Every pod each job gets, in both clusters: Armada's runs do not show
+	jobs, inFlight := f.upgradeLoad()
+	// Every pod each job gets, in every cluster: Armada's runs do not show
 	// a pod created again under the same run.
-	tracker := trackJobPods(ctx, jobSet, f.cp.Client(), f.worker.Client())
+	tracker := trackJobPods(ctx, jobSet, f.clients()...)
 	out, err := f.a.Submit(ctx, "admin", f.adminPassword, queue, jobSet, jobs...)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", f.a.Command("submit", "job.yaml"), err, out)
 	}
-	// In flight: some running, the rest queued behind them.
-	jobflow.WaitFor(t, 2*time.Minute, "jobs of job set "+jobSet+" running and queued", func() (bool, string) {
+	jobflow.WaitFor(t, 2*time.Minute, "jobs of job set "+jobSet+" "+inFlight.what, func() (bool, string) {
 		js, err := jobflow.LookoutJobs(ctx, f.lookout, "admin", f.adminPassword, jobSet)
 		if err != nil {
 			return false, err.Error()
 		}
 		n := states(js)
-		return len(js) == upgradeJobs && n["RUNNING"] > 0 && n["QUEUED"] > 0, fmt.Sprint(n)
+		return len(js) == len(jobs) && inFlight.ok(n), fmt.Sprint(n)
 	}, nil)
 	from := claim.Version("running")
 	patched := time.Now()
@@ -80,6 +74,14 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 		return running == to && s == "True", fmt.Sprintf("running %s; Ready=%s %s: %s", running, s, r, m)
 	}, nil)
 	t.Logf("spec.version %s → %s: running and Ready in %s", from, to, time.Since(patched).Round(time.Second))
+	if f.node != nil {
+		// The jobs' containers outlived the old executor: each is still
+		// running under the new one.
+		js, err := jobflow.LookoutJobs(ctx, f.lookout, "admin", f.adminPassword, jobSet)
+		if n := states(js); err != nil || n["RUNNING"] != len(jobs) {
+			t.Errorf("once the upgrade was done, the jobs were %v (%v), want all %d still running: they must run through it (nodeUpgradeSleep)", n, err, len(jobs))
+		}
+	}
 	for _, db := range []string{"scheduler", "lookout"} {
 		want := schema(t, to, db)
 		if got := strings.TrimSpace(f.be.Postgres.MustExec(t, db, "SELECT last_value FROM database_version")); got != strconv.Itoa(want) {
@@ -97,28 +99,29 @@ func testUpgrade(t *testing.T, f *flow, to string) {
 		n := states(done)
 		return n["QUEUED"]+n["LEASED"]+n["PENDING"]+n["RUNNING"] == 0, fmt.Sprint(n)
 	}, nil)
-	if len(done) != upgradeJobs {
-		t.Errorf("lookout shows %d jobs of job set %s, want the %d submitted", len(done), jobSet, upgradeJobs)
+	if len(done) != len(jobs) {
+		t.Errorf("lookout shows %d jobs of job set %s, want the %d submitted", len(done), jobSet, len(jobs))
 	}
 	for _, j := range done {
 		if j.State != "SUCCEEDED" || len(j.Runs) != 1 {
 			t.Errorf("lookout: job %s is %s with %d runs, want SUCCEEDED with one run", j.JobID, j.State, len(j.Runs))
 		}
 	}
-	checkOneRunEach(t, f.be.Postgres, jobSet)
+	checkOneRunEach(t, f.be.Postgres, jobSet, len(jobs))
 	pods := tracker.Stop()
 	for _, j := range done {
 		if pods[j.JobID] != 1 {
 			t.Errorf("job %s had %d pods, want one (run once)", j.JobID, pods[j.JobID])
 		}
 	}
-	checkImages(t, f.cp.Client(), to)
-	checkImages(t, f.worker.Client(), to)
+	for _, c := range f.clients() {
+		checkImages(t, c, to)
+	}
 
 	// The upgraded Armada takes new work, from the new release's armadactl.
 	f.a.Bin = f.armadactl[to]
 	after := "after-upgrade"
-	if out, err := f.a.Submit(ctx, "admin", f.adminPassword, queue, after, jobflow.JobSpec(jobsNamespace, nil)); err != nil {
+	if out, err := f.a.Submit(ctx, "admin", f.adminPassword, queue, after, f.job()); err != nil {
 		t.Fatalf("%s: %v\n%s", f.a.Command("submit", "job.yaml"), err, out)
 	}
 	jobflow.WaitLookout(t, f.lookout, f.adminPassword, after, "SUCCEEDED")
@@ -133,17 +136,63 @@ func states(jobs []jobflow.LookoutJob) map[string]int {
 	return n
 }
 
+// inFlight says when the jobs of an upgrade are in flight.
+type inFlight struct {
+	what string
+	ok   func(byState map[string]int) bool
+}
+
+// upgradeLoad is the jobs in flight across an upgrade, and when they are.
+// On KWOK, upgradeJobs jobs of 10 CPUs each, running for 40 s: some run,
+// the rest queue behind them. On a real node, nodeUpgradeJobs containers
+// sleeping for nodeUpgradeSleep, all running.
+func (f *flow) upgradeLoad() ([]map[string]any, inFlight) {
+	if f.node != nil {
+		jobs := make([]map[string]any, nodeUpgradeJobs)
+		for i := range jobs {
+			jobs[i] = jobflow.NodeJobSpec(node.JobImage, jobsNamespace, "-sleep="+nodeUpgradeSleep.String())
+		}
+		return jobs, inFlight{what: "running", ok: func(n map[string]int) bool { return n["RUNNING"] == len(jobs) }}
+	}
+	res := map[string]any{"cpu": "10", "memory": "1Gi"}
+	jobs := make([]map[string]any, upgradeJobs)
+	for i := range jobs {
+		j := jobflow.JobSpec(jobsNamespace, map[string]string{"kwok.armadaproject.io/run-for": "40s"})
+		c := j["podSpec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		c["resources"] = map[string]any{"requests": res, "limits": res}
+		jobs[i] = j
+	}
+	return jobs, inFlight{what: "running and queued", ok: func(n map[string]int) bool { return n["RUNNING"] > 0 && n["QUEUED"] > 0 }}
+}
+
+// job is a short job: a KWOK pod, or a container on the node.
+func (f *flow) job() map[string]any {
+	if f.node != nil {
+		return jobflow.NodeJobSpec(node.JobImage, jobsNamespace, "-sleep=1s")
+	}
+	return jobflow.JobSpec(jobsNamespace, nil)
+}
+
+// clients reach the clusters the flow's pods run in: the control cluster
+// and, if any, the worker.
+func (f *flow) clients() []client.Client {
+	if f.worker == nil {
+		return []client.Client{f.cp.Client()}
+	}
+	return []client.Client{f.cp.Client(), f.worker.Client()}
+}
+
 // checkOneRunEach checks the scheduler's database holds exactly one run,
-// succeeded, for each job of a job set.
-func checkOneRunEach(t *testing.T, pg *testenv.Postgres, jobSet string) {
+// succeeded, for each of the jobs of a job set.
+func checkOneRunEach(t *testing.T, pg *testenv.Postgres, jobSet string, jobs int) {
 	t.Helper()
 	out := pg.MustExec(t, "scheduler", fmt.Sprintf(
 		"SELECT j.job_id || ' ' || count(r.run_id) || ' ' || count(r.run_id) FILTER (WHERE r.succeeded) "+
 			"FROM jobs j LEFT JOIN runs r ON r.job_id = j.job_id WHERE j.job_set = %s GROUP BY j.job_id ORDER BY j.job_id",
 		testenv.QuoteLiteral(jobSet)))
 	rows := strings.Split(strings.TrimSpace(out), "\n")
-	if len(rows) != upgradeJobs {
-		t.Errorf("scheduler database: %d jobs in job set %s, want %d:\n%s", len(rows), jobSet, upgradeJobs, out)
+	if len(rows) != jobs {
+		t.Errorf("scheduler database: %d jobs in job set %s, want %d:\n%s", len(rows), jobSet, jobs, out)
 	}
 	for _, row := range rows {
 		if f := strings.Fields(row); len(f) != 3 || f[1] != "1" || f[2] != "1" {

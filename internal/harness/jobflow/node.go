@@ -187,3 +187,33 @@ func NodeJobSpec(image, namespace string, args ...string) map[string]any {
 	ctr["args"] = a
 	return j
 }
+
+// PodsState summarises the pods of namespace ns that are not Ready, for
+// progress messages: each one's phase and its containers' waiting or
+// terminated reasons.
+func PodsState(t TB, cs kubernetes.Interface, ns string) string {
+	pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(p.Name + " " + string(p.Status.Phase))
+		for _, c := range p.Status.ContainerStatuses {
+			switch {
+			case c.State.Waiting != nil:
+				b.WriteString(" " + c.Name + ": " + c.State.Waiting.Reason)
+			case c.State.Terminated != nil:
+				fmt.Fprintf(&b, " %s: exit %d", c.Name, c.State.Terminated.ExitCode)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return strings.Join(out, "; ")
+}

@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
@@ -85,7 +81,7 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 
 	d := jobflow.WaitFor(s, nodeReadyTimeout, "claim Ready (every component Ready by the kubelet's probes)", func() (bool, string) {
 		st, r, m := cl.Condition("Ready")
-		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, podsState(s, cs, cl.Namespace))
+		return st == statusTrue, fmt.Sprintf("Ready=%s %s: %s%s%s", st, r, firstLine(m), runnerSep, jobflow.PodsState(s, cs, cl.Namespace))
 	}, newProgress())
 	fmt.Printf("ArmadaClaim %s/%s is Ready (%s after the node started); node: %s.\n", cl.Namespace, cl.Name, d.Round(time.Second), n.Memory())
 	jobflow.RelayServices(s, be.Names, cs, cl.Namespace)
@@ -96,33 +92,4 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 			return jobflow.NodeJobSpec(node.JobImage, ns, "-sleep=5s")
 		},
 	}
-}
-
-// podsState summarises the pods of namespace ns that are not Ready: each
-// one's phase and its containers' waiting or terminated reasons.
-func podsState(s *jobflow.Session, cs kubernetes.Interface, ns string) string {
-	pods, err := cs.CoreV1().Pods(ns).List(s.Context(), metav1.ListOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded || slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-		}) {
-			continue
-		}
-		var b strings.Builder
-		b.WriteString(p.Name + " " + string(p.Status.Phase))
-		for _, c := range p.Status.ContainerStatuses {
-			switch {
-			case c.State.Waiting != nil:
-				b.WriteString(" " + c.Name + ": " + c.State.Waiting.Reason)
-			case c.State.Terminated != nil:
-				fmt.Fprintf(&b, " %s: exit %d", c.Name, c.State.Terminated.ExitCode)
-			}
-		}
-		out = append(out, b.String())
-	}
-	return strings.Join(out, "; ")
 }
