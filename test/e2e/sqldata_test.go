@@ -145,13 +145,8 @@ func TestSQLDataProtection(t *testing.T) {
 // not deleted. It resumes provider-sql and returns the ProviderConfig.
 func switchHoldingProviderSQL(t *testing.T, claim *unstructured.Unstructured, dbs map[string]any) ref {
 	t.Helper()
-	xr, refs := composed(t, claim)
-	var pcs []ref
-	for _, r := range byKind(refs, "ProviderConfig") {
-		if isProviderSQL(r.APIVersion) {
-			pcs = append(pcs, r)
-		}
-	}
+	xr, _ := composed(t, claim)
+	pcs := providerSQL(t, claim, "ProviderConfig")
 	if len(pcs) != 1 {
 		t.Fatalf("want one provider-sql ProviderConfig composed, got %v", pcs)
 	}
@@ -278,9 +273,16 @@ func databasesOn(t *testing.T, pg *testenv.Postgres, names ...string) map[string
 // references.
 func sqlDatabases(t *testing.T, claim *unstructured.Unstructured) []ref {
 	t.Helper()
+	return providerSQL(t, claim, "Database")
+}
+
+// providerSQL returns the provider-sql objects of kind the claim's XR
+// references.
+func providerSQL(t *testing.T, claim *unstructured.Unstructured, kind string) []ref {
+	t.Helper()
 	_, refs := composed(t, claim)
 	var out []ref
-	for _, r := range byKind(refs, "Database") {
+	for _, r := range byKind(refs, kind) {
 		if isProviderSQL(r.APIVersion) {
 			out = append(out, r)
 		}
