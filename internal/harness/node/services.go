@@ -497,7 +497,8 @@ func (n *Node) podsState(ctx context.Context, ns string, labels map[string]strin
 		return "cannot list pods: " + err.Error()
 	}
 	if len(pods.Items) == 0 {
-		return "no pod"
+		// Kubernetes' workload controllers make a Deployment's pods.
+		return "no pod: is kube-controller-manager running its workload controllers (controlplane.Options.Workloads)?"
 	}
 	var out []string
 	for _, p := range pods.Items {
