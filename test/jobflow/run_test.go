@@ -47,6 +47,50 @@ func TestMakeRunKWOK(t *testing.T) {
 	testMakeRun(t)
 }
 
+// TestMakeRunNodeNeedsRoot runs make run's command with -node as an
+// unprivileged user (nobody): it stops at once with an error that names
+// root and make run-kwok, and starts nothing.
+func TestMakeRunNodeNeedsRoot(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Fatal("TestMakeRunNodeNeedsRoot runs the command as another user, which needs root: run the tests as root, as .ci/run does")
+	}
+	bin := buildRun(t)
+	// nobody runs it: the binary's directory, and the test's above it,
+	// must be theirs to enter.
+	for _, d := range []string{filepath.Dir(bin), filepath.Dir(filepath.Dir(bin))} {
+		if err := os.Chmod(d, 0o711); err != nil { //nolint:gosec // The test's own directories, for the user it runs the binary as.
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "-node") //nolint:gosec // The command under test.
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "a real node needs root") || !strings.Contains(string(out), "make run-kwok") {
+		t.Errorf("run -node as uid %d: err %v, output:\n%s\nwant it to fail naming root and make run-kwok", nobody, err, out)
+	}
+}
+
+// nobody is the unprivileged user's and group's id.
+const nobody = 65534
+
+// buildRun builds make run's command into a temporary directory.
+func buildRun(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "run")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/build/cmd/run") //nolint:gosec // Builds the command under test.
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./internal/build/cmd/run: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // testMakeRun runs make run's command with args to the demo job, opens
 // Lookout's UI with the Chromium command it printed, and interrupts it.
 func testMakeRun(t *testing.T, args ...string) {
@@ -123,12 +167,7 @@ func startMakeRun(t testing.TB, args ...string) *makeRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "run")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/build/cmd/run") //nolint:gosec // Builds the command under test.
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./internal/build/cmd/run: %v\n%s", err, out)
-	}
+	bin := buildRun(t)
 	r := &makeRun{cmd: exec.CommandContext(t.Context(), bin, args...), exited: make(chan error, 1), lines: make(chan string, 1024), marks: map[string]time.Duration{}} //nolint:gosec // The command under test.
 	r.cmd.Dir = root
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
