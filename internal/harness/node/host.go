@@ -300,6 +300,15 @@ func killMentioning(dir string) {
 // line mentions a path under dir: the node's containerd, kubelet and
 // shims.
 func pidsMentioning(dir string) []int {
+	return pidsWhere(func(proc string) bool {
+		b, err := os.ReadFile(filepath.Join(proc, "cmdline")) //nolint:gosec // A /proc file.
+		return err == nil && strings.Contains(string(b), dir+"/")
+	})
+}
+
+// pidsWhere are the processes, other than this one, whose /proc directory
+// match says is wanted.
+func pidsWhere(match func(procDir string) bool) []int {
 	entries, _ := os.ReadDir(procFS)
 	var out []int
 	for _, e := range entries {
@@ -307,8 +316,7 @@ func pidsMentioning(dir string) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(procFS, e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), dir+"/") {
+		if match(filepath.Join(procFS, e.Name())) {
 			out = append(out, pid)
 		}
 	}

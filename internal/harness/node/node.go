@@ -458,23 +458,14 @@ func (n *Node) Memory() string {
 // containerPIDs are the processes named comm that run in the node's
 // containers (in its cgroup root).
 func (n *Node) containerPIDs(comm string) []int {
-	entries, _ := os.ReadDir(procFS)
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		c, err := os.ReadFile(filepath.Join(procFS, e.Name(), "comm"))
+	return pidsWhere(func(dir string) bool {
+		c, err := os.ReadFile(filepath.Join(dir, "comm")) //nolint:gosec // A /proc file.
 		if err != nil || strings.TrimSpace(string(c)) != comm {
-			continue
+			return false
 		}
-		cg, err := os.ReadFile(filepath.Join(procFS, e.Name(), "cgroup"))
-		if err == nil && strings.Contains(string(cg), ":"+n.l.CgroupRoot+"/") {
-			out = append(out, pid)
-		}
-	}
-	return out
+		cg, err := os.ReadFile(filepath.Join(dir, "cgroup")) //nolint:gosec // A /proc file.
+		return err == nil && strings.Contains(string(cg), ":"+n.l.CgroupRoot+"/")
+	})
 }
 
 // attempt is the restart count a container log file is named by (N.log).
