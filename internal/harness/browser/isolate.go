@@ -235,14 +235,17 @@ func (iso *Isolation) serve(l net.Listener, dial func(net.Conn) (net.Conn, error
 }
 
 // do runs f on a thread in the namespace: sockets f makes stay in it.
-// The thread goes back to the machine's namespace afterwards; if it cannot,
-// it stays locked and ends with its goroutine.
+// The thread goes back to the machine's namespace afterwards; only if it
+// cannot does it stay locked and end with its goroutine. Ending a thread
+// kills the processes forked from it with a parent-death signal (the
+// harness's servers), so it ends only when it must.
 func (iso *Isolation) do(f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- errors.Wrap(err, "cannot open the machine's network namespace")
 			return
 		}
@@ -255,6 +258,8 @@ func (iso *Isolation) do(f func() error) error {
 		}
 		defer func() { _ = unix.Close(fd) }()
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			// setns changes nothing when it fails.
+			runtime.UnlockOSThread()
 			errc <- errors.Wrap(err, "cannot enter Chromium's network namespace")
 			return
 		}
