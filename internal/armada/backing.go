@@ -201,7 +201,7 @@ func (r *renderer) keepSQLProviderConfig() {
 	if o.SQLProviderConfig == nil || !o.observedPrefix(keyPostgresSQLDB) && !o.SQLDatabasesLeft {
 		return
 	}
-	r.add(keyPostgresSQLPC, r.in.unstructuredObject(apiProviderSQL, kindProviderConfig, r.in.object("postgres-admin"), "postgres", o.SQLProviderConfig), true)
+	r.add(keyPostgresSQLPC, r.in.unstructuredObject(apiProviderSQL, kindProviderConfig, r.in.sqlProviderConfigName(), "postgres", o.SQLProviderConfig), true)
 }
 
 // redis composes the in-cluster Redis and reports whether Redis is up.

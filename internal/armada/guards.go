@@ -21,7 +21,7 @@ func deletesData(u *unstructured.Unstructured) bool {
 	case u.GetKind() == kindStatefulSet:
 		p, _, _ := unstructured.NestedString(u.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
 		return p == "Delete"
-	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Database":
+	case u.GetAPIVersion() == apiCNPG && u.GetKind() == kindDatabase:
 		p, _, _ := unstructured.NestedString(u.Object, "spec", "databaseReclaimPolicy")
 		return p == "delete"
 	}

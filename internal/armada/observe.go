@@ -350,7 +350,7 @@ func ready(u *unstructured.Unstructured) bool {
 		return jobState(u) == JobComplete
 	case u.GetKind() == "Deployment" || u.GetKind() == kindStatefulSet:
 		return workload(u).Ready
-	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "Database":
+	case u.GetAPIVersion() == apiCNPG && u.GetKind() == kindDatabase:
 		applied, _, _ := unstructured.NestedBool(u.Object, "status", "applied")
 		return applied
 	case u.GetAPIVersion() == apiCNPG && u.GetKind() == "ScheduledBackup":

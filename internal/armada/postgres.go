@@ -18,6 +18,8 @@ const (
 	kindClusterPCRef = "ClusterProviderConfig"
 	// kindProviderConfig is a provider's namespaced ProviderConfig kind.
 	kindProviderConfig = "ProviderConfig"
+	// kindDatabase is CloudNativePG's and provider-sql's database kind.
+	kindDatabase = "Database"
 )
 
 // unstructuredObject is a namespaced object of a kind this module has no Go
@@ -95,7 +97,7 @@ func (in *Install) cnpgDatabase(db string) *unstructured.Unstructured {
 	if in.Spec.DeletionPolicy == deletionDelete {
 		reclaim = "delete"
 	}
-	return in.unstructuredObject(apiCNPG, "Database", in.databaseObject(db), "postgres", map[string]any{
+	return in.unstructuredObject(apiCNPG, kindDatabase, in.databaseObject(db), "postgres", map[string]any{
 		"cluster":               map[string]any{"name": in.cnpgClusterName()},
 		"name":                  db,
 		"owner":                 cnpgOwner,
@@ -107,7 +109,7 @@ func (in *Install) cnpgDatabase(db string) *unstructured.Unstructured {
 // server, reading the user's admin connection Secret.
 func (in *Install) sqlProviderConfig() *unstructured.Unstructured {
 	pg := in.Spec.Postgres
-	return in.unstructuredObject(apiProviderSQL, kindProviderConfig, in.object("postgres-admin"), "postgres", map[string]any{
+	return in.unstructuredObject(apiProviderSQL, kindProviderConfig, in.sqlProviderConfigName(), "postgres", map[string]any{
 		"credentials": map[string]any{
 			"source":              "PostgreSQLConnectionSecret",
 			"connectionSecretRef": map[string]any{"name": pg.AdminSecretRef.Name},
@@ -135,7 +137,7 @@ func (in *Install) LeavingSQLDatabases(o Observed) (s Selection, ok bool) {
 	if o.SQLProviderConfig == nil || pg.Mode != modeInCluster && pg.AdminSecretRef != nil {
 		return Selection{}, false
 	}
-	return Selection{APIVersion: apiProviderSQL, Kind: "Database", Namespace: in.Namespace, Labels: in.selector("postgres")}, true
+	return Selection{APIVersion: apiProviderSQL, Kind: kindDatabase, Namespace: in.Namespace, Labels: in.selector("postgres")}, true
 }
 
 // UsesSQLProviderConfig reports whether a provider-sql Database names the
@@ -143,9 +145,12 @@ func (in *Install) LeavingSQLDatabases(o Observed) (s Selection, ok bool) {
 func (in *Install) UsesSQLProviderConfig(db *unstructured.Unstructured) bool {
 	kind, _, _ := unstructured.NestedString(db.Object, "spec", "providerConfigRef", "kind")
 	name, _, _ := unstructured.NestedString(db.Object, "spec", "providerConfigRef", "name")
-	return db.GetAPIVersion() == apiProviderSQL && db.GetKind() == "Database" && db.GetNamespace() == in.Namespace &&
-		kind == kindProviderConfig && name == in.object("postgres-admin")
+	return db.GetAPIVersion() == apiProviderSQL && db.GetKind() == kindDatabase && db.GetNamespace() == in.Namespace &&
+		kind == kindProviderConfig && name == in.sqlProviderConfigName()
 }
+
+// sqlProviderConfigName names the provider-sql ProviderConfig.
+func (in *Install) sqlProviderConfigName() string { return in.object("postgres-admin") }
 
 // sqlSSLMode maps a libpq sslmode onto provider-sql's narrower enum:
 // allow and prefer try TLS first, so they become require.
@@ -161,9 +166,9 @@ func sqlSSLMode(mode string) string {
 // sqlDatabase is a provider-sql Database on the external server, owned by
 // the user Armada connects as. Its external name is the database's name.
 func (in *Install) sqlDatabase(db string) *unstructured.Unstructured {
-	u := in.unstructuredObject(apiProviderSQL, "Database", in.databaseObject(db), "postgres", in.protect(map[string]any{
+	u := in.unstructuredObject(apiProviderSQL, kindDatabase, in.databaseObject(db), "postgres", in.protect(map[string]any{
 		"forProvider":       map[string]any{"owner": in.Spec.Postgres.User},
-		"providerConfigRef": map[string]any{"kind": kindProviderConfig, "name": in.object("postgres-admin")},
+		"providerConfigRef": map[string]any{"kind": kindProviderConfig, "name": in.sqlProviderConfigName()},
 	}))
 	u.SetAnnotations(map[string]string{annotationExternalName: db})
 	return u

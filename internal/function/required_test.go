@@ -2,6 +2,7 @@ package function
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,7 +31,7 @@ func TestRunFunctionKeepsSQLProviderConfigForLeavingDatabases(t *testing.T) {
 	desired := rsp.GetDesired().GetResources()
 	pc, db := desired[pcKey], desired["postgres-sql-db-scheduler"]
 	if pc == nil || db == nil {
-		t.Fatalf("all-external composes no provider-sql ProviderConfig or scheduler Database: %v", keysOf(desired))
+		t.Fatalf("all-external composes no provider-sql ProviderConfig or scheduler Database: %v", slices.Collect(maps.Keys(desired)))
 	}
 	ns := db.GetResource().AsMap()["metadata"].(map[string]any)["namespace"].(string)
 	labels := map[string]string{}
@@ -112,13 +113,4 @@ func TestRunFunctionKeepsSQLProviderConfigForLeavingDatabases(t *testing.T) {
 			}
 		})
 	}
-}
-
-// keysOf are the composition resource names of resources.
-func keysOf(resources map[string]*fnv1.Resource) []string {
-	out := make([]string, 0, len(resources))
-	for k := range resources {
-		out = append(out, k)
-	}
-	return out
 }
