@@ -231,7 +231,7 @@ func openLookout(t *testing.T, f *flow, o lookoutBrowser) (*browser.Browser, str
 			t.Fatal(err)
 		}
 	}
-	bo.Dir = t.TempDir()
+	bo.Dir, bo.Logf = t.TempDir(), t.Logf
 	if o.basicPassword != "" {
 		bo.Headers = map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+o.basicPassword))}
 	}

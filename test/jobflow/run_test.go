@@ -454,7 +454,7 @@ func openPrintedBrowser(t *testing.T, out string) {
 	if err != nil {
 		t.Fatalf("the login password make run names: %v", err)
 	}
-	bo.Dir = t.TempDir()
+	bo.Dir, bo.Logf = t.TempDir(), t.Logf
 	b, err := browser.Start(context.WithoutCancel(ctx), bo)
 	if err != nil {
 		t.Fatal(err)

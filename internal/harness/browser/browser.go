@@ -19,6 +19,8 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -54,6 +56,15 @@ type Options struct {
 	Dir string
 	// Width and Height are the window's size; 1600x1000 if zero.
 	Width, Height int
+	// Logf, if set, is told of each start of Chromium that failed and is
+	// tried again, with what Chromium printed.
+	Logf func(format string, args ...any)
+	// Exec is the browser's binary; Chromium if empty. A test gives a
+	// stand-in that never starts, to see a failed start reported.
+	Exec string
+	// StartTimeout is how long one start waits for the browser to print
+	// its DevTools address; 40s if zero (chromedp's default is 20s).
+	StartTimeout time.Duration
 }
 
 // A Browser is one headless Chromium with one tab.
@@ -80,22 +91,49 @@ type Request struct {
 	Protocol string
 }
 
+// Starts is how many times Start starts Chromium before it gives up.
+// On a loaded machine Chromium has, now and then, not printed its
+// DevTools address within chromedp's wait; each failed start is logged
+// (Options.Logf) with what Chromium printed and its process's state.
+const Starts = 3
+
 // Start starts Chromium and opens its tab.
 func Start(ctx context.Context, o Options) (*Browser, error) {
-	if _, err := os.Stat(Chromium); err != nil {
-		return nil, errors.Errorf("cannot find %s (Debian's chromium): run make system-deps", Chromium)
+	if o.Exec == "" {
+		o.Exec = Chromium
+	}
+	if _, err := os.Stat(o.Exec); err != nil {
+		return nil, errors.Errorf("cannot find %s (Debian's chromium): run make system-deps", o.Exec)
 	}
 	if o.Width == 0 {
 		o.Width, o.Height = 1600, 1000
 	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 40 * time.Second
+	}
+	for try := 1; ; try++ {
+		b, err := start(ctx, o, try)
+		if err == nil || try == Starts || ctx.Err() != nil {
+			return b, err
+		}
+		if o.Logf != nil {
+			o.Logf("Chromium did not start (try %d of %d): %v", try, Starts, err)
+		}
+	}
+}
+
+// start starts one Chromium, with a profile of its own under o.Dir.
+func start(ctx context.Context, o Options, try int) (*Browser, error) {
+	dir := filepath.Join(o.Dir, "profile-"+strconv.Itoa(try))
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(Chromium),
-		chromedp.UserDataDir(o.Dir),
+		chromedp.ExecPath(o.Exec),
+		chromedp.UserDataDir(dir),
 		chromedp.NoSandbox, // Root, as the tests run, has no user namespace sandbox.
 		chromedp.WindowSize(o.Width, o.Height),
 		chromedp.Flag("host-resolver-rules", resolverRules(o.Hosts)),
 		chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(o.SPKIs, ",")),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WSURLReadTimeout(o.StartTimeout),
 	)
 	// In a network namespace of its own: a real node changing the
 	// machine's interfaces meanwhile would make Chromium abandon requests
@@ -104,7 +142,13 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, chromedp.Flag("remote-debugging-port", strconv.Itoa(iso.DevToolsPort())), chromedp.ModifyCmdFunc(iso.wrap))
+	out := &tail{max: 8 << 10}
+	var cmd *exec.Cmd
+	opts = append(opts,
+		chromedp.Flag("remote-debugging-port", strconv.Itoa(iso.DevToolsPort())),
+		chromedp.ModifyCmdFunc(func(c *exec.Cmd) { iso.wrap(c); cmd = c }),
+		chromedp.CombinedOutput(out),
+	)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	closeAll := func() { //nolint:contextcheck // Removing the namespace must run when ctx is done too.
@@ -118,11 +162,56 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	for k, v := range o.Headers {
 		headers[k] = v
 	}
+	began := time.Now()
 	if err := chromedp.Run(bctx, network.Enable(), cdplog.Enable(), runtime.Enable(), network.SetExtraHTTPHeaders(headers)); err != nil {
+		// Read before closing: closing kills it.
+		state := processState(cmd)
 		b.cancel()
-		return nil, errors.Wrap(err, "cannot start Chromium")
+		return nil, errors.Wrapf(err, "cannot start Chromium (after %s; its process %s); it printed:\n%s",
+			time.Since(began).Round(100*time.Millisecond), state, strings.TrimSpace(out.String()))
 	}
 	return b, nil
+}
+
+// processState is the state Linux gives cmd's process ("S (sleeping)",
+// "T (stopped)"), or why there is none.
+func processState(cmd *exec.Cmd) string {
+	if cmd == nil || cmd.Process == nil {
+		return "was not started"
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		return fmt.Sprintf("%d is gone", cmd.Process.Pid)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "State:"); ok {
+			return fmt.Sprintf("%d is %s", cmd.Process.Pid, strings.TrimSpace(v))
+		}
+	}
+	return fmt.Sprintf("%d has no state", cmd.Process.Pid)
+}
+
+// A tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = slices.Clone(t.b[over:])
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
 
 // resolverRules is --host-resolver-rules for hosts: each to its address,

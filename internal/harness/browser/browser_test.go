@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,5 +139,41 @@ window.result = "";
 	slices.Sort(links)
 	if diff := cmp.Diff([]string{"d0", "d1", "lo"}, links); diff != "" {
 		t.Errorf("the links in Chromium's namespace (-want +got):\n%s", diff)
+	}
+}
+
+// TestStartFails: a browser that does not start is started Starts times,
+// each failed try but the last is logged, and the error says what it
+// printed and what became of its process. The browser is a stand-in
+// (fault injection): a script that prints a line and sleeps, never
+// printing a DevTools address, as Chromium has now and then on a loaded
+// machine.
+func TestStartFails(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "chromium")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"a stand-in starting $$\"\nexec sleep 60\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	b, err := Start(t.Context(), Options{
+		Hosts: map[string]string{"x.test": "127.0.0.1"}, Dir: dir, Exec: script, StartTimeout: 2 * time.Second,
+		Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) },
+	})
+	if err == nil {
+		b.Close()
+		t.Fatal("a browser that never prints its DevTools address started")
+	}
+	for _, want := range []string{"cannot start Chromium", "websocket url timeout", "is S (sleeping)", "it printed:\na stand-in starting"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %v", want, err)
+		}
+	}
+	if len(logged) != Starts-1 {
+		t.Fatalf("%d tries logged, want %d: %q", len(logged), Starts-1, logged)
+	}
+	for i, l := range logged {
+		if want := fmt.Sprintf("(try %d of %d)", i+1, Starts); !strings.Contains(l, want) || !strings.Contains(l, "a stand-in starting") {
+			t.Errorf("log line %d lacks %q or what the browser printed: %s", i, want, l)
+		}
 	}
 }
