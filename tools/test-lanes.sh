@@ -7,7 +7,7 @@
 # All lanes at once overload two cores (a load of 30 to 50 measured, and
 # an e2e wait timed out), so make test does not run this: LANES picks
 # lanes to run, e.g. one suite part alone for its CPU figure. Figures:
-# docs/dev/first-run.md ("Warm make test: where the CPU goes").
+# docs/dev/first-run.md ("Where the CPU goes").
 #
 # Each lane's output goes to _output/test/LANE.log and is printed when the
 # lane ends (so lanes do not interleave); each lane's wall time, and its
