@@ -127,11 +127,20 @@ func TestSQLDataProtection(t *testing.T) {
 				if left := sqlDatabases(t, claim); len(left) != 0 {
 					t.Errorf("after the switch to InCluster the XR still references %v", left)
 				}
-				// Nothing needs the ProviderConfig now: it goes too.
-				waitFor(t, "the provider-sql ProviderConfig gone once its Databases are", func() (bool, string) {
+				// Nothing needs the ProviderConfig now: it goes too, once
+				// the garbage collector has removed the Databases'
+				// ProviderConfigUsages (provider-sql's in-use finalizer)
+				// and its own foregroundDeletion finalizer.
+				start = time.Now()
+				waitWithin(t, deletionTimeout, "the provider-sql ProviderConfig gone once its Databases are", func() (bool, string) {
 					u := get(t, pc.APIVersion, pc.Kind, pc.Namespace, pc.Name)
-					return u == nil, pc.String() + " is still there"
+					if u == nil {
+						return true, ""
+					}
+					users, _, _ := unstructured.NestedInt64(u.Object, "status", "users")
+					return false, fmt.Sprintf("%s is still there: %s, users %d", pc, managedState(u), users)
 				})
+				t.Logf("ProviderConfig gone %s after the Databases", time.Since(start).Round(time.Millisecond))
 			}
 		})
 	}
