@@ -72,7 +72,7 @@ func (c *ControlPlane) apiServerURL() string {
 // startAPIServer starts kube-apiserver, waits for /readyz and writes the
 // kubeconfig, REST config and client the rest of the control plane uses.
 func (c *ControlPlane) startAPIServer(ctx context.Context) error {
-	p := c.newProcess(ProcKubeAPIServer, c.opts.KubeAPIServer, c.apiServerArgs(), serverGC)
+	p := c.newProcess(ProcKubeAPIServer, c.opts.KubeAPIServer, c.apiServerArgs(), nil)
 	if err := p.start(); err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func (c *ControlPlane) startCrossplaneFirst(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(c.dir, "xpkg-cache"), 0o700); err != nil {
 		return errors.Wrap(err, "cannot create package cache directory")
 	}
-	c.newProcess(ProcCrossplane, c.opts.Crossplane, c.crossplaneArgs(), append([]string{"KUBECONFIG=" + c.CrossplaneKubeconfig()}, serverGC...))
+	c.newProcess(ProcCrossplane, c.opts.Crossplane, c.crossplaneArgs(), []string{"KUBECONFIG=" + c.CrossplaneKubeconfig()})
 	return c.StartCrossplane(ctx)
 }
 

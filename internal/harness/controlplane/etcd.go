@@ -27,7 +27,7 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 		"--initial-cluster=cp=" + peer,
 		"--unsafe-no-fsync",
 		"--log-level=warn",
-	}, serverGC)
+	}, nil)
 	if err := p.start(); err != nil {
 		return err
 	}

@@ -27,16 +27,6 @@ const (
 	ProcProviderKubernetes    = "provider-kubernetes"
 )
 
-// serverGC is the Go garbage collector's setting for the control plane's
-// busiest servers (etcd, kube-apiserver, Crossplane core): collect when
-// the heap has grown to five times what was live, not twice (GOGC=400),
-// but never let it pass 1 GiB (GOMEMLIMIT, a soft limit the collector
-// works harder to keep). Measured in a whole make test: garbage
-// collection was about a fifth of kube-apiserver's CPU, and
-// kube-apiserver the largest share of the suite's (docs/dev/first-run.md).
-// A harness setting: production keeps Go's defaults.
-var serverGC = []string{"GOGC=400", "GOMEMLIMIT=1GiB"}
-
 // killTimeout bounds how long stop waits for a killed process to be reaped.
 const killTimeout = 10 * time.Second
 
