@@ -14,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/freeport"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Names of the processes a ControlPlane runs. They name the log files in the
@@ -147,18 +148,7 @@ func (p *process) groups() []int {
 }
 
 // tail returns about the last n lines of the process's log.
-func (p *process) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)
-	}
-	b = bytes.TrimRight(b, "\n")
-	lines := bytes.Split(b, []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
+func (p *process) tail(n int) string { return testutil.TailFile(p.logPath, n) }
 
 // waitReady polls check every 100ms until it returns nil. It fails as soon as
 // the process exits, when ctx is done, or after timeout; the error then

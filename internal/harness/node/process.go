@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Names of the node's processes; their logs are NAME.log in the node's
@@ -91,17 +92,7 @@ func (p *process) stop() error {
 }
 
 // tail returns about the last n lines of the process's log.
-func (p *process) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
+func (p *process) tail(n int) string { return testutil.TailFile(p.logPath, n) }
 
 // waitFor polls check every 200ms until it returns nil; it fails when the
 // process exits, ctx ends or stepTimeout passes, with the last check's

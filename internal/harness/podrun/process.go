@@ -14,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // A Process is a running binary whose output goes to a log file.
@@ -97,13 +98,7 @@ func (p *Process) Log() string {
 }
 
 // Tail returns the last n lines of the process's output.
-func (p *Process) Tail(n int) string {
-	lines := strings.Split(strings.TrimRight(p.Log(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *Process) Tail(n int) string { return testutil.Tail(p.Log(), n) }
 
 // Until polls the log every 100ms until cond holds, the process exits or
 // timeout passes, and reports whether cond held. cond is checked once more
