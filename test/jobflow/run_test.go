@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/armadaproject/armada-crossplane/internal/harness/browser"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
@@ -420,30 +422,26 @@ func openPrintedBrowser(t *testing.T, out string) {
 	defer iso.Close()
 	// Flags after the URL are flags too. Chromium has printed an empty page
 	// now and then on a loaded machine (exit 0, nothing rendered), where a
-	// person would reload: up to three tries, each one that shows no login
-	// form logged.
-	const tries = 3
-	for try := 1; ; try++ {
+	// person would reload: up to browser.Starts tries, each failed one
+	// logged.
+	err = testutil.Retry(ctx, browser.Starts, t.Logf, func(try int) error {
 		sh := iso.Command(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=30000 --dump-dom")
 		sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // Its mktemp -d profile, removed with the test's.
 		var stderr strings.Builder
 		sh.Stderr = &stderr
 		began := time.Now()
 		dom, err := sh.Output()
-		if err != nil {
-			t.Errorf("make run's Chromium command: %v\n%s", err, line)
-			return
+		switch {
+		case err != nil:
+			return errors.Errorf("make run's Chromium command (try %d): %v\n%s\nChromium's stderr:\n%s", try, err, line, testutil.Tail(stderr.String(), 20))
+		case strings.Contains(string(dom), `id="username"`) && strings.Contains(string(dom), `id="password"`):
+			return nil
 		}
-		if strings.Contains(string(dom), `id="username"`) && strings.Contains(string(dom), `id="password"`) {
-			break
-		}
-		msg := fmt.Sprintf("make run's Chromium command shows no login form of the OpenID Provider (try %d of %d, %s); it rendered:\n%s\nChromium's stderr:\n%s",
-			try, tries, time.Since(began).Round(100*time.Millisecond), testutil.Tail(string(dom), 40), testutil.Tail(stderr.String(), 20))
-		if try == tries {
-			t.Error(msg)
-			break
-		}
-		t.Log(msg)
+		return errors.Errorf("make run's Chromium command shows no login form of the OpenID Provider (try %d, %s); it rendered:\n%s\nChromium's stderr:\n%s",
+			try, time.Since(began).Round(100*time.Millisecond), testutil.Tail(string(dom), 40), testutil.Tail(stderr.String(), 20))
+	})
+	if err != nil {
+		t.Error(err)
 	}
 
 	bo, addr, err := browser.ParseCommandLine(line)

@@ -34,6 +34,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // Chromium is Debian's chromium package's binary (make system-deps
@@ -94,7 +96,8 @@ type Request struct {
 // Starts is how many times Start starts Chromium before it gives up.
 // On a loaded machine Chromium has, now and then, not printed its
 // DevTools address within chromedp's wait; each failed start is logged
-// (Options.Logf) with what Chromium printed and its process's state.
+// (Options.Logf) with what Chromium printed and its process's state. A
+// network namespace that cannot be made is not tried again.
 const Starts = 3
 
 // Start starts Chromium and opens its tab.
@@ -111,15 +114,13 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 40 * time.Second
 	}
-	for try := 1; ; try++ {
-		b, err := start(ctx, o, try)
-		if err == nil || try == Starts || ctx.Err() != nil {
-			return b, err
-		}
-		if o.Logf != nil {
-			o.Logf("Chromium did not start (try %d of %d): %v", try, Starts, err)
-		}
-	}
+	var b *Browser
+	err := testutil.Retry(ctx, Starts, o.Logf, func(try int) error {
+		var err error
+		b, err = start(ctx, o, try)
+		return err
+	})
+	return b, err
 }
 
 // start starts one Chromium, with a profile of its own under o.Dir.
@@ -140,7 +141,7 @@ func start(ctx context.Context, o Options, try int) (*Browser, error) {
 	// (net::ERR_NETWORK_CHANGED).
 	iso, err := Isolate(ctx)
 	if err != nil {
-		return nil, err
+		return nil, testutil.Permanent(err)
 	}
 	out := &tail{max: 8 << 10}
 	var cmd *exec.Cmd

@@ -172,7 +172,7 @@ func TestStartFails(t *testing.T) {
 		t.Fatalf("%d tries logged, want %d: %q", len(logged), Starts-1, logged)
 	}
 	for i, l := range logged {
-		if want := fmt.Sprintf("(try %d of %d)", i+1, Starts); !strings.Contains(l, want) || !strings.Contains(l, "a stand-in starting") {
+		if want := fmt.Sprintf("try %d of %d failed", i+1, Starts); !strings.Contains(l, want) || !strings.Contains(l, "a stand-in starting") {
 			t.Errorf("log line %d lacks %q or what the browser printed: %s", i, want, l)
 		}
 	}
