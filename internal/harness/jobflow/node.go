@@ -21,6 +21,7 @@ import (
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/podrun"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testenv"
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // On a real node (package node) the composed pods run as containers and
@@ -189,8 +190,7 @@ func NodeJobSpec(image, namespace string, args ...string) map[string]any {
 }
 
 // PodsState summarises the pods of namespace ns that are not Ready, for
-// progress messages: each one's phase and its containers' waiting or
-// terminated reasons.
+// progress messages (testutil.PodState).
 func PodsState(t TB, cs kubernetes.Interface, ns string) string {
 	pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -203,17 +203,7 @@ func PodsState(t TB, cs kubernetes.Interface, ns string) string {
 		}) {
 			continue
 		}
-		var b strings.Builder
-		b.WriteString(p.Name + " " + string(p.Status.Phase))
-		for _, c := range p.Status.ContainerStatuses {
-			switch {
-			case c.State.Waiting != nil:
-				b.WriteString(" " + c.Name + ": " + c.State.Waiting.Reason)
-			case c.State.Terminated != nil:
-				fmt.Fprintf(&b, " %s: exit %d", c.Name, c.State.Terminated.ExitCode)
-			}
-		}
-		out = append(out, b.String())
+		out = append(out, testutil.PodState(&p, nil))
 	}
 	return strings.Join(out, "; ")
 }

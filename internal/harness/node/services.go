@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -500,32 +499,12 @@ func (n *Node) podsState(ctx context.Context, ns string, labels map[string]strin
 		// Kubernetes' workload controllers make a Deployment's pods.
 		return "no pod: is kube-controller-manager running its workload controllers (controlplane.Options.Workloads)?"
 	}
-	var out []string
-	for _, p := range pods.Items {
-		var b strings.Builder
-		b.WriteString(p.Name + " " + string(p.Status.Phase))
-		for _, c := range p.Status.ContainerStatuses {
-			switch {
-			case c.State.Waiting != nil:
-				fmt.Fprintf(&b, ", %s waiting (%s: %s)", c.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
-			case c.State.Terminated != nil:
-				fmt.Fprintf(&b, ", %s terminated (%s, exit %d)", c.Name, c.State.Terminated.Reason, c.State.Terminated.ExitCode)
-			default:
-				fmt.Fprintf(&b, ", %s running, ready %t", c.Name, c.Ready)
-			}
-			fmt.Fprintf(&b, ", %d restarts", c.RestartCount)
-			if !c.Ready {
-				b.WriteString(", log:\n" + testutil.Tail(dropRepeats(n.PodLogs(ns, p.Name, c.Name)), 10))
-			}
-		}
-		if len(p.Status.ContainerStatuses) == 0 {
-			for _, c := range p.Status.Conditions {
-				if c.Status != corev1.ConditionTrue {
-					fmt.Fprintf(&b, ", %s: %s", c.Type, c.Message)
-				}
-			}
-		}
-		out = append(out, b.String())
+	out := make([]string, 0, len(pods.Items))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		out = append(out, testutil.PodState(p, func(c string) string {
+			return testutil.Tail(dropRepeats(n.PodLogs(ns, p.Name, c)), 10)
+		}))
 	}
 	return strings.Join(out, "; ")
 }
