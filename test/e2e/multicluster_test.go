@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/armadaproject/armada-crossplane/internal/harness/controlplane"
@@ -92,6 +93,7 @@ func TestMultiCluster(t *testing.T) {
 		})
 	}
 	t.Logf("team namespace %s in both worker clusters %s after apply", teamJobsNS, time.Since(t0).Round(time.Millisecond))
+	jobServiceAccounts(t, workers, teamJobsNS)
 
 	d := waitExecutors(t, claim, workers, map[string]bool{"worker-a": true, "worker-gpu": true}, "")
 	t.Logf("status.executors all ready %s after the remote objects existed", d.Round(time.Millisecond))
@@ -541,4 +543,48 @@ func keys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// jobServiceAccounts checks that the composed default ServiceAccount of
+// job namespace ns (mounting no token) takes over the one a worker
+// cluster's kube-controller-manager makes in every namespace as it
+// appears, as any cluster's does. Which is first when the namespace
+// appears is a race, so the test deletes the composed one with
+// provider-kubernetes stopped, waits for Kubernetes to make its own, and
+// resumes provider-kubernetes, which must bring that one to the composed
+// state.
+func jobServiceAccounts(t *testing.T, ws []*worker, ns string) {
+	t.Helper()
+	sa := ref{"v1", "ServiceAccount", ns, "default"}
+	composed := func(w *worker, uid types.UID) func() (bool, string) {
+		return func() (bool, string) {
+			u := getIn(t, w.kube(), sa)
+			if u == nil {
+				return false, "none"
+			}
+			mount, found, _ := unstructured.NestedBool(u.Object, "automountServiceAccountToken")
+			return found && !mount && (uid == "" || u.GetUID() == uid),
+				fmt.Sprintf("uid %s (want %q), automountServiceAccountToken %t (set: %t), labels %v", u.GetUID(), uid, mount, found, u.GetLabels())
+		}
+	}
+	for _, w := range ws {
+		waitFor(t, "the composed default ServiceAccount of "+ns+" in "+w.name, composed(w, ""))
+		old := getIn(t, w.kube(), sa)
+		resume := pauseProcess(t, controlplane.ProcProviderKubernetes)
+		if err := w.kube().Delete(t.Context(), old); err != nil {
+			resume()
+			t.Fatalf("cannot delete %s in %s: %v", sa, w.name, err)
+		}
+		var made *unstructured.Unstructured
+		waitFor(t, "kube-controller-manager to make "+ns+"/default again in "+w.name+", provider-kubernetes stopped", func() (bool, string) {
+			made = getIn(t, w.kube(), sa)
+			return made != nil && made.GetUID() != old.GetUID(), "not yet"
+		})
+		resume()
+		if _, found, _ := unstructured.NestedBool(made.Object, "automountServiceAccountToken"); found {
+			t.Errorf("Kubernetes' own %s in %s already sets automountServiceAccountToken: %v", sa, w.name, made.Object)
+		}
+		d := waitFor(t, "Kubernetes' own "+ns+"/default in "+w.name+" brought to the composed state", composed(w, made.GetUID()))
+		t.Logf("%s: %s/default, made again by kube-controller-manager, mounts no token %s after provider-kubernetes resumed", w.name, ns, d.Round(time.Millisecond))
+	}
 }
