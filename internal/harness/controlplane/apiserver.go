@@ -246,9 +246,9 @@ func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 		"--secure-port=" + port,
 		"--cert-dir=" + filepath.Join(c.dir, "kube-controller-manager"),
 		"--authentication-skip-lookup=true",
-		// Its default client limit (20 requests a second) queues the
-		// garbage collector for minutes while a test suite deletes
-		// dozens of composed trees at once; the API server is local.
+		// Above client-go's default of 20 requests a second, so that the
+		// garbage collector keeps up while a suite deletes dozens of
+		// composed trees at once; the API server is local.
 		"--kube-api-qps=" + strconv.Itoa(controllerManagerQPS),
 		"--kube-api-burst=" + strconv.Itoa(2*controllerManagerQPS),
 	}, nil)
