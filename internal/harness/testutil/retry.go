@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"context"
-	"os"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -39,14 +38,4 @@ func Retry(ctx context.Context, tries int, logf func(format string, args ...any)
 			logf("try %d of %d failed: %v", try, tries, err)
 		}
 	}
-}
-
-// TailFile returns about the last n lines of the file at path, or why it
-// cannot be read.
-func TailFile(path string, n int) string {
-	b, err := os.ReadFile(path) //nolint:gosec // Only the harness's own log files are read.
-	if err != nil {
-		return "(cannot read " + path + ": " + err.Error() + ")"
-	}
-	return Tail(string(b), n)
 }

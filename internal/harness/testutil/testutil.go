@@ -7,6 +7,7 @@ package testutil
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -154,4 +155,14 @@ func Tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TailFile returns about the last n lines of the file at path, or why it
+// cannot be read.
+func TailFile(path string, n int) string {
+	b, err := os.ReadFile(path) //nolint:gosec // Only the harness's own log files are read.
+	if err != nil {
+		return "(cannot read " + path + ": " + err.Error() + ")"
+	}
+	return Tail(string(b), n)
 }
