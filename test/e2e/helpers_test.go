@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -387,4 +389,29 @@ const parallelTests = "4"
 func parallel(t *testing.T) {
 	t.Helper()
 	t.Parallel()
+}
+
+// pauseProcess stops the control plane's process name (SIGSTOP to its
+// process group) and returns what resumes it, which also runs when the
+// test ends.
+func pauseProcess(t *testing.T, name string) func() {
+	t.Helper()
+	pids := cp.ProcessGroups()[name]
+	if len(pids) == 0 {
+		t.Fatalf("%s was never started", name)
+	}
+	pgid := pids[len(pids)-1]
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("cannot stop %s: %v", name, err)
+	}
+	var once sync.Once
+	resume := func() {
+		once.Do(func() {
+			if err := syscall.Kill(-pgid, syscall.SIGCONT); err != nil {
+				t.Errorf("cannot resume %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -187,31 +185,6 @@ func switchHoldingProviderSQL(t *testing.T, claim *unstructured.Unstructured, db
 	})
 	t.Logf("%s stayed through %d function calls in %s after the switch, provider-sql stopped", pc, functionCallsFor(t, xr.GetName())-base, time.Since(began).Round(time.Millisecond))
 	return pc
-}
-
-// pauseProcess stops the control plane's process name (SIGSTOP to its
-// process group) and returns what resumes it, which also runs when the
-// test ends.
-func pauseProcess(t *testing.T, name string) func() {
-	t.Helper()
-	pids := cp.ProcessGroups()[name]
-	if len(pids) == 0 {
-		t.Fatalf("%s was never started", name)
-	}
-	pgid := pids[len(pids)-1]
-	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("cannot stop %s: %v", name, err)
-	}
-	var once sync.Once
-	resume := func() {
-		once.Do(func() {
-			if err := syscall.Kill(-pgid, syscall.SIGCONT); err != nil {
-				t.Errorf("cannot resume %s: %v", name, err)
-			}
-		})
-	}
-	t.Cleanup(resume)
-	return resume
 }
 
 // onPostgres points the all-external example's PostgreSQL at pg: the
