@@ -424,7 +424,7 @@ func openPrintedBrowser(t *testing.T, out string) {
 	// now and then on a loaded machine (exit 0, nothing rendered), where a
 	// person would reload: up to browser.Starts tries, each failed one
 	// logged.
-	err = testutil.Retry(ctx, browser.Starts, t.Logf, func(try int) error {
+	err = testutil.Retry(ctx, browser.Starts, t.Logf, func(int) error {
 		sh := iso.Command(ctx, "bash", "-c", line+" --headless --disable-gpu --virtual-time-budget=30000 --dump-dom")
 		sh.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // Its mktemp -d profile, removed with the test's.
 		var stderr strings.Builder
@@ -433,12 +433,12 @@ func openPrintedBrowser(t *testing.T, out string) {
 		dom, err := sh.Output()
 		switch {
 		case err != nil:
-			return errors.Errorf("make run's Chromium command (try %d): %v\n%s\nChromium's stderr:\n%s", try, err, line, testutil.Tail(stderr.String(), 20))
+			return errors.Errorf("make run's Chromium command: %v\n%s\nChromium's stderr:\n%s", err, line, testutil.Tail(stderr.String(), 20))
 		case strings.Contains(string(dom), `id="username"`) && strings.Contains(string(dom), `id="password"`):
 			return nil
 		}
-		return errors.Errorf("make run's Chromium command shows no login form of the OpenID Provider (try %d, %s); it rendered:\n%s\nChromium's stderr:\n%s",
-			try, time.Since(began).Round(100*time.Millisecond), testutil.Tail(string(dom), 40), testutil.Tail(stderr.String(), 20))
+		return errors.Errorf("make run's Chromium command shows no login form of the OpenID Provider (after %s); it rendered:\n%s\nChromium's stderr:\n%s",
+			time.Since(began).Round(100*time.Millisecond), testutil.Tail(string(dom), 40), testutil.Tail(stderr.String(), 20))
 	})
 	if err != nil {
 		t.Error(err)
