@@ -88,7 +88,7 @@ func startWorker(t testing.TB) func() *controlplane.ControlPlane {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		c, err := controlplane.Start(ctx, controlplane.Options{KubernetesOnly: true, JobFlow: true})
+		c, err := controlplane.Start(ctx, controlplane.Options{KubernetesOnly: true, JobFlow: true, ServiceAccounts: true})
 		ch <- started{c, err}
 	}()
 	return func() *controlplane.ControlPlane {

@@ -219,15 +219,12 @@ const controllerManagerQPS = 200
 // identity in a worker cluster), the ClusterRole aggregation controller
 // (Crossplane's ClusterRole aggregates its rules) and the resource quota
 // controller (a ResourceQuota counts only once it computed the quota's
-// status: job namespaces carry the tenancy policy's), in a worker cluster
-// the service-account controller too, and waits for its /healthz.
+// status: job namespaces carry the tenancy policy's), the service-account
+// controller with Options.ServiceAccounts, and waits for its /healthz.
 func (c *ControlPlane) startControllerManager(ctx context.Context) error {
 	port := strconv.Itoa(c.ports.controllerManager)
 	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,resourcequota-controller"
-	if c.opts.KubernetesOnly && !c.opts.Workloads {
-		// A worker cluster, as any cluster, gives each namespace a
-		// default ServiceAccount as it appears: the composed one, which
-		// mounts no token, must take it over.
+	if c.opts.ServiceAccounts && !c.opts.Workloads {
 		controllers += ",serviceaccount-controller"
 	}
 	if c.opts.JobFlow {

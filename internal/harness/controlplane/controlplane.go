@@ -101,6 +101,13 @@ type Options struct {
 	// controller run in-process, such as provider-armada's.
 	KubernetesOnly bool
 
+	// ServiceAccounts runs kube-controller-manager's service-account
+	// controller, which gives each namespace a default ServiceAccount as
+	// it appears, as in every real cluster: worker clusters set it, where
+	// the composed one (which mounts no token) must take it over.
+	// Workloads runs it too.
+	ServiceAccounts bool
+
 	// ExtraCRDDirs hold more CRDs (every *.yaml file) to apply and wait
 	// for, such as package/provider/crds.
 	ExtraCRDDirs []string

@@ -29,7 +29,7 @@ func StartWorkerClusters(t testing.TB, clusters []string) *WorkerClusters {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			cp, err := Start(ctx, Options{KubernetesOnly: true})
+			cp, err := Start(ctx, Options{KubernetesOnly: true, ServiceAccounts: true})
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.cps[c], w.errs[c] = cp, err

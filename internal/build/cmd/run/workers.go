@@ -43,7 +43,7 @@ func startWorkers(ctx context.Context, c client.Client, docs []map[string]any) (
 			continue
 		}
 		fmt.Printf("Bringing up worker cluster %s (etcd, kube-apiserver, kube-controller-manager)...\n", u.GetName())
-		w, err := controlplane.Start(ctx, controlplane.Options{KubernetesOnly: true})
+		w, err := controlplane.Start(ctx, controlplane.Options{KubernetesOnly: true, ServiceAccounts: true})
 		if err != nil {
 			stopWorkers(ws)
 			return nil, errors.Wrapf(err, "cannot start worker cluster %s", u.GetName())
