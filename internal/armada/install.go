@@ -36,6 +36,10 @@ type Install struct {
 	clusterScope *clusterRef
 	// owner marks what the install composes that could be adopted by name.
 	owner Owner
+	// legacySQLProviderConfig keeps the provider-sql ProviderConfig's
+	// unhashed name for an Armada that already composes it (see
+	// sqlProviderConfigName).
+	legacySQLProviderConfig bool
 }
 
 // Internal basic-auth users the components authenticate to each other

@@ -1,6 +1,8 @@
 package armada
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -149,8 +151,32 @@ func (in *Install) UsesSQLProviderConfig(db *unstructured.Unstructured) bool {
 		kind == kindProviderConfig && name == in.sqlProviderConfigName()
 }
 
-// sqlProviderConfigName names the provider-sql ProviderConfig.
-func (in *Install) sqlProviderConfigName() string { return in.object("postgres-admin") }
+// sqlProviderConfigSuffix ends the name of the provider-sql ProviderConfig.
+const sqlProviderConfigSuffix = "postgres-admin"
+
+// sqlProviderConfigName names the provider-sql ProviderConfig: the
+// Armada's name, "postgres-admin" and a short hash of its namespace and
+// name, so that no two Armadas' ProviderConfigs share a name. provider-sql
+// v0.16.0 (crossplane-runtime v2.2.1) counts a namespaced ProviderConfig's
+// users by name across every namespace (crossplane/crossplane#7154): one
+// named like another Armada's would count that Armada's Databases too,
+// and its deletion would wait on them, holding its namespace Terminating.
+// An Armada that already composes the unhashed name keeps it.
+func (in *Install) sqlProviderConfigName() string {
+	if in.legacySQLProviderConfig {
+		return in.object(sqlProviderConfigSuffix)
+	}
+	sum := sha256.Sum256([]byte(in.Namespace + "/" + in.Name))
+	return in.object(fmt.Sprintf("%s-%x", sqlProviderConfigSuffix, sum[:6]))
+}
+
+// SQLProviderConfigAPIVersion and SQLProviderConfigKind identify
+// provider-sql's ProviderConfig among an XR's composed resources
+// (XR.ComposedSQLProviderConfigs).
+const (
+	SQLProviderConfigAPIVersion = apiProviderSQL
+	SQLProviderConfigKind       = kindProviderConfig
+)
 
 // sqlSSLMode maps a libpq sslmode onto provider-sql's narrower enum:
 // allow and prefer try TLS first, so they become require.

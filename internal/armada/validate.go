@@ -30,6 +30,10 @@ type XR struct {
 	// composes (its resource references and observed resources): an
 	// existing Armada keeps the default names it was created with.
 	ComposedPriorityClasses []string
+	// ComposedSQLProviderConfigs are the provider-sql ProviderConfigs the
+	// XR already composes (its resource references and observed
+	// resources): an existing Armada keeps the name it was created with.
+	ComposedSQLProviderConfigs []string
 	// Namespace is a namespaced (Crossplane v2) XR's own namespace, empty
 	// for a legacy XR; ClusterScope is its spec.clusterScope.providerConfigRef.
 	Namespace    string
@@ -72,6 +76,7 @@ func New(xr XR) (*Install, field.ErrorList) {
 		in.Namespace = xr.Labels[xcrd.LabelKeyClaimNamespace]
 	}
 	applyDefaults(&in.Spec, priorityClassPrefix(in.Namespace, in.Name, xr.ComposedPriorityClasses))
+	in.legacySQLProviderConfig = slices.Contains(xr.ComposedSQLProviderConfigs, in.object(sqlProviderConfigSuffix))
 	errs = append(errs, validateSpec(field.NewPath("spec"), &in.Spec)...)
 	in.resolveConnections()
 	errs = append(errs, in.checkSecretInputs(&xr.Spec)...)

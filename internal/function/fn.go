@@ -109,8 +109,10 @@ func (f *Function) runArmada(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunction
 	// found to be its own. Its resource references, which a namespaced
 	// XR's author writes, only keep the default names an existing Armada
 	// was created with.
-	composedPCs := slices.Concat(observedPriorityClasses(observed), observedKeys(observed, priorityClassRequirement))
+	composedPCs := slices.Concat(observedNames(observed, "", "PriorityClass"), observedKeys(observed, priorityClassRequirement))
 	xr.ComposedPriorityClasses = append(xr.ComposedPriorityClasses, composedPCs...)
+	composedSQLPCs := observedNames(observed, armada.SQLProviderConfigAPIVersion, armada.SQLProviderConfigKind)
+	xr.ComposedSQLProviderConfigs = append(xr.ComposedSQLProviderConfigs, composedSQLPCs...)
 	in, errs := armada.New(xr)
 	if len(errs) > 0 {
 		response.Fatal(rsp, errors.Wrap(errs.ToAggregate(), "invalid "+kind))
@@ -214,7 +216,11 @@ func requireJobNamespaces(rsp *fnv1.RunFunctionResponse, names []string) {
 // the one the user wrote.
 func decodeXR(obj map[string]any) (armada.XR, error) {
 	u := &unstructured.Unstructured{Object: obj}
-	xr := armada.XR{Name: u.GetName(), Labels: u.GetLabels(), ComposedPriorityClasses: referencedPriorityClasses(obj), Namespace: u.GetNamespace()}
+	xr := armada.XR{
+		Name: u.GetName(), Labels: u.GetLabels(), Namespace: u.GetNamespace(),
+		ComposedPriorityClasses:    referencedNames(obj, "", "PriorityClass"),
+		ComposedSQLProviderConfigs: referencedNames(obj, armada.SQLProviderConfigAPIVersion, armada.SQLProviderConfigKind),
+	}
 	if xr.Namespace == "" {
 		return xr, decodeSpec(obj, "XArmada", &xr.Spec)
 	}
@@ -229,17 +235,18 @@ func decodeXR(obj map[string]any) (armada.XR, error) {
 	return xr, nil
 }
 
-// referencedPriorityClasses are the PriorityClasses an XR's resource
-// references name: what Crossplane has composed for it, recorded in the XR
-// itself (spec.resourceRefs for a legacy XR, spec.crossplane.resourceRefs
-// for a modern one), so it survives a missing observation.
-func referencedPriorityClasses(obj map[string]any) []string {
+// referencedNames are the names of the objects of kind (and apiVersion,
+// unless empty) that an XR's resource references name: what Crossplane
+// has composed for it, recorded in the XR itself (spec.resourceRefs for a
+// legacy XR, spec.crossplane.resourceRefs for a modern one), so they
+// survive a missing observation.
+func referencedNames(obj map[string]any, apiVersion, kind string) []string {
 	var names []string
 	for _, path := range [][]string{{"spec", "resourceRefs"}, {"spec", "crossplane", "resourceRefs"}} {
 		refs, _, _ := unstructured.NestedSlice(obj, path...)
 		for _, r := range refs {
 			ref, ok := r.(map[string]any)
-			if !ok || ref["kind"] != "PriorityClass" {
+			if !ok || ref["kind"] != kind || apiVersion != "" && ref["apiVersion"] != apiVersion {
 				continue
 			}
 			if n, ok := ref["name"].(string); ok {
@@ -250,11 +257,12 @@ func referencedPriorityClasses(obj map[string]any) []string {
 	return names
 }
 
-// observedPriorityClasses are the observed composed PriorityClasses' names.
-func observedPriorityClasses(observed map[resource.Name]resource.ObservedComposed) []string {
+// observedNames are the names of the observed composed objects of kind
+// (and apiVersion, unless empty), sorted.
+func observedNames(observed map[resource.Name]resource.ObservedComposed, apiVersion, kind string) []string {
 	var names []string
 	for _, o := range observed {
-		if o.Resource.GetKind() == "PriorityClass" {
+		if o.Resource.GetKind() == kind && (apiVersion == "" || o.Resource.GetAPIVersion() == apiVersion) {
 			names = append(names, o.Resource.GetName())
 		}
 	}

@@ -3,6 +3,7 @@ package function
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -110,6 +111,85 @@ func TestRunFunctionKeepsSQLProviderConfigForLeavingDatabases(t *testing.T) {
 			}
 			if diff := cmp.Diff(pc.GetResource().AsMap()["spec"], got.GetResource().AsMap()["spec"]); diff != "" {
 				t.Errorf("the kept ProviderConfig's spec: -observed, +desired:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRunFunctionKeepsSQLProviderConfigName: a new Armada's provider-sql
+// ProviderConfig carries a hash of its namespace and name (provider-sql
+// counts a namespaced ProviderConfig's users by name across namespaces);
+// one that already composes the unhashed name, as observed or as its
+// resource references record, keeps it, and its Databases go on naming it.
+func TestRunFunctionKeepsSQLProviderConfigName(t *testing.T) {
+	const (
+		pcKey  = "postgres-sql-providerconfig"
+		legacy = "armada-postgres-admin"
+	)
+	base := exampleRequest(t, testutil.Example("all-external.yaml"))
+	rsp, err := runFunction(t, newFunction(t), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := rsp.GetDesired().GetResources()[pcKey]
+	if pc == nil {
+		t.Fatal("all-external composes no provider-sql ProviderConfig")
+	}
+	xrName := base.GetObserved().GetComposite().GetResource().AsMap()["metadata"].(map[string]any)["name"]
+	observedLegacy := pc.GetResource().AsMap()
+	meta := observedLegacy["metadata"].(map[string]any)
+	meta["name"] = legacy
+	meta["labels"].(map[string]any)["crossplane.io/composite"] = xrName
+	observedPC, err := structpb.NewStruct(observedLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(apiVersion string) map[string]any {
+		return map[string]any{"apiVersion": apiVersion, "kind": "ProviderConfig", "name": legacy}
+	}
+
+	cases := map[string]struct {
+		observed map[string]*fnv1.Resource
+		refs     []any
+		legacy   bool
+	}{
+		"NewArmada":                {},
+		"ObservedUnhashed":         {observed: map[string]*fnv1.Resource{pcKey: {Resource: observedPC}}, legacy: true},
+		"ReferencedUnhashed":       {refs: []any{ref("postgresql.sql.m.crossplane.io/v1alpha1")}, legacy: true},
+		"ReferencedOtherProviders": {refs: []any{ref("kubernetes.m.crossplane.io/v1alpha1")}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			xr := base.GetObserved().GetComposite().GetResource().AsMap()
+			if tc.refs != nil {
+				xr["spec"].(map[string]any)["resourceRefs"] = tc.refs
+			}
+			s, err := structpb.NewStruct(xr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := &fnv1.RunFunctionRequest{
+				Meta:              base.GetMeta(),
+				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: s}, Resources: tc.observed},
+				RequiredResources: base.GetRequiredResources(),
+			}
+			rsp, err := runFunction(t, newFunction(t), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := refusalOf(rsp); msg != "" {
+				t.Fatalf("refused: %s", msg)
+			}
+			desired := rsp.GetDesired().GetResources()
+			got, _ := desired[pcKey].GetResource().AsMap()["metadata"].(map[string]any)["name"].(string)
+			if isLegacy := got == legacy; isLegacy != tc.legacy || !strings.HasPrefix(got, legacy) {
+				t.Fatalf("the ProviderConfig is named %q; want the unhashed name: %t", got, tc.legacy)
+			}
+			for _, db := range []string{"postgres-sql-db-scheduler", "postgres-sql-db-lookout"} {
+				ref, _ := desired[db].GetResource().AsMap()["spec"].(map[string]any)["providerConfigRef"].(map[string]any)
+				if diff := cmp.Diff(got, ref["name"]); diff != "" {
+					t.Errorf("Database %s's ProviderConfig: -want, +got:\n%s", db, diff)
+				}
 			}
 		})
 	}
