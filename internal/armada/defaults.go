@@ -2,6 +2,7 @@ package armada
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"net"
@@ -171,12 +172,20 @@ func priorityClassPrefix(namespace, name string, composed []string) string {
 			return legacyPriorityClassPrefix
 		}
 	}
-	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	sum := armadaHash(namespace, name, 3)
 	if namespace == "" {
 		// Refused for the missing namespace; only that error is reported.
-		return fmt.Sprintf("%s-%x-", name, sum[:3])
+		return fmt.Sprintf("%s-%s-", name, sum)
 	}
-	return fmt.Sprintf("%s-%s-%x-", namespace, name, sum[:3])
+	return fmt.Sprintf("%s-%s-%s-", namespace, name, sum)
+}
+
+// armadaHash is the hex of the first n bytes of the SHA-256 of an
+// Armada's namespace and name: it tells apart names that would otherwise
+// read alike ("a-b"/"c" and "a"/"b-c") or collide across namespaces.
+func armadaHash(namespace, name string, n int) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	return hex.EncodeToString(sum[:n])
 }
 
 // defaultResources are what Armada's charts and operator use for every

@@ -1,8 +1,6 @@
 package armada
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -160,14 +158,13 @@ const sqlProviderConfigSuffix = "postgres-admin"
 // v0.16.0 (crossplane-runtime v2.2.1) counts a namespaced ProviderConfig's
 // users by name across every namespace (crossplane/crossplane#7154): one
 // named like another Armada's would count that Armada's Databases too,
-// and its deletion would wait on them, holding its namespace Terminating.
-// An Armada that already composes the unhashed name keeps it.
+// and its deletion would wait on them. An Armada that already composes the
+// unhashed name keeps it.
 func (in *Install) sqlProviderConfigName() string {
 	if in.legacySQLProviderConfig {
 		return in.object(sqlProviderConfigSuffix)
 	}
-	sum := sha256.Sum256([]byte(in.Namespace + "/" + in.Name))
-	return in.object(fmt.Sprintf("%s-%x", sqlProviderConfigSuffix, sum[:6]))
+	return in.object(sqlProviderConfigSuffix + "-" + armadaHash(in.Namespace, in.Name, 6))
 }
 
 // SQLProviderConfigAPIVersion and SQLProviderConfigKind identify
