@@ -28,8 +28,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // attemptTimeout bounds one connection attempt or one UDP round trip;
@@ -79,7 +77,7 @@ func serve(endpoints []string) error {
 		case ok && proto == "tcp":
 			l, err := lc.Listen(context.Background(), "tcp", ":"+port)
 			if err != nil {
-				return errors.Wrapf(err, "cannot listen on %s", e)
+				return fmt.Errorf("cannot listen on %s: %w", e, err)
 			}
 			go func() {
 				for {
@@ -93,7 +91,7 @@ func serve(endpoints []string) error {
 		case ok && proto == "udp":
 			pc, err := lc.ListenPacket(context.Background(), "udp", ":"+port)
 			if err != nil {
-				return errors.Wrapf(err, "cannot listen on %s", e)
+				return fmt.Errorf("cannot listen on %s: %w", e, err)
 			}
 			go func() {
 				buf := make([]byte, 512)
@@ -106,7 +104,7 @@ func serve(endpoints []string) error {
 				}
 			}()
 		default:
-			return errors.Errorf("cannot serve %q: want tcp:PORT or udp:PORT", e)
+			return fmt.Errorf("cannot serve %q: want tcp:PORT or udp:PORT", e)
 		}
 		sayf("serving %s", e)
 	}
@@ -140,7 +138,7 @@ func dialAll(targets []string, d time.Duration) []string {
 func dialFor(target string, d time.Duration) error {
 	proto, addr, ok := strings.Cut(target, ":")
 	if !ok || (proto != "tcp" && proto != "udp") {
-		return errors.Errorf("cannot dial %q: want tcp:IP:PORT or udp:IP:PORT", target)
+		return fmt.Errorf("cannot dial %q: want tcp:IP:PORT or udp:IP:PORT", target)
 	}
 	deadline := time.Now().Add(d)
 	for {
@@ -197,7 +195,7 @@ func attempt(proto, addr string) error {
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, proto, addr)
 	if err != nil {
-		return errors.Wrap(err, "cannot connect")
+		return fmt.Errorf("cannot connect: %w", err)
 	}
 	defer func() { _ = c.Close() }()
 	if proto == "tcp" {
@@ -205,15 +203,15 @@ func attempt(proto, addr string) error {
 	}
 	_ = c.SetDeadline(time.Now().Add(attemptTimeout))
 	if _, err := c.Write([]byte("probe")); err != nil {
-		return errors.Wrap(err, "cannot send a datagram")
+		return fmt.Errorf("cannot send a datagram: %w", err)
 	}
 	buf := make([]byte, 16)
 	n, err := c.Read(buf)
 	if err != nil {
-		return errors.Wrap(err, "cannot read the echo")
+		return fmt.Errorf("cannot read the echo: %w", err)
 	}
 	if string(buf[:n]) != "probe" {
-		return errors.Errorf("cannot read the echo: got %q", buf[:n])
+		return fmt.Errorf("cannot read the echo: got %q", buf[:n])
 	}
 	return nil
 }
