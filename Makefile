@@ -76,29 +76,48 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	tools/progress.sh progress golangci-lint $(GOLANGCI_LINT) run ./...
 
 # TEST_BINS are the tool binaries the tests run; `make bins` builds them
-# alone (.ci/run does, to time the builds apart from the tests).
-TEST_BINS = tools armada-bins cluster-bins provider-sql pulsar versitygw ghostunnel oidc node-bins lookoutui
+# alone (.ci/run does, to time the builds apart from the tests): the Go
+# builds one after the other, which keep both cores busy, and beside them
+# the others, Pulsar's jars and Lookout's UI, which wait on the network
+# much of the time (as run-bins does).
+TEST_BINS_GO = tools armada-bins cluster-bins provider-sql versitygw ghostunnel oidc node-bins
+TEST_BINS_OTHER = pulsar lookoutui
+TEST_BINS = $(TEST_BINS_GO) $(TEST_BINS_OTHER)
 
 # LONG_TEST_PKGS are the longest suites. go test starts packages in the
-# order it is given them (two at a time, -p defaults to the cores): the
-# long ones start first and the short packages fill in beside them,
-# instead of the long ones starting last, side by side, after the short
-# ones (the order of ./...). The real node's package goes first, beside
-# e2e, and test/jobflow after it: both start real nodes, which run one at
-# a time (internal/harness/netlock), so the two overlapping would leave
-# one waiting for the other. Measured: docs/dev/first-run.md.
-LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/jobflow ./test/conformance
+# order it is given them, TEST_P at a time: the long ones start first and
+# the short packages fill in beside them, instead of the long ones
+# starting last, side by side, after the short ones (the order of ./...).
+# TEST_P is one more than the cores (go test's default is the cores): the
+# long suites spend much of their time waiting on their control planes
+# and pods, and with only as many slots as cores the short packages ran
+# after them, with a core idle. The real node's package goes first, beside
+# e2e and conformance, and test/jobflow, the longest, after it: both start
+# real nodes, which run one at a time (internal/harness/netlock), so the
+# two overlapping would leave one waiting for the other. Measured:
+# docs/dev/first-run.md.
+LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/conformance ./test/jobflow
+TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
-	go test -count=1 -timeout 50m $(LONG_TEST_PKGS) ./...
+	go test -count=1 -p $(TEST_P) -timeout 50m $(LONG_TEST_PKGS) ./...
 
 .PHONY: test-lanes
 test-lanes: system-deps $(TEST_BINS) ## Run every test as lanes side by side, reporting each lane's wall and CPU time (a measuring tool: tools/test-lanes.sh; LANES=e2e-a runs one lane, TESTFLAGS=-v adds flags).
 	tools/test-lanes.sh
 
 .PHONY: bins
-bins: $(TEST_BINS) ## Build every tool binary the tests run (cached).
+bins: ## Build every tool binary the tests run (cached).
+	@$(MAKE) --no-print-directory -j2 bins-go bins-other
+.PHONY: bins-go bins-other
+bins-go:
+	@$(SERIAL_MAKE) $(TEST_BINS_GO)
+bins-other:
+	@$(SERIAL_MAKE) $(TEST_BINS_OTHER)
+# SERIAL_MAKE is a sub-make that builds its targets one at a time inside a
+# parallel make (make -j1 there would warn that it leaves the jobserver).
+SERIAL_MAKE = MAKEFLAGS='$(filter-out -j% --jobserver-auth=%,$(MAKEFLAGS))' $(MAKE) --no-print-directory
 
 # TIMINGS_FILE is where .ci/run, and the builds it runs, record each step's
 # wall time (tools/progress.sh).
@@ -173,7 +192,7 @@ RUN_ARGS ?=
 # root; RUN_NODE=0 runs Armada's binaries as processes and the job on KWOK
 # Nodes. The default is the real node as root, KWOK otherwise.
 RUN_NODE ?= $(if $(filter 0,$(shell id -u)),1,0)
-RUN_FLAGS = $(if $(filter 1,$(RUN_NODE)),-node -bins-cmd '$(MAKE) --no-print-directory run-bins node-bins',-bins-cmd '$(MAKE) --no-print-directory run-bins')
+RUN_FLAGS = $(if $(filter 1,$(RUN_NODE)),-node -bins-cmd '$(MAKE) --no-print-directory run-bins RUN_NODE_BINS=1',-bins-cmd '$(MAKE) --no-print-directory run-bins')
 .PHONY: run
 run: run-first ## The main job: local control plane, apply the default claim, show what it composed, then run it for real (on a real node as root, else KWOK: RUN_NODE) and run one demo job through it.
 	$(GEN_BIN)/run $(RUN_FLAGS) $(RUN_ARGS)
@@ -214,15 +233,26 @@ run-first-builds:
 # ARMADA_DEFAULT_VERSION is the release a claim without spec.version runs;
 # evaluated only where used.
 ARMADA_DEFAULT_VERSION = $(shell go run ./internal/build/cmd/armadaversions -default)
-.PHONY: run-bins
-run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries, armadactl and Lookout's UI at the default release, ghostunnel (Lookout's and binoculars' TLS sidecar) and the OpenID Provider people sign in to Lookout through.
+.PHONY: run-bins run-bins-go run-bins-other
+run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries, armadactl and Lookout's UI at the default release, ghostunnel (Lookout's and binoculars' TLS sidecar) and the OpenID Provider people sign in to Lookout through; RUN_NODE_BINS=1 adds node-bins.
+	@$(MAKE) --no-print-directory -j2 run-bins-other run-bins-go
+# run-bins-other are the builds that are not Go compiles: Pulsar's jars
+# from Maven Central and Lookout's UI (npm downloads, then a JavaScript
+# build mostly on one core). They wait on the network much of the time
+# (in a cold make run, 25 to 56% of both cores sat idle while Lookout's
+# UI built alone), so run-bins runs them beside the Go builds, one after
+# the other, which keep both cores busy. node-bins follows the Go builds
+# when make run needs the real node (RUN_NODE_BINS=1).
+run-bins-other:
+	tools/pulsar/build.sh $(PULSAR_VERSIONS)
+	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
+run-bins-go:
 	tools/kubernetes/build.sh kube-scheduler
 	tools/kwok/build.sh
-	tools/pulsar/build.sh $(PULSAR_VERSIONS)
 	tools/ghostunnel/build.sh
 	tools/oidc/build.sh
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/armada/build.sh $(ARMADA_DEFAULT_VERSION)
-	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
+	$(if $(filter 1,$(RUN_NODE_BINS)),@$(MAKE) --no-print-directory node-bins)
 
 # XPKG_REGISTRY is where the packages are published; XPKG_ARGS adds flags to
 # internal/build/cmd/xpkg (e.g. -push, -version v1.2.3, -arch amd64). The version
