@@ -105,6 +105,11 @@ func testMakeRun(t *testing.T, args ...string) {
 	openPrintedBrowser(t, r.output())
 
 	out := r.output()
+	// The demo's claim sets the scheduler's executorUpdateFrequency, and
+	// the scheduler logged the period it reloads executors at.
+	if want := "reloads its executors every 10s"; !strings.Contains(out, want) {
+		t.Errorf("make run printed no %q; output:\n%s", want, out)
+	}
 	var bridge []string
 	if slices.Contains(args, "-node") {
 		for _, want := range []string{"Starting a real node", "is Ready (", "after the node started); node: containerd"} {

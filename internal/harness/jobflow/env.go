@@ -440,7 +440,7 @@ func WaitSubmitCheckLogged(t TB, logs func() []string, want int, seen time.Time,
 		if reloadedSince(logs(), want, seen) || !time.Now().Before(until) {
 			return true, ""
 		}
-		return false, fmt.Sprintf("Armada's submit check reloads executors every %s (executorUpdateFrequency); none with %d logged since %s",
+		return false, fmt.Sprintf("Armada's submit check reloads executors every executorUpdateFrequency (%s by default); none with %d logged since %s",
 			SubmitCheckPeriod, want, seen.UTC().Format(time.TimeOnly))
 	}, progress)
 	if progress != nil {
@@ -451,6 +451,27 @@ func WaitSubmitCheckLogged(t TB, logs func() []string, want int, seen time.Time,
 		t.Fatal("stopped while waiting for the submit check")
 	case <-time.After(min(margin, time.Until(until))):
 	}
+}
+
+// submitCheckPeriodLine is the line Armada's SubmitChecker logs as it
+// starts (internal/scheduler/submitcheck.go, Run): its
+// executorUpdateFrequency.
+var submitCheckPeriodLine = regexp.MustCompile(`Will refresh executor state every (\S+)`)
+
+// LoggedSubmitCheckPeriod returns the period the scheduler's submit check
+// logged it reloads executors at, as Go prints a duration ("10s"), or ""
+// if none of its log files (as logs returns them) holds it.
+func LoggedSubmitCheckPeriod(logs func() []string) string {
+	for _, f := range logs() {
+		data, err := os.ReadFile(f) //nolint:gosec // The scheduler's own log files.
+		if err != nil {
+			continue
+		}
+		if m := submitCheckPeriodLine.FindSubmatch(data); m != nil {
+			return string(m[1])
+		}
+	}
+	return ""
 }
 
 // SchedulerLogs returns a function listing the log files runner keeps of

@@ -59,6 +59,31 @@ func withDemoQueue(docs []map[string]any) {
 	}
 }
 
+// demoExecutorUpdateFrequency is how often the demo's scheduler reloads
+// the executors its submit check judges jobs against, instead of Armada's
+// 60 s: a job submitted before the first reload that sees the executor's
+// Nodes is refused, so the demo waits for that reload.
+const demoExecutorUpdateFrequency = "10s"
+
+// withQuickSubmitCheck sets the scheduler's
+// scheduling.executorUpdateFrequency (through the claim's config override,
+// spec.components.scheduler.config) to demoExecutorUpdateFrequency,
+// unless the claim sets it.
+func withQuickSubmitCheck(docs []map[string]any) {
+	path := []string{"spec", "components", "scheduler", "config", "scheduling", "executorUpdateFrequency"}
+	for _, d := range docs {
+		if d["kind"] != "ArmadaClaim" {
+			continue
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(d, path...); found {
+			return
+		}
+		_ = unstructured.SetNestedField(d, demoExecutorUpdateFrequency, path...)
+		fmt.Printf("Setting %s to %s for the demo: the scheduler's submit check then sees the executor within seconds, not Armada's default minute.\n",
+			strings.Join(path, "."), demoExecutorUpdateFrequency)
+	}
+}
+
 // loginGroups are the groups the local OpenID Provider's user is in: the
 // demo queue's owners.
 var loginGroups = []string{"armada-admins"}
@@ -166,6 +191,9 @@ func demo(s *jobflow.Session, o demoOptions) {
 	// judges jobs against: submit after the first one that saw ours, not a
 	// whole period (one minute) after the executor first reported.
 	jobflow.WaitSubmitCheckLogged(s, r.schedulerLogs, 1, seen, newProgress())
+	if p := jobflow.LoggedSubmitCheckPeriod(r.schedulerLogs); p != "" {
+		fmt.Printf("The scheduler's submit check reloads its executors every %s (its log).\n", p)
+	}
 
 	a := cl.Armadactl(ctl, be.Names)
 	password := cl.Credential(demoUser)

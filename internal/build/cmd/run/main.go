@@ -87,6 +87,7 @@ func run(ctx context.Context, o runOptions) error {
 	login := false
 	if o.demo {
 		withDemoQueue(docs)
+		withQuickSubmitCheck(docs)
 		login = withLogin(docs)
 	}
 	var c client.Client
