@@ -85,23 +85,19 @@ TEST_BINS_OTHER = pulsar lookoutui
 TEST_BINS = $(TEST_BINS_GO) $(TEST_BINS_OTHER)
 
 # LONG_TEST_PKGS are the longest suites. go test starts packages in the
-# order it is given them, TEST_P at a time: the long ones start first and
-# the short packages fill in beside them, instead of the long ones
-# starting last, side by side, after the short ones (the order of ./...).
-# TEST_P is one more than the cores (go test's default is the cores): the
-# long suites spend much of their time waiting on their control planes
-# and pods, and with only as many slots as cores the short packages ran
-# after them, with a core idle. The real node's package goes first, beside
-# e2e and conformance, and test/jobflow, the longest, after it: both start
-# real nodes, which run one at a time (internal/harness/netlock), so the
-# two overlapping would leave one waiting for the other. Measured:
-# docs/dev/first-run.md.
-LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/conformance ./test/jobflow
-TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
+# order it is given them (two at a time, -p defaults to the cores): the
+# long ones start first and the short packages fill in beside them,
+# instead of the long ones starting last, side by side, after the short
+# ones (the order of ./...). The real node's package goes first, beside
+# e2e, and test/jobflow after it: both start real nodes, which run one at
+# a time (internal/harness/netlock), so the two overlapping would leave
+# one waiting for the other. A third package at a time, on two cores, made
+# a cold run slower (docs/dev/first-run.md). Measured: docs/dev/first-run.md.
+LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/jobflow ./test/conformance
 
 .PHONY: test
 test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
-	go test -count=1 -p $(TEST_P) -timeout 50m $(LONG_TEST_PKGS) ./...
+	go test -count=1 -timeout 50m $(LONG_TEST_PKGS) ./...
 
 .PHONY: test-lanes
 test-lanes: system-deps $(TEST_BINS) ## Run every test as lanes side by side, reporting each lane's wall and CPU time (a measuring tool: tools/test-lanes.sh; LANES=e2e-a runs one lane, TESTFLAGS=-v adds flags).
