@@ -33,9 +33,19 @@ const deletionTimeout = 3 * time.Minute
 // under the default Orphan, and has neither under Delete. A switch is made
 // with provider-sql stopped (switchHoldingProviderSQL): the ProviderConfig
 // its Databases need must outlive them, and goes after them.
+//
+// A neighbour, an Armada of the same name in another namespace with
+// Databases of its own on the same server, stays through every case, and
+// each case's ProviderConfig counts only its own Databases' usages
+// (status.users). provider-sql v0.16.0 counts a ProviderConfig's usages by
+// its name in every namespace (crossplane-runtime before v2.3.0), so a
+// ProviderConfig named like the neighbour's would count the neighbour's
+// Databases too, and its deletion would wait for them.
 func TestSQLDataProtection(t *testing.T) {
 	parallel(t)
 	pg := testenv.StartPostgres(t)
+	neighbour := installOnPostgres(t, pg, "e2e-sql-neighbour", "neighbour", "")
+	waitProviderConfigUsers(t, neighbour.claim, len(neighbour.mrs))
 	for _, tc := range []struct {
 		name string
 		// policy is spec.deletionPolicy; empty leaves the default, Orphan.
@@ -51,42 +61,9 @@ func TestSQLDataProtection(t *testing.T) {
 		{name: "switch-delete", policy: "Delete", switchMode: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := "e2e-sql-" + tc.name
-			// Database names of their own, so the cases share one server.
-			// Without underscores: the function names the Database objects
-			// after them, and an underscore is no valid object name.
-			suffix := strings.ReplaceAll(tc.name, "-", "")
-			names := []string{"scheduler" + suffix, "lookout" + suffix}
-			dbs := map[string]any{"scheduler": names[0], "lookout": names[1]}
-			docs := onPostgres(t, pg, exampleDocs(t, "all-external", ns))
-			claim := installDocs(t, "all-external", ns, docs, func(c *unstructured.Unstructured) {
-				_ = unstructured.SetNestedMap(c.Object, dbs, "spec", "postgres", "databases")
-				if tc.policy != "" {
-					_ = unstructured.SetNestedField(c.Object, tc.policy, "spec", "deletionPolicy")
-				}
-			})
-			user, _, _ := unstructured.NestedString(claim.Object, "spec", "postgres", "user")
-			owned := map[string]string{names[0]: user, names[1]: user}
-
-			start := time.Now()
-			waitFor(t, "provider-sql to create the databases on the private PostgreSQL", func() (bool, string) {
-				got := databasesOn(t, pg, names...)
-				return cmp.Equal(owned, got), fmt.Sprintf("pg_database has %v, want %v", got, owned)
-			})
-			mrs := sqlDatabases(t, claim)
-			if len(mrs) != len(names) {
-				t.Fatalf("want a provider-sql Database per database, composed: %v", mrs)
-			}
-			waitFor(t, "provider-sql to report its Databases Ready", func() (bool, string) {
-				for _, r := range mrs {
-					u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
-					if s, reason, msg := condition(u, "Ready"); s != "True" {
-						return false, fmt.Sprintf("%s Ready=%s %s: %s", r, s, reason, msg)
-					}
-				}
-				return true, ""
-			})
-			t.Logf("databases created by provider-sql %s after the claim was composed", time.Since(start).Round(time.Millisecond))
+			installed := installOnPostgres(t, pg, "e2e-sql-"+tc.name, strings.ReplaceAll(tc.name, "-", ""), tc.policy)
+			claim, names, owned, mrs, dbs := installed.claim, installed.names, installed.owned, installed.mrs, installed.dbs
+			waitProviderConfigUsers(t, claim, len(mrs))
 
 			var pc ref
 			if tc.switchMode {
@@ -94,7 +71,7 @@ func TestSQLDataProtection(t *testing.T) {
 			} else if err := kube().Delete(context.Background(), claim); err != nil {
 				t.Fatal(err)
 			}
-			start = time.Now()
+			start := time.Now()
 			waitWithin(t, deletionTimeout, "provider-sql's Databases gone from the API server", func() (bool, string) {
 				var left []string
 				for _, r := range mrs {
@@ -142,6 +119,83 @@ func TestSQLDataProtection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sqlArmada is an all-external Armada whose Databases provider-sql has
+// created on a private PostgreSQL.
+type sqlArmada struct {
+	claim *unstructured.Unstructured
+	// names are the scheduler's and Lookout's database names; dbs is
+	// spec.postgres.databases naming them; owned maps each to its owner.
+	names []string
+	dbs   map[string]any
+	owned map[string]string
+	// mrs are the provider-sql Databases the XR references.
+	mrs []ref
+}
+
+// installOnPostgres applies the all-external example in namespace ns,
+// pointed at pg, with database names ending in suffix (so Armadas share
+// one server) and spec.deletionPolicy policy (empty leaves the default),
+// and waits until provider-sql has created both databases, owned by the
+// claim's user, and reports its Databases Ready.
+func installOnPostgres(t *testing.T, pg *testenv.Postgres, ns, suffix, policy string) sqlArmada {
+	t.Helper()
+	// Without underscores: the function names the Database objects after
+	// them, and an underscore is no valid object name.
+	names := []string{"scheduler" + suffix, "lookout" + suffix}
+	dbs := map[string]any{"scheduler": names[0], "lookout": names[1]}
+	docs := onPostgres(t, pg, exampleDocs(t, "all-external", ns))
+	claim := installDocs(t, "all-external", ns, docs, func(c *unstructured.Unstructured) {
+		_ = unstructured.SetNestedMap(c.Object, dbs, "spec", "postgres", "databases")
+		if policy != "" {
+			_ = unstructured.SetNestedField(c.Object, policy, "spec", "deletionPolicy")
+		}
+	})
+	user, _, _ := unstructured.NestedString(claim.Object, "spec", "postgres", "user")
+	owned := map[string]string{names[0]: user, names[1]: user}
+
+	start := time.Now()
+	waitFor(t, "provider-sql to create the databases on the private PostgreSQL", func() (bool, string) {
+		got := databasesOn(t, pg, names...)
+		return cmp.Equal(owned, got), fmt.Sprintf("pg_database has %v, want %v", got, owned)
+	})
+	mrs := sqlDatabases(t, claim)
+	if len(mrs) != len(names) {
+		t.Fatalf("want a provider-sql Database per database, composed: %v", mrs)
+	}
+	waitFor(t, "provider-sql to report its Databases Ready", func() (bool, string) {
+		for _, r := range mrs {
+			u := get(t, r.APIVersion, r.Kind, r.Namespace, r.Name)
+			if s, reason, msg := condition(u, "Ready"); s != "True" {
+				return false, fmt.Sprintf("%s Ready=%s %s: %s", r, s, reason, msg)
+			}
+		}
+		return true, ""
+	})
+	t.Logf("%s: databases created by provider-sql %s after the claim was composed", ns, time.Since(start).Round(time.Millisecond))
+	return sqlArmada{claim: claim, names: names, dbs: dbs, owned: owned, mrs: mrs}
+}
+
+// waitProviderConfigUsers waits until the claim's provider-sql
+// ProviderConfig reports want users (status.users, the
+// ProviderConfigUsages provider-sql counts for it), and fails naming the
+// count it reports if that does not come.
+func waitProviderConfigUsers(t *testing.T, claim *unstructured.Unstructured, want int) {
+	t.Helper()
+	pcs := providerSQL(t, claim, "ProviderConfig")
+	if len(pcs) != 1 {
+		t.Fatalf("want one provider-sql ProviderConfig composed, got %v", pcs)
+	}
+	pc := pcs[0]
+	waitFor(t, fmt.Sprintf("%s to count only its own %d Databases", pc, want), func() (bool, string) {
+		u := get(t, pc.APIVersion, pc.Kind, pc.Namespace, pc.Name)
+		if u == nil {
+			return false, pc.String() + " is not there"
+		}
+		users, _, _ := unstructured.NestedInt64(u.Object, "status", "users")
+		return users == int64(want), fmt.Sprintf("%s reports status.users %d, want %d", pc, users, want)
+	})
 }
 
 // switchHoldingProviderSQL switches the claim's spec.postgres.mode to
