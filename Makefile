@@ -91,8 +91,8 @@ TEST_BINS = $(TEST_BINS_GO) $(TEST_BINS_OTHER)
 # ones (the order of ./...). The real node's package goes first, beside
 # e2e, and test/jobflow after it: both start real nodes, which run one at
 # a time (internal/harness/netlock), so the two overlapping would leave
-# one waiting for the other. A third package at a time, on two cores, made
-# a cold run slower (docs/dev/first-run.md). Measured: docs/dev/first-run.md.
+# one waiting for the other. A third package at a time (-p 3) made a cold
+# run slower on two cores. Measured: docs/dev/first-run.md.
 LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/jobflow ./test/conformance
 
 .PHONY: test
