@@ -244,10 +244,17 @@ func (n *Node) start(ctx context.Context, o Options, b binaries) error {
 	if err := n.startKubelet(ctx, b); err != nil {
 		return err
 	}
-	if err := n.startEnforcer(ctx, o.Config, b); err != nil {
+	// kube-proxy and the guard rules go in before kube-router starts:
+	// kube-router rewrites the whole filter table (iptables-restore
+	// without --noflush) from a copy it read at the start of each sync, so
+	// a chain or rule another writer adds meanwhile is lost. kube-proxy's
+	// first sync once failed so ("Chain 'KUBE-EXTERNAL-SERVICES' does not
+	// exist") and its nat chains never came. Started after, kube-router
+	// reads them and keeps them.
+	if err := n.startServices(ctx, o.Config, b); err != nil {
 		return err
 	}
-	return n.startServices(ctx, o.Config, b)
+	return n.startEnforcer(ctx, o.Config, b)
 }
 
 // writeConfigs writes containerd's, the registry mapping's, the CNI
