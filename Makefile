@@ -95,9 +95,13 @@ TEST_BINS = $(TEST_BINS_GO) $(TEST_BINS_OTHER)
 # run slower on two cores. Measured: docs/dev/first-run.md.
 LONG_TEST_PKGS = ./internal/harness/node ./test/e2e ./test/jobflow ./test/conformance
 
+# -vet=off: go test's vet costs about a CPU-minute on a cold run
+# (docs/dev/first-run.md), and make lint runs all of go vet's analyzers
+# on the same files, tests included (.golangci.yml: govet enable-all,
+# tests: true).
 .PHONY: test
-test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e.
-	go test -count=1 -timeout 50m $(LONG_TEST_PKGS) ./...
+test: system-deps $(TEST_BINS) ## Run every test: unit, render, Armada conformance, control plane and e2e (go vet's checks are make lint's).
+	go test -count=1 -vet=off -timeout 50m $(LONG_TEST_PKGS) ./...
 
 .PHONY: test-lanes
 test-lanes: system-deps $(TEST_BINS) ## Run every test as lanes side by side, reporting each lane's wall and CPU time (a measuring tool: tools/test-lanes.sh; LANES=e2e-a runs one lane, TESTFLAGS=-v adds flags).
