@@ -85,7 +85,7 @@ TEST_BINS_OTHER = pulsar lookoutui
 TEST_BINS = $(TEST_BINS_GO) $(TEST_BINS_OTHER)
 
 # LONG_TEST_PKGS are the longest suites. go test starts packages in the
-# order it is given them (two at a time, -p defaults to the cores): the
+# order it is given them, as many at a time as cores (go test's -p): the
 # long ones start first and the short packages fill in beside them,
 # instead of the long ones starting last, side by side, after the short
 # ones (the order of ./...). The real node's package goes first, beside
