@@ -54,7 +54,7 @@ type Options struct {
 	// Headers are sent with every request (an Authorization header, as an
 	// authenticating proxy in front of the servers would add it).
 	Headers map[string]string
-	// Dir holds the browser's profile.
+	// Dir holds the browser's profile and temporary files.
 	Dir string
 	// Width and Height are the window's size; 1600x1000 if zero.
 	Width, Height int
@@ -126,9 +126,17 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 // start starts one Chromium, with a profile of its own under o.Dir.
 func start(ctx context.Context, o Options, try int) (*Browser, error) {
 	dir := filepath.Join(o.Dir, "profile-"+strconv.Itoa(try))
+	// Chromium's temporary files (its singleton socket's directory, which
+	// it leaves when killed, as closing it does) go under o.Dir too, not
+	// the machine's /tmp.
+	tmp := filepath.Join(o.Dir, "tmp-"+strconv.Itoa(try))
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, testutil.Permanent(errors.Wrap(err, "cannot create Chromium's temporary directory"))
+	}
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(o.Exec),
 		chromedp.UserDataDir(dir),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.NoSandbox, // Root, as the tests run, has no user namespace sandbox.
 		chromedp.WindowSize(o.Width, o.Height),
 		chromedp.Flag("host-resolver-rules", resolverRules(o.Hosts)),

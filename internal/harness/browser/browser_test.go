@@ -63,7 +63,8 @@ func TestParseCommandLine(t *testing.T) {
 // holds none of the machine's links (a veth pair added on the machine, as
 // a real node adds them, is not there); and a page reaches a server on a
 // loopback address of the machine, through a name Chromium maps to it, at
-// the server's port, over the namespace's relays.
+// the server's port, over the namespace's relays. Its temporary files are
+// under Options.Dir.
 func TestIsolation(t *testing.T) {
 	ctx := t.Context()
 	var lc net.ListenConfig
@@ -95,11 +96,17 @@ window.result = "";
 	}
 	t.Cleanup(func() { _ = exec.CommandContext(context.WithoutCancel(ctx), "ip", "link", "del", link).Run() }) //nolint:gosec // The test's own link.
 
-	b, err := Start(ctx, Options{Hosts: map[string]string{"iso.test": "127.0.0.7"}, Dir: t.TempDir()})
+	dir := t.TempDir()
+	b, err := Start(ctx, Options{Hosts: map[string]string{"iso.test": "127.0.0.7"}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// Its temporary files are in Dir: the singleton socket's directory,
+	// which Chromium leaves behind when it is killed.
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "tmp-*", "org.chromium.Chromium.*")); len(tmp) == 0 {
+		t.Errorf("Chromium's singleton directory is not under Options.Dir %s (its TMPDIR)", dir)
+	}
 	if err := b.Navigate(ctx, fmt.Sprintf("http://iso.test:%d/", l.Addr().(*net.TCPAddr).Port)); err != nil {
 		t.Fatal(err)
 	}
