@@ -188,16 +188,26 @@ func processState(cmd *exec.Cmd) string {
 	if cmd == nil || cmd.Process == nil {
 		return "was not started"
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-	if err != nil {
+	state, ok := pidState(cmd.Process.Pid)
+	if !ok {
 		return fmt.Sprintf("%d is gone", cmd.Process.Pid)
+	}
+	return fmt.Sprintf("%d is %s", cmd.Process.Pid, state)
+}
+
+// pidState is the state Linux gives process pid ("S (sleeping)"), and
+// false if there is no such process.
+func pidState(pid int) (string, bool) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", false
 	}
 	for line := range strings.Lines(string(status)) {
 		if v, ok := strings.CutPrefix(line, "State:"); ok {
-			return fmt.Sprintf("%d is %s", cmd.Process.Pid, strings.TrimSpace(v))
+			return strings.TrimSpace(v), true
 		}
 	}
-	return fmt.Sprintf("%d has no state", cmd.Process.Pid)
+	return "no state", true
 }
 
 // A tail keeps the last max bytes written to it.

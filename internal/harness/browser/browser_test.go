@@ -147,6 +147,24 @@ window.result = "";
 	if diff := cmp.Diff([]string{"d0", "d1", "lo"}, links); diff != "" {
 		t.Errorf("the links in Chromium's namespace (-want +got):\n%s", diff)
 	}
+
+	// Closing stops every process in the namespace, not only Chromium's
+	// main one: its children write into its profile until they exit, and
+	// the profile is removed next.
+	pids := nsPids(fmt.Sprintf("/proc/%d/ns/net", proc.Pid))
+	if len(pids) < 2 {
+		t.Errorf("processes in Chromium's namespace: %v, want its children too", pids)
+	}
+	b.Close()
+	var left []string
+	for _, pid := range pids {
+		if state, ok := pidState(pid); ok && !strings.HasPrefix(state, "Z") {
+			left = append(left, fmt.Sprintf("%d (%s)", pid, state))
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("processes of Chromium's still running after Close: %v", left)
+	}
 }
 
 // TestStartFails: a browser that does not start is started Starts times,

@@ -207,9 +207,55 @@ func (iso *Isolation) Close() {
 				_ = l.Close()
 			}
 		}
+		iso.killAll()
 		_ = ip(context.WithoutCancel(iso.ctx), "netns", "delete", iso.name)
 		iso.wg.Wait()
 	})
+}
+
+// killAll kills every process in the namespace and waits, up to ten
+// seconds, until none is left. Chromium's children (its renderers, its
+// network service) outlive its main process for a moment and write into
+// its profile meanwhile, which the caller removes next.
+func (iso *Isolation) killAll() {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := nsPids(filepath.Join(netnsDir, iso.name))
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// nsPids are the processes running in the network namespace whose file is
+// ns, as ip netns pids finds them: those whose /proc/PID/ns/net is that
+// file. A process that has exited (a zombie) has none and is not among
+// them.
+func nsPids(file string) []int {
+	var ns unix.Stat_t
+	if err := unix.Stat(file, &ns); err != nil {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) == nil && st.Dev == ns.Dev && st.Ino == ns.Ino {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // serve accepts on l until it is closed, joining each connection with the
