@@ -110,33 +110,54 @@ const (
 // topic and the control-plane topic, each only if missing, and grows the
 // events topic to the desired partition count. Running it twice is a no-op.
 // Armada's producers and consumers use the full topic names it creates.
+// It calls Pulsar's admin REST API (what pulsar-admin calls) with curl,
+// which Pulsar's image has: no JVM to start, and nothing written. The
+// token reaches curl on its standard input, never in its arguments.
 const topicsScript = `set -euo pipefail
-admin() { "${PULSAR_ADMIN:-bin/pulsar-admin}" "${ADMIN_ARGS[@]}" "$@"; }
-ADMIN_ARGS=(--admin-url "$ADMIN_URL")
-if [[ -n "${TOKEN_FILE:-}" ]]; then
-  ADMIN_ARGS+=(--auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params "file://$TOKEN_FILE")
-fi
-if [[ -n "${CA_FILE:-}" ]]; then
-  ADMIN_ARGS+=(--tls-trust-cert-path "$CA_FILE")
-fi
+CURL=(curl --silent --show-error --max-time 60 -H "Content-Type: application/json")
+if [[ -n "${CA_FILE:-}" ]]; then CURL+=(--cacert "$CA_FILE"); fi
+# api METHOD PATH [BODY] prints the response's body, then its status on a
+# line of its own.
+api() {
+  local args=(-X "$1" -w '\n%{http_code}' "$ADMIN_URL/admin/v2/$2")
+  if [[ $1 != GET ]]; then args+=(--data "${3:-}"); fi
+  if [[ -n "${TOKEN_FILE:-}" ]]; then
+    printf 'header = "Authorization: Bearer %s"\n' "$(tr -d '\r\n' < "$TOKEN_FILE")" | "${CURL[@]}" --config - "${args[@]}"
+  else
+    "${CURL[@]}" "${args[@]}"
+  fi
+}
+# call WHAT METHOD PATH [BODY] sets body and code, failing unless Pulsar answered.
+call() {
+  local what=$1 out; shift
+  if ! out=$(api "$@"); then echo "cannot $what: no answer from $ADMIN_URL" >&2; return 1; fi
+  code=${out##*$'\n'}
+  body=${out%$'\n'*}
+}
+# ensure WHAT METHOD PATH [BODY] creates what, unless it exists (409).
 ensure() {
   local what=$1; shift
-  local out
-  if out=$(admin "$@" 2>&1); then echo "created $what"; return 0; fi
-  if grep -qiE 'already exist|409' <<<"$out"; then echo "$what already exists"; return 0; fi
-  echo "cannot create $what: $out" >&2
-  return 1
+  call "create $what" "$@"
+  case $code in
+  2??) echo "created $what" ;;
+  409) echo "$what already exists" ;;
+  *) echo "cannot create $what: HTTP $code: $body" >&2; return 1 ;;
+  esac
 }
-cluster=$(admin clusters list | head -n 1)
-if [[ -z "$cluster" ]]; then echo "cannot list Pulsar clusters at $ADMIN_URL" >&2; exit 1; fi
-ensure "tenant $TENANT" tenants create "$TENANT" --allowed-clusters "$cluster"
-ensure "namespace $TENANT/$NAMESPACE" namespaces create "$TENANT/$NAMESPACE"
-ensure "topic $EVENTS_TOPIC" topics create-partitioned-topic "$EVENTS_TOPIC" --partitions "$PARTITIONS"
-ensure "topic $CONTROL_PLANE_TOPIC" topics create "$CONTROL_PLANE_TOPIC"
-current=$(admin topics get-partitioned-topic-metadata "$EVENTS_TOPIC" | tr -d ' \n' | sed -n 's/.*"partitions":\([0-9]*\).*/\1/p')
-if [[ -z "$current" ]]; then echo "cannot read the partition count of $EVENTS_TOPIC" >&2; exit 1; fi
+call "list Pulsar clusters" GET clusters
+cluster=$(printf '%s' "$body" | sed -n 's/^\[ *"\([^"]*\)".*/\1/p')
+if [[ $code != 200 || -z "$cluster" ]]; then echo "cannot list Pulsar clusters at $ADMIN_URL: HTTP $code: $body" >&2; exit 1; fi
+events=${EVENTS_TOPIC/:\/\//\/}
+ensure "tenant $TENANT" PUT "tenants/$TENANT" "{\"allowedClusters\":[\"$cluster\"]}"
+ensure "namespace $TENANT/$NAMESPACE" PUT "namespaces/$TENANT/$NAMESPACE"
+ensure "topic $EVENTS_TOPIC" PUT "$events/partitions" "$PARTITIONS"
+ensure "topic $CONTROL_PLANE_TOPIC" PUT "${CONTROL_PLANE_TOPIC/:\/\//\/}"
+call "read the partition count of $EVENTS_TOPIC" GET "$events/partitions"
+current=$(printf '%s' "$body" | tr -d ' \n' | sed -n 's/.*"partitions":\([0-9]*\).*/\1/p')
+if [[ $code != 200 || -z "$current" ]]; then echo "cannot read the partition count of $EVENTS_TOPIC: HTTP $code: $body" >&2; exit 1; fi
 if (( current < PARTITIONS )); then
-  admin topics update-partitioned-topic "$EVENTS_TOPIC" --partitions "$PARTITIONS"
+  call "grow $EVENTS_TOPIC" POST "$events/partitions" "$PARTITIONS"
+  if [[ $code != 2?? ]]; then echo "cannot grow $EVENTS_TOPIC to $PARTITIONS partitions: HTTP $code: $body" >&2; exit 1; fi
   echo "grew $EVENTS_TOPIC from $current to $PARTITIONS partitions"
 elif (( current > PARTITIONS )); then
   echo "$EVENTS_TOPIC keeps its $current partitions: Pulsar cannot remove partitions"
@@ -178,8 +199,6 @@ func (in *Install) topicsJob() (*batchv1.Job, error) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "pulsar-ca", MountPath: topicsCADir, ReadOnly: true})
 	}
 	sc := RestrictedContainerSecurity()
-	// pulsar-admin is a JVM that writes logs under its install directory.
-	sc.ReadOnlyRootFilesystem = ptr.To(false)
 	job := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: in.meta("", "pulsar-topics"),

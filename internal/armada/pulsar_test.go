@@ -1,112 +1,180 @@
 package armada
 
 import (
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeAdmin is a pulsar-admin stand-in keeping Pulsar's state in files: it
-// answers like pulsar-admin (409 for what exists) and can fail on demand.
-// It is fault injection for the topic-init script's logic; the Job's real
-// pulsar-admin is Pulsar's own.
-const fakeAdmin = `#!/bin/bash
-set -u
-state=$FAKE_STATE
-echo "$*" >> "$state/calls"
-[[ "$1" == --admin-url ]] || { echo "no --admin-url" >&2; exit 2; }
-shift 2
-while [[ "$1" == --* ]]; do shift 2; done
-if [[ -n "${FAKE_FAIL:-}" && "$*" == *"$FAKE_FAIL"* ]]; then echo "HTTP 401 Unauthorized" >&2; exit 1; fi
-key=$(echo "$3" | tr '/:' '__')
-case "$1 $2" in
-"clusters list") echo standalone ;;
-"tenants create"|"namespaces create"|"topics create")
-  [[ -e "$state/$key" ]] && { echo "409 Conflict: already exists" >&2; exit 1; }
-  echo 0 > "$state/$key" ;;
-"topics create-partitioned-topic")
-  [[ -e "$state/$key" ]] && { echo "This topic already exists" >&2; exit 1; }
-  echo "$5" > "$state/$key" ;;
-"topics get-partitioned-topic-metadata") printf '{\n  "partitions" : %s\n}\n' "$(cat "$state/$key")" ;;
-"topics update-partitioned-topic") echo "$5" > "$state/$key" ;;
-*) echo "unexpected: $*" >&2; exit 3 ;;
-esac
-`
+// fakePulsar is a stand-in for Pulsar's admin REST API (fault injection
+// for the topic-init script's logic; the conformance and job-flow suites
+// run the script against a real broker). It keeps tenants, namespaces and
+// topics (with their partition counts), answers 409 for what exists as
+// Pulsar does, and fails on demand.
+type fakePulsar struct {
+	mu    sync.Mutex
+	state map[string]string
+	calls []string
+	auth  map[string]bool // the Authorization headers seen
+	fail  string          // a path answered 401
+}
+
+func (f *fakePulsar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	body, _ := io.ReadAll(r.Body)
+	path := strings.TrimPrefix(r.URL.Path, "/admin/v2/")
+	f.calls = append(f.calls, r.Method+" "+path)
+	f.auth[r.Header.Get("Authorization")] = true
+	if r.Header.Get("Content-Type") != "application/json" {
+		http.Error(w, "unsupported media type", http.StatusUnsupportedMediaType)
+		return
+	}
+	if f.fail != "" && path == f.fail {
+		http.Error(w, `{"reason":"Unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
+	key, partitioned := strings.CutSuffix(path, "/partitions")
+	switch {
+	case r.Method == http.MethodGet && path == "clusters":
+		_, _ = io.WriteString(w, `["standalone"]`)
+	case r.Method == http.MethodGet && partitioned:
+		n, ok := f.state[key]
+		if !ok {
+			n = "0"
+		}
+		_, _ = fmt.Fprintf(w, `{"partitions":%s,"deleted":false}`, n)
+	case r.Method == http.MethodPut:
+		if _, ok := f.state[key]; ok {
+			http.Error(w, `{"reason":"This topic already exists"}`, http.StatusConflict)
+			return
+		}
+		// A topic keeps its partition count, a tenant its body.
+		v := "0"
+		if partitioned || strings.HasPrefix(path, "tenants/") {
+			v = string(body)
+		}
+		f.state[key] = v
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodPost && partitioned:
+		f.state[key] = string(body)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.Error(w, "unexpected", http.StatusMethodNotAllowed)
+	}
+}
 
 // TestTopicsScript runs the topic-init Job's script twice and more against
-// a fake pulsar-admin: it creates what is missing, accepts what exists,
-// grows but never shrinks the events topic, and fails naming what it could
-// not create.
+// a stand-in for Pulsar's admin API: it creates what is missing, accepts
+// what exists, grows but never shrinks the events topic, sends the token
+// it is given, and fails naming what it could not do.
 func TestTopicsScript(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pulsar-admin")
-	if err := os.WriteFile(bin, []byte(fakeAdmin), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	state := t.TempDir()
+	fake := &fakePulsar{state: map[string]string{}, auth: map[string]bool{}}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
 	in, errs := New(claimed(spec()))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	runScript := func(partitions, fail string) (string, error) {
-		cmd := exec.CommandContext(t.Context(), "bash", "-c", topicsScript)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "PULSAR_ADMIN=" + bin, "FAKE_STATE=" + state, "FAKE_FAIL=" + fail}
-		for _, e := range in.topicsEnv() {
-			if e.Name == "PARTITIONS" {
-				e.Value = partitions
-			}
-			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
-		}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("a-secret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	files := func() []string {
-		entries, _ := os.ReadDir(state)
-		var out []string
-		for _, e := range entries {
-			if e.Name() != "calls" {
-				b, _ := os.ReadFile(filepath.Join(state, e.Name()))
-				out = append(out, e.Name()+"="+strings.TrimSpace(string(b)))
-			}
-		}
-		return out
+	var lc net.ListenConfig
+	closed, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The fake's files: tenant, namespace, topics (partition counts).
-	want := []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=2"}
+	closedURL := "http://" + closed.Addr().String()
+	_ = closed.Close()
 
+	// The stand-in's state: tenant (its body), namespace, topics (partition counts).
+	want := func(events int) map[string]string {
+		return map[string]string{
+			"tenants/armada":                         `{"allowedClusters":["standalone"]}`,
+			"namespaces/armada/armada":               "0",
+			"persistent/armada/armada/events":        strconv.Itoa(events),
+			"persistent/armada/armada/control-plane": "0",
+		}
+	}
 	cases := []struct {
-		name, partitions, fail string
-		wantErr                bool
-		wantOut                string
-		want                   []string
+		name, partitions, fail, url, token string
+		wantErr                            bool
+		wantOut                            string
+		want                               map[string]string
 	}{
-		{name: "Creates", partitions: "2", wantOut: "created topic persistent://armada/armada/events", want: want},
-		{name: "Idempotent", partitions: "2", wantOut: "persistent://armada/armada/events already exists", want: want},
+		{name: "Creates", partitions: "2", wantOut: "created topic persistent://armada/armada/events", want: want(2)},
+		{name: "Idempotent", partitions: "2", wantOut: "persistent://armada/armada/events already exists", want: want(2)},
+		{name: "GrowsPartitions", partitions: "4", wantOut: "grew persistent://armada/armada/events from 2 to 4 partitions", want: want(4)},
+		{name: "NeverShrinks", partitions: "3", wantOut: "keeps its 4 partitions", want: want(4)},
+		{name: "SendsTheToken", partitions: "4", token: token, wantOut: "Pulsar topics ready", want: want(4)},
 		{
-			name: "GrowsPartitions", partitions: "4", wantOut: "grew persistent://armada/armada/events from 2 to 4 partitions",
-			want: []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=4"},
+			name: "FailsLoudly", partitions: "4", fail: "namespaces/armada/armada", wantErr: true,
+			wantOut: `cannot create namespace armada/armada: HTTP 401: {"reason":"Unauthorized"}`,
 		},
-		{
-			name: "NeverShrinks", partitions: "3", wantOut: "keeps its 4 partitions",
-			want: []string{"armada=0", "armada_armada=0", "persistent___armada_armada_control-plane=0", "persistent___armada_armada_events=4"},
-		},
-		{name: "FailsLoudly", partitions: "4", fail: "namespaces create", wantErr: true, wantOut: "cannot create namespace armada/armada: HTTP 401 Unauthorized"},
+		{name: "NoAnswer", partitions: "4", url: closedURL, wantErr: true, wantOut: "cannot list Pulsar clusters: no answer from " + closedURL},
 	}
 	for _, tc := range cases {
-		out, err := runScript(tc.partitions, tc.fail)
-		if (err != nil) != tc.wantErr {
-			t.Fatalf("%s: err = %v, want error %t; output:\n%s", tc.name, err, tc.wantErr, out)
-		}
-		if !strings.Contains(out, tc.wantOut) {
-			t.Errorf("%s: output does not contain %q:\n%s", tc.name, tc.wantOut, out)
-		}
-		if tc.want != nil {
-			if diff := cmp.Diff(tc.want, files()); diff != "" {
-				t.Errorf("%s: Pulsar state -want +got:\n%s", tc.name, diff)
+		t.Run(tc.name, func(t *testing.T) {
+			fake.mu.Lock()
+			fake.fail, fake.auth = tc.fail, map[string]bool{}
+			fake.mu.Unlock()
+			cmd := exec.CommandContext(t.Context(), "bash", "-c", topicsScript)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			for _, e := range in.topicsEnv() {
+				switch e.Name {
+				case "PARTITIONS":
+					e.Value = tc.partitions
+				case "ADMIN_URL":
+					e.Value = srv.URL
+					if tc.url != "" {
+						e.Value = tc.url
+					}
+				}
+				cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 			}
-		}
+			if tc.token != "" {
+				cmd.Env = append(cmd.Env, "TOKEN_FILE="+tc.token)
+			}
+			out, err := cmd.CombinedOutput()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %t; output:\n%s", err, tc.wantErr, out)
+			}
+			if !strings.Contains(string(out), tc.wantOut) {
+				t.Errorf("output does not contain %q:\n%s", tc.wantOut, out)
+			}
+			if strings.Contains(string(out), "a-secret-token") {
+				t.Errorf("the script printed the token:\n%s", out)
+			}
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			if tc.want != nil {
+				if diff := cmp.Diff(tc.want, fake.state); diff != "" {
+					t.Errorf("Pulsar state -want +got:\n%s", diff)
+				}
+			}
+			wantAuth := []string{""}
+			if tc.token != "" {
+				wantAuth = []string{"Bearer a-secret-token"}
+			}
+			if tc.url == "" {
+				if diff := cmp.Diff(wantAuth, slices.Sorted(maps.Keys(fake.auth))); diff != "" {
+					t.Errorf("Authorization headers -want +got:\n%s", diff)
+				}
+			}
+		})
 	}
 }

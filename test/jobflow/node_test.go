@@ -48,7 +48,7 @@ func (f *flow) startNode(t testing.TB, o composeOptions, bo jobflow.BackendOptio
 		if v == "" {
 			continue
 		}
-		im, err := node.ComposedImages(ctx, v, testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion), t.Output())
+		im, err := node.ComposedImages(ctx, v, testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -140,13 +140,12 @@ func StartStoppableRunner(t TB, b *Backends, o RunnerOptions) (*podrun.Runner, f
 			r, ok := o.Releases[tag]
 			return r, ok
 		},
-		APIServer:   o.APIServer,
-		PulsarAdmin: b.Pulsar.AdminToolPath(),
-		Tools:       map[string]string{podrun.Ghostunnel: testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion)},
-		Dir:         filepath.Join(t.TempDir(), dir),
-		Names:       b.Names,
-		FreePort:    func() (int, error) { return testenv.FreePort(t), nil },
-		Logf:        logf,
+		APIServer: o.APIServer,
+		Tools:     map[string]string{podrun.Ghostunnel: testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion)},
+		Dir:       filepath.Join(t.TempDir(), dir),
+		Names:     b.Names,
+		FreePort:  func() (int, error) { return testenv.FreePort(t), nil },
+		Logf:      logf,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func TestComposedArmadaOnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	version := armada.DefaultVersion
-	images, err := ComposedImages(ctx, version, testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion), t.Output())
+	images, err := ComposedImages(ctx, version, testenv.ToolBin(t, podrun.Ghostunnel, armada.TLSProxyVersion))
 	if err != nil {
 		t.Fatal(err)
 	}

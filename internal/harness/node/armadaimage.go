@@ -5,7 +5,6 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -244,21 +243,11 @@ var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/l
 
 // runtimeLibraries are the ELF interpreter and the shared libraries the
 // binaries need, and those the libraries need in turn, each at the path
-// the loader looks in; none for static binaries.
+// the loader looks in; none for static binaries. A library needing the
+// interpreter (libc.so.6 names ld-linux-x86-64.so.2) gets the one loaded
+// already.
 func runtimeLibraries(binaries []string) ([]File, error) {
-	return sharedLibraries(binaries, nil)
-}
-
-// sharedLibraries is runtimeLibraries but for the libraries bundled
-// names: those the binaries ship beside themselves (a Java runtime's
-// libjli.so, found through its RUNPATH), which the image holds already.
-// A library needing the interpreter (libc.so.6 names ld-linux-x86-64.so.2)
-// gets the one loaded already.
-func sharedLibraries(binaries []string, bundled map[string]bool) ([]File, error) {
-	bundled = maps.Clone(bundled)
-	if bundled == nil {
-		bundled = map[string]bool{}
-	}
+	loaded := map[string]bool{}
 	seen := map[string]bool{}
 	var out []File
 	queue := slices.Clone(binaries)
@@ -283,10 +272,10 @@ func sharedLibraries(binaries []string, bundled map[string]bool) ([]File, error)
 			if err := add(interp, interp); err != nil {
 				return nil, err
 			}
-			bundled[path.Base(interp)] = true
+			loaded[path.Base(interp)] = true
 		}
 		for _, lib := range libs {
-			if bundled[lib] {
+			if loaded[lib] {
 				continue
 			}
 			i := slices.IndexFunc(libDirs, func(d string) bool { _, err := os.Stat(filepath.Join(d, lib)); return err == nil })

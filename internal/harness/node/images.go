@@ -294,9 +294,8 @@ func GhostunnelImage(binary, version string) (Image, error) {
 
 // ComposedImages are the images a render of Armada at version names:
 // Armada's eight components (ArmadaImage), ghostunnel's from the binary at
-// ghostunnel, and Pulsar's (the topic Job's, PulsarImage). progress
-// receives a line if the Java runtime for Pulsar's image is built.
-func ComposedImages(ctx context.Context, version, ghostunnel string, progress io.Writer) ([]Image, error) {
+// ghostunnel, and Pulsar's (the topic Job's, PulsarImage).
+func ComposedImages(ctx context.Context, version, ghostunnel string) ([]Image, error) {
 	src, err := ArmadaSourcesFor(ctx, version)
 	if err != nil {
 		return nil, err
@@ -313,7 +312,7 @@ func ComposedImages(ctx context.Context, version, ghostunnel string, progress io
 	if err != nil {
 		return nil, err
 	}
-	pulsar, err := PulsarImage(ctx, PulsarImageOptions{Progress: progress})
+	pulsar, err := PulsarImage(PulsarImageOptions{})
 	if err != nil {
 		return nil, err
 	}

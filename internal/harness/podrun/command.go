@@ -88,8 +88,8 @@ func lookoutDir(root string, rel Release) (string, error) {
 }
 
 // pulsarCommand runs a container of Pulsar's image (the topic-init Job's
-// script) with pulsar-admin at bin/pulsar-admin in its working directory,
-// as in the image.
+// script, which calls the broker's admin API with curl) in a directory of
+// its own, as the image's /pulsar.
 func (r *Runner) pulsarCommand(p *pod, c corev1.Container, root string) (*podCmd, error) {
 	rs := &Resolver{Sources: clusterSources{c: r.o.Client, ns: r.o.Namespace}, Namespace: r.o.Namespace}
 	inv, err := rs.Script(p.w, c, root)
@@ -97,11 +97,8 @@ func (r *Runner) pulsarCommand(p *pod, c corev1.Container, root string) (*podCmd
 		return nil, errors.Wrapf(err, "%s container %s", p.w.ID(), c.Name)
 	}
 	dir := filepath.Join(root, "pulsar")
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, errors.Wrap(err, "cannot create Pulsar's directory")
-	}
-	if err := os.Symlink(r.o.PulsarAdmin, filepath.Join(dir, "bin", "pulsar-admin")); err != nil {
-		return nil, errors.Wrap(err, "cannot link pulsar-admin")
 	}
 	return &podCmd{inv: inv, bin: inv.Args[0], dir: dir, args: inv.Args[1:]}, nil
 }

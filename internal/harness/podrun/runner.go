@@ -60,10 +60,6 @@ type RunnerOptions struct {
 	// mounts its ServiceAccount's token reaches with that token, as in a
 	// cluster; no process gets a kubeconfig (see serviceAccount).
 	APIServer *rest.Config
-	// PulsarAdmin is the pulsar-admin executable the topic-init Job's
-	// script runs (as bin/pulsar-admin in its working directory, as in
-	// Pulsar's image).
-	PulsarAdmin string
 	// Tools are the executables of the third-party images ToolForImage
 	// knows, by tool name (Ghostunnel).
 	Tools map[string]string
@@ -81,7 +77,7 @@ type RunnerOptions struct {
 // A Runner plays kubelet, kube-proxy and the workload controllers for the
 // Deployments, StatefulSets and Jobs composed in one namespace: it runs
 // each pod's containers as local processes (Armada's binaries at the
-// image's release, the topic-init Job's script with a real pulsar-admin),
+// image's release, the topic-init Job's script with this machine's curl),
 // with their composed args, environment and mounted Secrets and
 // ConfigMaps; makes each Service's names reach its pod's ports; and writes
 // the workloads' status from what the processes do: a Job completes when
@@ -460,7 +456,7 @@ func (r *Runner) startPod(p *pod) error {
 
 // startContainer starts one container of p: an Armada image as its
 // release's binary, the Pulsar image's command (the topic-init Job) with
-// pulsar-admin at bin/pulsar-admin in its working directory.
+// this machine's bash and curl.
 func (r *Runner) startContainer(p *pod, c corev1.Container, name string) (*Process, error) {
 	root, err := os.MkdirTemp(r.o.Dir, p.w.Kind+"-"+p.w.Name+"-")
 	if err != nil {

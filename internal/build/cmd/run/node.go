@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -35,7 +34,7 @@ func startOnNode(s *jobflow.Session, o demoOptions, cl jobflow.Claim, version st
 	}
 	fmt.Printf("\nBuilding the images the claim names (Armada %s's eight components, ghostunnel, Pulsar's)...\n", version)
 	t := time.Now()
-	images, err := node.ComposedImages(ctx, version, testenv.ToolBin(s, podrun.Ghostunnel, armada.TLSProxyVersion), os.Stdout)
+	images, err := node.ComposedImages(ctx, version, testenv.ToolBin(s, podrun.Ghostunnel, armada.TLSProxyVersion))
 	if err != nil {
 		s.Fatal(err)
 	}
