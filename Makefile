@@ -21,9 +21,9 @@ CONTROLLER_GEN   := $(BIN_DIR)/controller-gen-$(call modver,gen,sigs.k8s.io/cont
 # which ARMADA_VERSIONS reads; it is evaluated only where used.
 ARMADA_BIN_ROOT  := $(BIN_DIR)
 ARMADA_VERSIONS   = $(shell go run ./internal/build/cmd/armadaversions)
-# Apache Pulsar's broker and pulsar-admin releases, from the same table
+# Apache Pulsar's broker release, from the same table
 # (internal/armada/versions.go); evaluated only where used.
-PULSAR_VERSIONS   = $(shell go run ./internal/build/cmd/armadaversions -pulsar)
+PULSAR_VERSION    = $(shell go run ./internal/build/cmd/armadaversions -pulsar)
 export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
@@ -244,7 +244,7 @@ run-bins: system-deps ## Build what make run's demo job runs (cached): kube-sche
 # the other, which keep both cores busy. node-bins follows the Go builds
 # when make run needs the real node (RUN_NODE_BINS=1).
 run-bins-other:
-	tools/pulsar/build.sh $(PULSAR_VERSIONS)
+	tools/pulsar/build.sh $(PULSAR_VERSION)
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
 run-bins-go:
 	tools/kubernetes/build.sh kube-scheduler
@@ -380,8 +380,8 @@ lookoutui: ## Build Lookout's UI from Armada's source at the default release as 
 	ARMADA_BIN_ROOT=$(ARMADA_BIN_ROOT) tools/lookoutui/build.sh $(ARMADA_DEFAULT_VERSION)
 
 .PHONY: pulsar
-pulsar: ## Assemble Apache Pulsar's standalone broker and pulsar-admin from Maven Central (cached per release; ~330 MB cold), which the tests run.
-	tools/pulsar/build.sh $(PULSAR_VERSIONS)
+pulsar: ## Assemble Apache Pulsar's standalone broker from Maven Central (cached per release), which the tests run.
+	tools/pulsar/build.sh $(PULSAR_VERSION)
 
 $(GOLANGCI_LINT): FORCE
 	tools/build-tool.sh tools/lint $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -54,24 +54,17 @@ var Releases = []Release{
 	},
 }
 
-// The Apache Pulsar release the project composes and tests, one row for
-// every use: the in-cluster chart's image tag (defaultPulsarImageTag), the
-// topic-init Job's image (apachepulsar/pulsar:<PulsarVersion>), and the
-// standalone broker the tests run (tools/pulsar, `make pulsar`,
-// testenv.StartPulsar), which `go run ./internal/build/cmd/armadaversions
-// -pulsar` hands to the build. It is the Pulsar 4.0 LTS line, as the chart's
-// appVersion (4.0.9), at the newest 4.0.x whose broker Maven Central
-// serves with every dependency: 4.0.8's and 4.0.9's closures lack
-// jetcd-core-shaded and pulsar-opentelemetry there.
-//
-// PulsarAdminToolVersion is the pulsar-client-tools release the tests'
-// pulsar-admin runs (its own classpath, never mixed with the broker's):
-// Central serves no pulsar-client-tools 4.0.7, so the nearest 4.0.x that
-// it does. The composed topic-init Job runs the image's own pulsar-admin.
-const (
-	PulsarVersion          = "4.0.7"
-	PulsarAdminToolVersion = "4.0.8"
-)
+// PulsarVersion is the Apache Pulsar release the project composes and
+// tests, one row for every use: the in-cluster chart's image tag
+// (defaultPulsarImageTag), the topic-init Job's image
+// (apachepulsar/pulsar:<PulsarVersion>), and the standalone broker the
+// tests run (tools/pulsar, `make pulsar`, testenv.StartPulsar), which `go
+// run ./internal/build/cmd/armadaversions -pulsar` hands to the build. It
+// is the Pulsar 4.0 LTS line, as the chart's appVersion (4.0.9), at the
+// newest 4.0.x whose broker Maven Central serves with every dependency:
+// 4.0.8's and 4.0.9's closures lack jetcd-core-shaded and
+// pulsar-opentelemetry there.
+const PulsarVersion = "4.0.7"
 
 // SupportedVersions are the versions of Releases, oldest first.
 var SupportedVersions = func() []string {

@@ -1,27 +1,25 @@
 #!/usr/bin/env bash
-# Assembles Apache Pulsar's standalone broker and its pulsar-admin tool from
-# Maven Central into the version-keyed tool cache, for the tests'
-# testenv.StartPulsar:
-#   ${PULSAR_BIN_ROOT:-~/.cache/armada-crossplane/bin}/pulsar-<version>/lib        the broker's jars
-#   ${PULSAR_BIN_ROOT:-~/.cache/armada-crossplane/bin}/pulsar-admin-<version>/lib  pulsar-admin's jars
+# Assembles Apache Pulsar's standalone broker from Maven Central into the
+# version-keyed tool cache, for the tests' testenv.StartPulsar:
+#   ${PULSAR_BIN_ROOT:-~/.cache/armada-crossplane/bin}/pulsar-<version>/lib  the broker's jars
 # Nothing is compiled: `mvn dependency:copy-dependencies` of this directory's
-# pom (profile broker or admin) copies the release's runtime jars. A
+# pom (profile broker) copies the release's runtime jars. A
 # directory that is already there, assembled from this pom (its SHA-256 is
 # kept beside the jars, in pom.sha256), is kept, so re-running is cheap; a
 # changed pom (a pin, an exclusion) assembles it again, and deleting it
-# forces a new copy. Each is assembled into a temporary directory and
+# forces a new copy. It is assembled into a temporary directory and
 # renamed, so an interrupted run never leaves a partial one that a later run
 # would mistake for complete. Maven's local repository lives under the cache
 # (~/.cache/armada-crossplane/maven) so it survives between runs.
 #
-# Usage: tools/pulsar/build.sh BROKER_VERSION ADMIN_VERSION
-# `make pulsar` passes both from the version table (internal/armada/versions.go,
+# Usage: tools/pulsar/build.sh VERSION
+# `make pulsar` passes it from the version table (internal/armada/versions.go,
 # `go run ./internal/build/cmd/armadaversions -pulsar`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-if [[ $# -ne 2 ]]; then
-	echo "usage: $0 BROKER_VERSION ADMIN_VERSION (make pulsar passes both from internal/armada/versions.go)" >&2
+if [[ $# -ne 1 ]]; then
+	echo "usage: $0 VERSION (make pulsar passes it from internal/armada/versions.go)" >&2
 	exit 2
 fi
 cache="${ARMADA_CROSSPLANE_CACHE:-$HOME/.cache/armada-crossplane}"
@@ -74,4 +72,3 @@ assemble() {
 }
 
 assemble pulsar broker "$1"
-assemble pulsar-admin admin "$2"

@@ -67,15 +67,6 @@ var pulsarMemory = []string{"-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=256
 // quicker start: the C1 compiler only, and one GC thread.
 var pulsarStartup = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
 
-// pulsarAdminJVMFlags keep the short-lived pulsar-admin JVM small and
-// quick to start.
-var pulsarAdminJVMFlags = []string{
-	"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-	"-Djava.net.preferIPv4Stack=true", "-Dio.netty.tryReflectionSetAccessible=true",
-	"--add-opens", "java.base/java.nio=ALL-UNNAMED",
-	"--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
-}
-
 // Pulsar is a private standalone Apache Pulsar broker (PulsarVersion of
 // the version table, internal/armada): one JVM running the broker and one
 // bookie, its metadata in RocksDB, no functions worker and no stream
@@ -86,7 +77,6 @@ type Pulsar struct {
 	brokerPort int
 	webPort    int
 	log        string
-	admin      string
 	// cmd is the broker's process, which has ended once exited is closed.
 	cmd    *exec.Cmd
 	exited <-chan struct{}
@@ -127,13 +117,10 @@ type PulsarOptions struct {
 	BrokerPort, WebPort int
 }
 
-// pulsarPaths are the jars and tools a broker runs with.
+// pulsarPaths are the jars and the java a broker runs with.
 type pulsarPaths struct {
-	java     string
-	lib      string
-	adminLib string
-	// adminArchive is pulsar-admin's class-data archive, or empty.
-	adminArchive string
+	java string
+	lib  string
 }
 
 // StartPulsar starts a private standalone Pulsar broker for the test and
@@ -155,7 +142,6 @@ func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 		brokerPort: cmp.Or(o.BrokerPort, FreePort(tb)),
 		webPort:    cmp.Or(o.WebPort, FreePort(tb)),
 		log:        filepath.Join(dir, "pulsar.log"),
-		admin:      filepath.Join(dir, "pulsar-admin"),
 	}
 	if o.TokenAuth {
 		p.tokenKey = bytes.Clone(o.TokenKey)
@@ -171,12 +157,7 @@ func StartPulsarWithOptions(tb TB, o PulsarOptions) *Pulsar {
 		}
 		p.superUsers = slices.Clone(o.SuperUserRoles)
 	}
-	archive, err := pulsarAdminArchive(context.Background(), paths)
-	if err != nil {
-		tb.Logf("pulsar-admin runs without a class-data archive: %v", err)
-	}
-	paths.adminArchive = archive
-	if err := p.writeFiles(dir, paths); err != nil {
+	if err := p.writeFiles(dir); err != nil {
 		tb.Fatal(errors.Wrap(err, "cannot write the Pulsar broker's files"))
 	}
 	began := time.Now()
@@ -197,16 +178,6 @@ func (p *Pulsar) ServiceURL() string {
 // REST API (/admin/v2) and /metrics.
 func (p *Pulsar) AdminURL() string {
 	return "http://" + net.JoinHostPort(p.host, strconv.Itoa(p.webPort))
-}
-
-// AdminToolPath is a `pulsar-admin` executable: a script running Pulsar's
-// own admin CLI (org.apache.pulsar.admin.cli.PulsarAdminTool, from
-// pulsar-client-tools) with a client.conf pointing at AdminURL, so it
-// works with no flags; --admin-url overrides it, as the composed
-// topic-init Job's script passes. Its logs go to stderr, so stdout holds
-// only the command's output, as the script expects.
-func (p *Pulsar) AdminToolPath() string {
-	return p.admin
 }
 
 // Token returns a JWT for subject that the broker accepts: signed with its
@@ -247,14 +218,9 @@ func pulsarJars(tb TB) pulsarPaths {
 	if err != nil {
 		tb.Fatalf("%v", err)
 	}
-	p := pulsarPaths{
-		lib:      filepath.Join(root, "pulsar-"+armada.PulsarVersion, "lib"),
-		adminLib: filepath.Join(root, "pulsar-admin-"+armada.PulsarAdminToolVersion, "lib"),
-	}
-	for _, d := range []string{p.lib, p.adminLib} {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			tb.Fatalf("Pulsar's jars are missing at %s: %s", d, pulsarHint)
-		}
+	p := pulsarPaths{lib: filepath.Join(root, "pulsar-"+armada.PulsarVersion, "lib")}
+	if fi, err := os.Stat(p.lib); err != nil || !fi.IsDir() {
+		tb.Fatalf("Pulsar's jars are missing at %s: %s", p.lib, pulsarHint)
 	}
 	p.java = javaPath(tb)
 	return p
@@ -335,10 +301,9 @@ func (p *Pulsar) pulsarConfig(dir string) string {
 	return b.String()
 }
 
-// log4j2 configurations: the broker logs INFO to its log file (stdout);
-// pulsar-admin logs warnings to stderr, keeping its stdout for output.
-const (
-	pulsarLog4j = `status = warn
+// pulsarLog4j is the broker's log4j2 configuration: INFO to its log file
+// (stdout).
+const pulsarLog4j = `status = warn
 appender.console.type = Console
 appender.console.name = Console
 appender.console.layout.type = PatternLayout
@@ -346,52 +311,15 @@ appender.console.layout.pattern = %d{ISO8601} %-5level [%t] %c{1} - %msg%n
 rootLogger.level = info
 rootLogger.appenderRef.console.ref = Console
 `
-	// PulsarAdminLog4j is pulsar-admin's log4j2 configuration here and
-	// in the node's Pulsar image (internal/harness/node).
-	PulsarAdminLog4j = `status = warn
-appender.console.type = Console
-appender.console.name = Console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5level %c{1} - %msg%n
-rootLogger.level = warn
-rootLogger.appenderRef.console.ref = Console
-`
-)
 
-// writeFiles writes the broker's standalone.conf and log configuration,
-// and the pulsar-admin script with its client.conf and log configuration.
-func (p *Pulsar) writeFiles(dir string, paths pulsarPaths) error {
-	// No token in client.conf: a caller must pass its own (--auth-params),
-	// as the composed topic-init Job does, or be refused.
-	clientConf := fmt.Sprintf("webServiceUrl=%s/\nbrokerServiceUrl=%s\n", p.AdminURL(), p.ServiceURL())
-	args := append([]string{paths.java}, pulsarAdminJVMFlags...)
-	if paths.adminArchive != "" {
-		args = append(append(args, "-XX:SharedArchiveFile="+paths.adminArchive), pulsarAdminArchiveFlags...)
-	}
-	args = append(args, "-cp", filepath.Join(paths.adminLib, "*"))
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = shellQuote(a)
-	}
-	// The script finds its client.conf and log configuration next to
-	// itself (through a link to it: the job flow's runner links it as the
-	// image's bin/pulsar-admin), so it also runs where the test's
-	// directory shows at another path (a conformance pod's root).
-	script := fmt.Sprintf(`#!/bin/sh
-# pulsar-admin (pulsar-client-tools %s) for the test's broker at %s.
-d=$(dirname "$(readlink -f "$0")")
-exec %s "-Dlog4j.configurationFile=$d/admin-log4j2.properties" %s "$d/client.conf" "$@"
-`, armada.PulsarAdminToolVersion, p.AdminURL(), strings.Join(quoted, " "), pulsarAdminMain)
+// writeFiles writes the broker's standalone.conf and log configuration.
+func (p *Pulsar) writeFiles(dir string) error {
 	files := []struct {
 		name, content string
 		mode          os.FileMode
 	}{
 		{"standalone.conf", p.pulsarConfig(dir), 0o600},
 		{"log4j2.properties", pulsarLog4j, 0o600},
-		{"client.conf", clientConf, 0o600},
-		{"admin-log4j2.properties", PulsarAdminLog4j, 0o600},
-		{"pulsar-admin", script, 0o700},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.content), f.mode); err != nil {

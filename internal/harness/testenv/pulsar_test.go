@@ -2,22 +2,44 @@ package testenv
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
+// rest calls the broker's admin REST API as the composed topic-init Job
+// does (JSON, the token as a bearer token if there is one) and returns the
+// answer's status and body.
+func rest(t *testing.T, p *Pulsar, method, path, body, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, p.AdminURL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close() //nolint:errcheck // Only read from.
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("cannot read %s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
 // TestPulsar starts a broker, creates a tenant, a namespace and a
-// partitioned topic with its pulsar-admin, as the composed topic-init Job
-// does, and sends one message through the topic with the Go client
+// partitioned topic through its admin REST API, as the composed topic-init
+// Job does, and sends one message through the topic with the Go client
 // Armada uses.
 func TestPulsar(t *testing.T) {
 	p := StartPulsar(t)
@@ -27,50 +49,42 @@ func TestPulsar(t *testing.T) {
 		namespace = "armada/armada"
 		topic     = "persistent://armada/armada/events"
 	)
-	admin := func(t *testing.T, args ...string) string {
-		t.Helper()
-		out, err := exec.CommandContext(t.Context(), p.AdminToolPath(), args...).Output()
-		if err != nil {
-			var stderr []byte
-			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-				stderr = ee.Stderr
-			}
-			t.Fatalf("pulsar-admin %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	for _, c := range [][3]string{
+		{http.MethodPut, "/admin/v2/tenants/" + tenant, `{"allowedClusters":["standalone"]}`},
+		{http.MethodPut, "/admin/v2/namespaces/" + namespace, ""},
+		{http.MethodPut, "/admin/v2/persistent/armada/armada/events/partitions", "2"},
+	} {
+		if code, body := rest(t, p, c[0], c[1], c[2], ""); code != http.StatusNoContent {
+			t.Fatalf("%s %s: %d %s, want 204", c[0], c[1], code, body)
 		}
-		return strings.TrimSpace(string(out))
 	}
-
-	// The Job's script reads the cluster from `clusters list` and passes
-	// --admin-url; the wrapper's own client.conf must agree with it.
-	admin(t, "--admin-url", p.AdminURL(), "tenants", "create", tenant, "--allowed-clusters", admin(t, "clusters", "list"))
-	admin(t, "namespaces", "create", namespace)
-	admin(t, "topics", "create-partitioned-topic", topic, "--partitions", "2")
 
 	cases := map[string]struct {
 		reason string
-		args   []string
+		path   string
 		want   string
 	}{
 		"Cluster": {
 			reason: "Standalone creates one cluster, standalone, which the Job's script picks.",
-			args:   []string{"clusters", "list"},
-			want:   "standalone",
+			path:   "/admin/v2/clusters",
+			want:   `["standalone"]`,
 		},
 		"Namespaces": {
-			reason: "The namespace created through the wrapper exists.",
-			args:   []string{"namespaces", "list", tenant},
-			want:   namespace,
+			reason: "The namespace created exists.",
+			path:   "/admin/v2/namespaces/" + tenant,
+			want:   `"` + namespace + `"`,
 		},
 		"Topic": {
 			reason: "The partitioned topic exists with its two partitions.",
-			args:   []string{"topics", "list-partitioned-topics", namespace},
-			want:   topic,
+			path:   "/admin/v2/persistent/armada/armada/events/partitions",
+			want:   `"partitions":2`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, admin(t, tc.args...)); diff != "" {
-				t.Errorf("%s\npulsar-admin %s: -want, +got:\n%s", tc.reason, strings.Join(tc.args, " "), diff)
+			code, body := rest(t, p, http.MethodGet, tc.path, "", "")
+			if code != http.StatusOK || !strings.Contains(body, tc.want) {
+				t.Errorf("%s\nGET %s: %d %s, want 200 with %s", tc.reason, tc.path, code, body, tc.want)
 			}
 		})
 	}
@@ -120,9 +134,6 @@ func TestPulsar(t *testing.T) {
 func TestPulsarTokenAuth(t *testing.T) {
 	p := StartPulsarWithOptions(t, PulsarOptions{TokenAuth: true})
 	other := &Pulsar{tokenKey: []byte("another key, another broker, 32b")}
-	tokenArgs := func(token string) []string {
-		return []string{"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken", "--auth-params", "token:" + token}
-	}
 	cases := map[string]struct {
 		reason string
 		token  string
@@ -134,13 +145,9 @@ func TestPulsarTokenAuth(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"clusters", "list"}
-			if tc.token != "" {
-				args = append(tokenArgs(tc.token), args...)
-			}
-			out, err := exec.CommandContext(t.Context(), p.AdminToolPath(), args...).CombinedOutput()
-			if got := err == nil; got != tc.want {
-				t.Errorf("%s\npulsar-admin clusters list succeeded: %t, want %t; output:\n%s", tc.reason, got, tc.want, out)
+			code, body := rest(t, p, http.MethodGet, "/admin/v2/clusters", "", tc.token)
+			if got := code == http.StatusOK; got != tc.want {
+				t.Errorf("%s\nGET /admin/v2/clusters succeeded: %t (%d %s), want %t", tc.reason, got, code, body, tc.want)
 			}
 
 			opts := pulsar.ClientOptions{URL: p.ServiceURL(), OperationTimeout: 20 * time.Second, ConnectionTimeout: 10 * time.Second}
@@ -160,33 +167,5 @@ func TestPulsarTokenAuth(t *testing.T) {
 				t.Errorf("%s\ncreating a producer succeeded: %t, want %t (%v)", tc.reason, got, tc.want, err)
 			}
 		})
-	}
-}
-
-// TestPulsarAdminArchive dumps pulsar-admin's class-data archive (or finds
-// the one already in the tool cache) and checks that a pulsar-admin run
-// with the flags the wrapper script passes loads its classes from it.
-func TestPulsarAdminArchive(t *testing.T) {
-	paths := pulsarJars(t)
-	archive, err := pulsarAdminArchive(t.Context(), paths)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := pulsarAdminArchive(t.Context(), paths)
-	if err != nil || again != archive {
-		t.Fatalf("a second call returned %q, %v; want the same archive %q", again, err, archive)
-	}
-	conf := filepath.Join(t.TempDir(), "client.conf")
-	if err := os.WriteFile(conf, []byte("webServiceUrl=http://127.0.0.1:1/\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"-XX:SharedArchiveFile=" + archive}, pulsarAdminArchiveFlags...)
-	args = append(args, pulsarAdminJVMFlags...)
-	args = append(args, "-Xlog:class+load=info", "-cp", filepath.Join(paths.adminLib, "*"), pulsarAdminMain, conf, "clusters", "list")
-	out, _ := exec.CommandContext(t.Context(), paths.java, args...).CombinedOutput() // It fails: no broker.
-	shared, loaded := strings.Count(string(out), "source: shared objects file (top)"), strings.Count(string(out), "source: file:"+paths.adminLib)
-	// About 5,400 classes come from the archive and under 200 from the jars.
-	if shared == 0 || shared < 10*loaded {
-		t.Errorf("pulsar-admin loaded %d classes from the archive %s and %d from its jars; want most from the archive", shared, archive, loaded)
 	}
 }

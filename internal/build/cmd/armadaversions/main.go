@@ -1,9 +1,8 @@
 // Command armadaversions prints the Armada releases of the function's
 // version table (internal/armada.Releases), oldest first, as module
 // versions: what `make armada-bins` builds binaries for. With -pulsar it
-// prints the Apache Pulsar broker and pulsar-admin releases instead
-// (internal/armada.PulsarVersion, PulsarAdminToolVersion): what
-// `make pulsar` assembles. With -default it prints the release a claim
+// prints the Apache Pulsar broker release instead
+// (internal/armada.PulsarVersion): what `make pulsar` assembles. With -default it prints the release a claim
 // without spec.version runs (internal/armada.DefaultVersion): what
 // `make run-bins` builds for make run's demo job.
 package main
@@ -17,7 +16,7 @@ import (
 )
 
 func main() {
-	pulsar := flag.Bool("pulsar", false, "print the Pulsar broker and pulsar-admin releases (tools/pulsar/build.sh's arguments)")
+	pulsar := flag.Bool("pulsar", false, "print the Pulsar broker release (tools/pulsar/build.sh's argument)")
 	def := flag.Bool("default", false, "print only the default release (tools/armada/build.sh's argument for make run's demo job)")
 	flag.Parse()
 	if *def {
@@ -25,7 +24,7 @@ func main() {
 		return
 	}
 	if *pulsar {
-		fmt.Println(armada.PulsarVersion, armada.PulsarAdminToolVersion)
+		fmt.Println(armada.PulsarVersion)
 		return
 	}
 	vs := make([]string, 0, len(armada.SupportedVersions))
