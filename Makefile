@@ -310,14 +310,14 @@ docs-check: system-deps tools ## Check the docs: diagrams re-rendered equal the 
 # Debian's packages, the docs checks render the diagrams with its
 # Graphviz, runc (the real node's runtime) compiles against its
 # libseccomp-dev, its NetworkPolicy enforcer (kube-router) drives iptables
-# and ipset, and the Lookout UI test drives chromium; install them when
-# they are missing.
+# and ipset, the Lookout UI test drives chromium, and the Pulsar topic
+# Job's script calls curl; install them when they are missing.
 .PHONY: system-deps
-system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz, libseccomp-dev, iptables, ipset and chromium if missing (needs root).
-	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h || ! -x /usr/sbin/iptables || ! -x /usr/sbin/ipset || ! -x /usr/bin/chromium ]]; then \
-		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams), libseccomp-dev (runc's seccomp, for the real node), iptables and ipset (the real node's NetworkPolicy enforcer) and chromium (the Lookout UI's browser test)"; \
+system-deps: ## Install Debian's postgresql, redis-server, barman-cli-cloud, graphviz, libseccomp-dev, iptables, ipset, chromium and curl if missing (needs root).
+	@if [[ ! -x /usr/lib/postgresql/15/bin/initdb || ! -x /usr/bin/redis-server || ! -x /usr/bin/barman-cloud-backup || ! -x /usr/bin/dot || ! -f /usr/include/seccomp.h || ! -x /usr/sbin/iptables || ! -x /usr/sbin/ipset || ! -x /usr/bin/chromium || ! -x /usr/bin/curl ]]; then \
+		echo "installing postgresql, redis-server (the tests run private instances), barman-cli-cloud (the backup round trip), graphviz (the docs' diagrams), libseccomp-dev (runc's seccomp, for the real node), iptables and ipset (the real node's NetworkPolicy enforcer) chromium (the Lookout UI's browser test) and curl (the Pulsar topic Job's script)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev iptables ipset chromium >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server barman-cli-cloud graphviz libseccomp-dev iptables ipset chromium curl >/dev/null; \
 	fi
 
 .PHONY: tools
