@@ -25,8 +25,9 @@ import (
 )
 
 // topicJobTimeout bounds one run of the topic-init Job's script: six
-// calls of Pulsar's admin API.
-const topicJobTimeout = 2 * time.Minute
+// calls of Pulsar's admin API, each at most a minute (curl --max-time),
+// on a broker that may be slow on a loaded machine.
+const topicJobTimeout = 5 * time.Minute
 
 // topicsReady is the last line of the topic-init Job's script.
 const topicsReady = "Pulsar topics ready"

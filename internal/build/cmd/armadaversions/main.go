@@ -2,9 +2,10 @@
 // version table (internal/armada.Releases), oldest first, as module
 // versions: what `make armada-bins` builds binaries for. With -pulsar it
 // prints the Apache Pulsar broker release instead
-// (internal/armada.PulsarVersion): what `make pulsar` assembles. With -default it prints the release a claim
-// without spec.version runs (internal/armada.DefaultVersion): what
-// `make run-bins` builds for make run's demo job.
+// (internal/armada.PulsarVersion): what `make pulsar` assembles. With
+// -default it prints the release a claim without spec.version runs
+// (internal/armada.DefaultVersion): what `make run-bins` builds for make
+// run's demo job.
 package main
 
 import (
