@@ -278,7 +278,8 @@ func checkRestricted(t *testing.T, out *Output) {
 }
 
 // checkRestrictedPod checks one pod template against the "restricted" Pod
-// Security Standard's rules.
+// Security Standard's rules, and that its containers' root filesystems
+// are read-only.
 func checkRestrictedPod(t *testing.T, key string, pod *corev1.PodSpec) {
 	t.Helper()
 	psc := pod.SecurityContext
@@ -289,6 +290,10 @@ func checkRestrictedPod(t *testing.T, key string, pod *corev1.PodSpec) {
 		sc := c.SecurityContext
 		if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 			t.Errorf("%s: container %s security context is not restricted: %+v", key, c.Name, sc)
+		}
+		// Beyond "restricted": nothing composed writes its image's files.
+		if sc == nil || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) {
+			t.Errorf("%s: container %s has a writable root filesystem", key, c.Name)
 		}
 	}
 	for _, v := range pod.Volumes {
