@@ -20,10 +20,22 @@ CONTROLLER_GEN   := $(BIN_DIR)/controller-gen-$(call modver,gen,sigs.k8s.io/cont
 # per release of the function's version table (internal/armada/versions.go),
 # which ARMADA_VERSIONS reads; it is evaluated only where used.
 ARMADA_BIN_ROOT  := $(BIN_DIR)
-ARMADA_VERSIONS   = $(shell go run ./internal/build/cmd/armadaversions)
+
+# Every Go build and test here compiles with the configuration the runtime
+# images need (internal/build/image): no cgo and -trimpath. Go's build cache
+# keys a compiled package by both, so with one configuration a package the
+# tools, the tests, the control planes' function-armada and the images
+# share compiles once; with two, the function's whole dependency tree
+# compiled again for its amd64 image in every cold run. runc and ghostunnel
+# need cgo and say so in their build scripts. GO_ENV repeats the two for
+# $(shell): make 4.3 does not pass exported variables to it.
+export CGO_ENABLED ?= 0
+export GOFLAGS := $(strip -trimpath $(filter-out -trimpath,$(GOFLAGS)))
+GO_ENV := CGO_ENABLED=$(CGO_ENABLED) GOFLAGS='$(GOFLAGS)'
+ARMADA_VERSIONS   = $(shell $(GO_ENV) go run ./internal/build/cmd/armadaversions)
 # Apache Pulsar's broker release, from the same table
 # (internal/armada/versions.go); evaluated only where used.
-PULSAR_VERSION    = $(shell go run ./internal/build/cmd/armadaversions -pulsar)
+PULSAR_VERSION    = $(shell $(GO_ENV) go run ./internal/build/cmd/armadaversions -pulsar)
 export CROSSPLANE_CLI CROSSPLANE_CORE ARMADA_BIN_ROOT
 
 # Per checkout: worktrees generating at the same time must not share it.
@@ -234,7 +246,7 @@ run-first-builds:
 
 # ARMADA_DEFAULT_VERSION is the release a claim without spec.version runs;
 # evaluated only where used.
-ARMADA_DEFAULT_VERSION = $(shell go run ./internal/build/cmd/armadaversions -default)
+ARMADA_DEFAULT_VERSION = $(shell $(GO_ENV) go run ./internal/build/cmd/armadaversions -default)
 .PHONY: run-bins run-bins-go run-bins-other
 run-bins: system-deps ## Build what make run's demo job runs (cached): kube-scheduler and KWOK, Pulsar, Armada's binaries, armadactl and Lookout's UI at the default release, ghostunnel (Lookout's and binoculars' TLS sidecar) and the OpenID Provider people sign in to Lookout through; RUN_NODE_BINS=1 adds node-bins.
 	@$(MAKE) --no-print-directory -j2 run-bins-other run-bins-go

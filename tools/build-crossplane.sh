@@ -26,7 +26,7 @@ build() { # name version package
   # crossplane.
   # A temporary name of this build's own, as in build-tool.sh.
   local tmp="${out}.tmp.$$"
-  (cd "${here}/crossplane" && GOFLAGS=-mod=mod gobuild "$1 $2" \
+  (cd "${here}/crossplane" && GOFLAGS="${GOFLAGS:-} -mod=mod" gobuild "$1 $2" \
     -ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$2" \
     -o "${tmp}" "$3") || { rm -f "${tmp}"; return 1; }
   mv "${tmp}" "${out}"

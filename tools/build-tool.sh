@@ -26,7 +26,7 @@ mkdir -p "$(dirname "${out}")"
 # (two worktrees sharing the tool cache) must not move each other's file.
 tmp="${out}.tmp.$$"
 trap 'rm -f "${tmp}"' EXIT
-(cd "${dir}" && GOFLAGS=-mod=mod gobuild "${name}" "$@" -o "${tmp}" "${pkg}")
+(cd "${dir}" && GOFLAGS="${GOFLAGS:-} -mod=mod" gobuild "${name}" "$@" -o "${tmp}" "${pkg}")
 mv "${tmp}" "${out}"
 stamp "${out}" "${dir}"
 echo "${name} ready: ${out}"

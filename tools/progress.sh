@@ -25,12 +25,15 @@
 # "LABEL<TAB>seconds" to it, which .ci/run's summary and `make timings`
 # print.
 #
-# Every Go tool build compiles with the flags the project's own builds and
-# tests use (no -trimpath, no -gcflags): the build cache keys a compiled
-# package by its source, its dependencies and the compiler flags, so a
-# package two tools (or a tool and the project's tests) share at the same
-# version compiles once only if both builds pass the same flags. -ldflags
-# only affect the link and -mod only module resolution, so they may differ.
+# Every Go tool build compiles with the configuration the project's own
+# builds, tests and runtime images use: the Makefile's CGO_ENABLED=0 and
+# GOFLAGS=-trimpath, which the scripts keep (they add to GOFLAGS, never
+# replace it), and no -gcflags. The build cache keys a compiled package by
+# its source, its dependencies, the compiler flags and cgo, so a package two
+# tools (or a tool and the project's tests) share at the same version
+# compiles once only if both builds use the same. -ldflags only affect the
+# link and -mod only module resolution, so they may differ. runc and
+# ghostunnel need cgo, and their scripts turn it on.
 
 progress_interval=${PROGRESS_INTERVAL:-30}
 

@@ -34,7 +34,7 @@ module=github.com/armadaproject/armada
 
 # Armada's go.mod is complete, so the build must not edit it (the module
 # cache is read-only anyway); the local toolchain builds every release.
-export GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off GOTOOLCHAIN=local
+export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false" GOWORK=off GOTOOLCHAIN=local
 
 for version in "$@"; do
 	[[ "${version}" == v* ]] || version="v${version}"

@@ -29,7 +29,7 @@ done
 [[ ${#missing[@]} -gt 0 ]] || exit 0
 tmp=$(mktemp -d "${bin_dir}/.build-XXXXXX")
 trap 'rm -rf "${tmp}"' EXIT
-GOFLAGS=-mod=mod gobuild "CNI plugins ${version} (${missing[*]})" \
+GOFLAGS="${GOFLAGS:-} -mod=mod" gobuild "CNI plugins ${version} (${missing[*]})" \
   -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=${version}" \
   -o "${tmp}/" "${pkgs[@]}"
 for name in "${missing[@]}"; do

@@ -28,7 +28,7 @@ done
 # truncated binary a later run would take as built.
 tmp=$(mktemp -d "${bin_dir}/.build-XXXXXX")
 trap 'rm -rf "${tmp}"' EXIT
-GOFLAGS=-mod=mod gobuild "containerd ${version} (${missing[*]})" \
+GOFLAGS="${GOFLAGS:-} -mod=mod" gobuild "containerd ${version} (${missing[*]})" \
   -tags "no_btrfs no_devmapper no_zfs urfave_cli_no_docs" \
   -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=${version}" -o "${tmp}/" "${pkgs[@]}"
 for name in "${missing[@]}"; do

@@ -9,5 +9,6 @@ set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 source "${here}/../progress.sh"
 version=$(pin github.com/ghostunnel/ghostunnel "${here}/go.mod")
-exec "${here}/../build-tool.sh" "${here}" "${GHOSTUNNEL_BIN:-$HOME/.cache/armada-crossplane/bin/ghostunnel-${version}}" \
+# cgo whatever the caller set: the Makefile builds everything else without.
+CGO_ENABLED=1 exec "${here}/../build-tool.sh" "${here}" "${GHOSTUNNEL_BIN:-$HOME/.cache/armada-crossplane/bin/ghostunnel-${version}}" \
   github.com/ghostunnel/ghostunnel -ldflags "-s -w"

@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 source "${here}/../progress.sh"
 version=$(pin github.com/cloudnativelabs/kube-router/v2 "${here}/go.mod")
-# No -tags netgo (it runs on the host, not in an image): with the build
+# No -tags (netgo is implied: the Makefile builds without cgo): with the build
 # tags and the library versions (go.mod) of the Kubernetes build, Go's
 # build cache holds most of what it compiles already.
 exec "${here}/../build-tool.sh" "${here}" "${KUBE_ROUTER_BIN:-$HOME/.cache/armada-crossplane/bin/kube-router-${version}}" \

@@ -46,7 +46,7 @@ done
 # mistake for complete.
 tmp=$(mktemp -d "${bin_dir}/.build-XXXXXX")
 trap 'rm -rf "${tmp}"' EXIT
-GOFLAGS=-mod=mod gobuild "kubernetes ${version} (${missing[*]})" -ldflags "${ld}" -o "${tmp}/" "${pkgs[@]}"
+GOFLAGS="${GOFLAGS:-} -mod=mod" gobuild "kubernetes ${version} (${missing[*]})" -ldflags "${ld}" -o "${tmp}/" "${pkgs[@]}"
 for name in "${missing[@]}"; do
   mv "${tmp}/${name}" "${bin_dir}/${name}"
   stamp "${bin_dir}/${name}" .

@@ -11,5 +11,6 @@ set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 source "${here}/../progress.sh"
 version=$(pin github.com/opencontainers/runc "${here}/go.mod")
-exec "${here}/../build-tool.sh" "${here}" "${RUNC_BIN:-$HOME/.cache/armada-crossplane/bin/runc-${version}}" \
+# cgo whatever the caller set: the Makefile builds everything else without.
+CGO_ENABLED=1 exec "${here}/../build-tool.sh" "${here}" "${RUNC_BIN:-$HOME/.cache/armada-crossplane/bin/runc-${version}}" \
   github.com/opencontainers/runc -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w -X main.version=${version#v}"

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,14 +129,34 @@ func Apply(ctx context.Context, t TB, c client.Writer, owner client.FieldOwner, 
 	}
 }
 
-// Root is the repository's root directory, found from this file's place
-// in it, so any package's tests can name the repository's files.
+// module is this repository's module path, as its go.mod declares it.
+const module = "github.com/armadaproject/armada-crossplane"
+
+// Root is the repository's root directory, so any package's tests can name
+// the repository's files. It is found from this file's place in it when the
+// binary was built without -trimpath, and otherwise (the Makefile builds
+// with it, which makes that place a module path) as the nearest directory
+// at or above the working directory whose go.mod declares this module: go
+// test runs a package's tests in its directory, make its commands in the
+// root. Failing both it is ".", and the files named from it are not found.
 func Root() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		panic("testutil: cannot find its own source file")
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), "..", "..", "..")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	d, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modfile.ModulePath(b) == module {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "."
+		}
+		d = parent
+	}
 }
 
 // Path is a path in the repository, from its root.

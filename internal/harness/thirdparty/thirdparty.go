@@ -9,7 +9,6 @@ package thirdparty
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 
 	"github.com/armadaproject/armada-crossplane/internal/armada"
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
@@ -70,9 +69,5 @@ func (p Provider) CRDPath(ctx context.Context) (string, error) {
 
 // GeneratedDir is where a Generated provider's CRDs are committed.
 func GeneratedDir(p Provider) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		file = "."
-	}
-	return filepath.Join(filepath.Dir(file), "crds", p.Name+"-"+p.Version)
+	return testutil.Path("internal", "harness", "thirdparty", "crds", p.Name+"-"+p.Version)
 }

@@ -114,9 +114,10 @@ func readKeys(dir string) (map[string]*armada.ConfigKeys, error) {
 		}
 	}
 	slices.Sort(patterns)
-	// The flags tools/armada/build.sh builds with, so that both share the
-	// build cache; Armada's go.mod is complete and read-only here.
-	env := append(os.Environ(), "GOFLAGS=-mod=readonly -buildvcs=false", "GOWORK=off", "GOTOOLCHAIN=local")
+	// The flags tools/armada/build.sh builds with, the caller's GOFLAGS
+	// (the Makefile's -trimpath) among them, so that both share the build
+	// cache; Armada's go.mod is complete and read-only here.
+	env := append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly -buildvcs=false"), "GOWORK=off", "GOTOOLCHAIN=local")
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes, Dir: dir, Env: env}
 	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
