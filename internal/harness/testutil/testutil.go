@@ -148,7 +148,8 @@ func Root() string {
 		return "."
 	}
 	for {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modfile.ModulePath(b) == module {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod")) //nolint:gosec // A go.mod at or above the working directory.
+		if err == nil && modfile.ModulePath(b) == module {
 			return d
 		}
 		parent := filepath.Dir(d)
