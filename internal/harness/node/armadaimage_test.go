@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -122,11 +123,71 @@ func TestArmadaImage(t *testing.T) {
 			if !strings.Contains(string(files["/etc/passwd"].Data), "\narmada:x:1000:2000:") {
 				t.Errorf("/etc/passwd has no armada 1000:2000:\n%s", files["/etc/passwd"].Data)
 			}
-			for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6", "/etc/ssl/certs/ca-certificates.crt", "/app"} {
+			for _, p := range []string{"/etc/ssl/certs/ca-certificates.crt", "/app"} {
 				if _, ok := files[p]; !ok {
 					t.Errorf("the image has no %s", p)
 				}
 			}
+			// What each executable needs to start: none for a static one
+			// (Armada's releases, and make's builds, have no cgo), its
+			// interpreter and libraries for a dynamic one.
+			for _, e := range got.Executables {
+				for _, p := range needs(t, files[e].Data) {
+					if _, ok := files[p]; !ok {
+						t.Errorf("the image has no %s, which %s needs", p, e)
+					}
+				}
+			}
 		})
+	}
+}
+
+// needs returns the paths in an image where the loader finds what the ELF
+// executable exe needs: its interpreter, and each library it names other
+// than the interpreter itself under libDirs' first directory, where
+// runtimeLibraries puts them.
+func needs(t *testing.T, exe []byte) []string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "exe")
+	if err := os.WriteFile(f, exe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	libs, interp, err := elfNeeds(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if interp == "" {
+		return nil
+	}
+	out := []string{interp}
+	for _, l := range libs {
+		if l != path.Base(interp) {
+			out = append(out, path.Join(libDirs[0], l))
+		}
+	}
+	return out
+}
+
+// TestRuntimeLibraries: for a dynamic executable (this machine's bash),
+// runtimeLibraries gives its interpreter and glibc at the paths the loader
+// looks in, and everything needs finds it needs.
+func TestRuntimeLibraries(t *testing.T) {
+	files, err := runtimeLibraries([]string{"/bin/bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f.Path] = len(f.Data) > 0
+	}
+	exe, err := os.ReadFile("/bin/bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6"}, needs(t, exe)...)
+	for _, p := range want {
+		if !have[p] {
+			t.Errorf("runtimeLibraries(/bin/bash) has no %s: got %v", p, have)
+		}
 	}
 }
