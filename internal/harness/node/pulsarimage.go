@@ -16,7 +16,6 @@ import (
 // (docker/pulsar/Dockerfile) lays them out.
 const (
 	pulsarHome = "/pulsar"
-	pulsarJava = "/opt/jvm"
 	// pulsarUID is the image's user, in group root (gid 0).
 	pulsarUID = 10000
 )
@@ -83,9 +82,12 @@ func PulsarImage(o PulsarImageOptions) (Image, error) {
 		Config: v1.Config{
 			User:       "10000",
 			WorkingDir: pulsarHome,
+			// Apache's image also sets JAVA_HOME=/opt/jvm and puts
+			// /opt/jvm/bin and /pulsar/bin (pulsar-admin's) on PATH: the
+			// stand-in holds neither Java nor Pulsar's scripts, and the
+			// topic Job's script needs only the tools above.
 			Env: []string{
-				"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + pulsarJava + "/bin:" + pulsarHome + "/bin",
-				"JAVA_HOME=" + pulsarJava,
+				"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 				"PULSAR_HOME=" + pulsarHome,
 				"LANG=C.UTF-8",
 			},
