@@ -414,26 +414,55 @@ func (p *Pulsar) get(ctx context.Context, path string) (string, error) {
 // /admin/v2/persistent/t/ns/topic/partitions, as the broker's admin when it
 // has TokenAuth, and returns the body of a 2xx answer.
 func (p *Pulsar) Admin(ctx context.Context, method, path string) (string, error) {
+	code, body, err := p.Call(ctx, AdminCall{Method: method, Path: path, AsAdmin: true})
+	if err != nil {
+		return "", err
+	}
+	if code < 200 || code > 299 {
+		return "", errors.Errorf("%s %s: %d %s: %s", method, path, code, http.StatusText(code), body)
+	}
+	return body, nil
+}
+
+// AdminCall is one request to the admin REST API.
+type AdminCall struct {
+	// Method and Path, e.g. PUT /admin/v2/tenants/armada.
+	Method, Path string
+	// Body is sent as JSON.
+	Body string
+	// Token is sent as the bearer token when it is not empty.
+	Token string
+	// AsAdmin sends the broker's admin token instead, when it has
+	// TokenAuth.
+	AsAdmin bool
+}
+
+// Call makes c and returns the answer's status code and body, whatever the
+// status: an error only when no answer came.
+func (p *Pulsar) Call(ctx context.Context, c AdminCall) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, p.AdminURL()+path, http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, c.Method, p.AdminURL()+c.Path, strings.NewReader(c.Body))
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot build %s %s", method, path)
+		return 0, "", errors.Wrapf(err, "cannot build %s %s", c.Method, c.Path)
 	}
-	if p.adminToken != "" {
-		req.Header.Set("Authorization", "Bearer "+p.adminToken)
+	// JSON, as the composed topic-init Job's curl sends every call.
+	req.Header.Set("Content-Type", "application/json")
+	token := c.Token
+	if c.AsAdmin {
+		token = p.adminToken
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", errors.Wrapf(err, "%s %s failed", method, path)
+		return 0, "", errors.Wrapf(err, "%s %s failed", c.Method, c.Path)
 	}
 	defer resp.Body.Close() //nolint:errcheck // Only read from.
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot read %s %s", method, path)
+		return 0, "", errors.Wrapf(err, "cannot read %s %s", c.Method, c.Path)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", errors.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
-	}
-	return string(body), nil
+	return resp.StatusCode, string(body), nil
 }

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,29 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// rest calls the broker's admin REST API as the composed topic-init Job
-// does (JSON, the token as a bearer token if there is one) and returns the
-// answer's status and body.
-func rest(t *testing.T, p *Pulsar, method, path, body, token string) (int, string) {
+// rest makes c and returns the answer's status code and trimmed body,
+// failing the test if no answer came.
+func rest(t *testing.T, p *Pulsar, c AdminCall) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, p.AdminURL()+path, strings.NewReader(body))
+	code, body, err := p.Call(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close() //nolint:errcheck // Only read from.
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("cannot read %s %s: %v", method, path, err)
-	}
-	return resp.StatusCode, strings.TrimSpace(string(b))
+	return code, strings.TrimSpace(body)
 }
 
 // TestPulsar starts a broker, creates a tenant, a namespace and a
@@ -54,7 +39,7 @@ func TestPulsar(t *testing.T) {
 		{http.MethodPut, "/admin/v2/namespaces/" + namespace, ""},
 		{http.MethodPut, "/admin/v2/persistent/armada/armada/events/partitions", "2"},
 	} {
-		if code, body := rest(t, p, c[0], c[1], c[2], ""); code != http.StatusNoContent {
+		if code, body := rest(t, p, AdminCall{Method: c[0], Path: c[1], Body: c[2]}); code != http.StatusNoContent {
 			t.Fatalf("%s %s: %d %s, want 204", c[0], c[1], code, body)
 		}
 	}
@@ -82,7 +67,7 @@ func TestPulsar(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			code, body := rest(t, p, http.MethodGet, tc.path, "", "")
+			code, body := rest(t, p, AdminCall{Method: http.MethodGet, Path: tc.path})
 			if code != http.StatusOK || !strings.Contains(body, tc.want) {
 				t.Errorf("%s\nGET %s: %d %s, want 200 with %s", tc.reason, tc.path, code, body, tc.want)
 			}
@@ -145,7 +130,7 @@ func TestPulsarTokenAuth(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			code, body := rest(t, p, http.MethodGet, "/admin/v2/clusters", "", tc.token)
+			code, body := rest(t, p, AdminCall{Method: http.MethodGet, Path: "/admin/v2/clusters", Token: tc.token})
 			if got := code == http.StatusOK; got != tc.want {
 				t.Errorf("%s\nGET /admin/v2/clusters succeeded: %t (%d %s), want %t", tc.reason, got, code, body, tc.want)
 			}
