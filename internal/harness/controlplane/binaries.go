@@ -10,9 +10,6 @@ import (
 	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
-// modulePath is this repository's Go module.
-const modulePath = "github.com/armadaproject/armada-crossplane"
-
 // Pinned versions of the control plane's components. The tools/ wrapper
 // modules pin the same versions.
 const (

@@ -25,11 +25,12 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/mod/modfile"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // stepTimeout bounds each wait for a process or an object to become ready.
@@ -305,9 +306,9 @@ func (c *ControlPlane) resolve(ctx context.Context) error {
 		return err
 	}
 	if c.opts.RepoRoot == "" {
-		root, err := findRepoRoot()
+		root, err := testutil.FindRoot()
 		if err != nil {
-			return err
+			return errors.Wrap(err, "set Options.RepoRoot")
 		}
 		c.opts.RepoRoot = root
 	}
@@ -465,24 +466,4 @@ func (c *ControlPlane) ProcessGroups() map[string][]int {
 // in start order.
 func (c *ControlPlane) ProcessNames() []string {
 	return append([]string(nil), c.order...)
-}
-
-// findRepoRoot returns the nearest parent of the working directory whose
-// go.mod declares this module.
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", errors.Wrap(err, "cannot get working directory")
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod")) //nolint:gosec // Reading go.mod files up the tree is the point.
-		if err == nil && modfile.ModulePath(b) == modulePath {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.Errorf("cannot find repository root: no parent of the working directory has a go.mod for %s; set Options.RepoRoot", modulePath)
-		}
-		dir = parent
-	}
 }

@@ -17,6 +17,8 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // TB is the part of testing.TB the helpers use.
@@ -135,26 +137,34 @@ const module = "github.com/armadaproject/armada-crossplane"
 // Root is the repository's root directory, so any package's tests can name
 // the repository's files. It is found from this file's place in it when the
 // binary was built without -trimpath, and otherwise (the Makefile builds
-// with it, which makes that place a module path) as the nearest directory
-// at or above the working directory whose go.mod declares this module: go
-// test runs a package's tests in its directory, make its commands in the
-// root. Failing both it is ".", and the files named from it are not found.
+// with it, which makes that place a module path) by FindRoot. Failing both
+// it is ".", and the files named from it are not found.
 func Root() string {
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
 		return filepath.Join(filepath.Dir(file), "..", "..", "..")
 	}
+	if d, err := FindRoot(); err == nil {
+		return d
+	}
+	return "."
+}
+
+// FindRoot returns the nearest directory at or above the working directory
+// whose go.mod declares this module: go test runs a package's tests in its
+// directory, make its commands in the root.
+func FindRoot() (string, error) {
 	d, err := os.Getwd()
 	if err != nil {
-		return "."
+		return "", errors.Wrap(err, "cannot get working directory")
 	}
 	for {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod")) //nolint:gosec // A go.mod at or above the working directory.
+		b, err := os.ReadFile(filepath.Join(d, "go.mod")) //nolint:gosec // Reading go.mod files up the tree is the point.
 		if err == nil && modfile.ModulePath(b) == module {
-			return d
+			return d, nil
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return "."
+			return "", errors.Errorf("cannot find repository root: no directory at or above the working directory has a go.mod for %s", module)
 		}
 		d = parent
 	}
