@@ -31,16 +31,18 @@ import (
 // 6650) never collide with each other, with other tests' servers on
 // 127.0.0.1, or with the machine's.
 type Names struct {
-	// prefix is 127.B. for a B chosen per example, so concurrent test
-	// processes are unlikely to share addresses.
-	prefix string
-	// block is the third octet addresses start from, random too: two
-	// users of Names with the same B rarely share addresses (seen: a
-	// relay's address already in use by another suite's).
-	block int
+	// pick chooses a block 127.B.C. at random: B and C.
+	pick func() (int, int)
 
-	mu   sync.Mutex
-	next int
+	mu sync.Mutex
+	// prefix is the block addresses are handed out of now, 127.B.C.,
+	// claimed for this Names (claimBlock); next is how many of its
+	// addresses are handed out.
+	prefix string
+	next   int
+	// claims hold this Names' blocks against every other Names on the
+	// machine, in this process or another.
+	claims []net.Listener
 	// shared maps a host to its address, for names every process of the
 	// example resolves alike (Postgres, Redis).
 	shared map[string]string
@@ -50,23 +52,62 @@ type Names struct {
 	listeners []net.Listener
 }
 
-// NewNames returns Names with a prefix 127.B. of its own, B random, so
-// concurrent test processes are unlikely to share addresses.
+const (
+	// blockSize is how many addresses of a block Names hands out:
+	// 127.B.C.1 to 127.B.C.250.
+	blockSize = 250
+	// claimAttempts is how many random blocks claimBlock tries.
+	claimAttempts = 100
+)
+
+// NewNames returns Names whose addresses come from blocks 127.B.C.0/24
+// chosen at random and claimed for it alone, so that concurrent tests,
+// in this process or another, never share an address (a random block
+// alone was seen shared: a relay's address already in use by another
+// suite's).
 func NewNames() *Names {
-	return &Names{
-		prefix: "127." + strconv.Itoa(10+rand.IntN(240)) + ".", //nolint:gosec // Not security-sensitive.
-		block:  rand.IntN(200),                                 //nolint:gosec // Not security-sensitive.
-		shared: map[string]string{},
-		relays: map[string]string{},
-	}
+	return newNames(func() (int, int) {
+		return 10 + rand.IntN(240), rand.IntN(256) //nolint:gosec // Not security-sensitive.
+	})
 }
 
-// Address hands out a fresh loopback address.
-func (n *Names) Address() string {
+func newNames(pick func() (int, int)) *Names {
+	return &Names{pick: pick, shared: map[string]string{}, relays: map[string]string{}}
+}
+
+// address hands out a fresh loopback address of a block this Names has
+// claimed.
+func (n *Names) address() (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.prefix == "" || n.next == blockSize {
+		if err := n.claimBlock(); err != nil {
+			return "", err
+		}
+	}
 	n.next++
-	return n.prefix + strconv.Itoa(n.block+n.next/250) + "." + strconv.Itoa(1+n.next%250)
+	return n.prefix + strconv.Itoa(n.next), nil
+}
+
+// claimBlock moves n to a block no other Names holds, and holds it: an
+// abstract Unix socket named after the block, which only one listener
+// on the machine can have and which the kernel releases when its process
+// ends, however it ends.
+func (n *Names) claimBlock() error {
+	var err error
+	for range claimAttempts {
+		b, c := n.pick()
+		prefix := "127." + strconv.Itoa(b) + "." + strconv.Itoa(c) + "."
+		var l net.Listener
+		l, err = (&net.ListenConfig{}).Listen(context.Background(), "unix", "@armada-crossplane-podrun-names-"+prefix)
+		if err != nil {
+			continue
+		}
+		n.claims = append(n.claims, l)
+		n.prefix, n.next = prefix, 0
+		return nil
+	}
+	return errors.Wrapf(err, "cannot claim a block of loopback addresses in %d attempts", claimAttempts)
 }
 
 // Relay makes addr (host:port) reach target. A host given as an IP
@@ -80,7 +121,9 @@ func (n *Names) Relay(addr, target string) error {
 	ip, ok := n.shared[host]
 	n.mu.Unlock()
 	if !ok {
-		ip = n.Address()
+		if ip, err = n.address(); err != nil {
+			return err
+		}
 		n.mu.Lock()
 		n.shared[host] = ip
 		n.mu.Unlock()
@@ -105,14 +148,17 @@ func (n *Names) Relay(addr, target string) error {
 	return nil
 }
 
-// Close stops every relay.
+// Close stops every relay and gives up n's blocks.
 func (n *Names) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, l := range n.listeners {
 		_ = l.Close()
 	}
-	n.listeners = nil
+	for _, l := range n.claims {
+		_ = l.Close()
+	}
+	n.listeners, n.claims, n.prefix = nil, nil, ""
 }
 
 // HostsFile writes a hosts file with the shared names and own (names only
