@@ -27,8 +27,9 @@
 #
 # Every Go tool build compiles with the configuration the project's own
 # builds, tests and runtime images use: the Makefile's CGO_ENABLED=0 and
-# GOFLAGS=-trimpath, which the scripts keep (they add to GOFLAGS, never
-# replace it), and no -gcflags. The build cache keys a compiled package by
+# GOFLAGS (GO_BUILD_FLAGS: -trimpath and -gcflags=all=-dwarf=false), which
+# the scripts keep (they add to GOFLAGS, never replace it, and set no
+# -gcflags). The build cache keys a compiled package by
 # its source, its dependencies, the compiler flags and cgo, so a package two
 # tools (or a tool and the project's tests) share at the same version
 # compiles once only if both builds use the same. -ldflags only affect the

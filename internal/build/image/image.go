@@ -177,14 +177,17 @@ func Assemble(r Runtime, arch, bin string, o Options) (v1.Image, error) {
 // compile cross-compiles the runtime's static binary for linux/arch into
 // WorkDir and returns its path. The flags make the binary depend only on
 // the source and the Go version: no cgo, no file system paths, no VCS
-// stamp, no build id.
+// stamp, no build id; no DWARF, which -w leaves out anyway, compiled
+// either. They are the Makefile's (GO_BUILD_FLAGS), so the tests' build
+// cache serves the host architecture's packages.
 func compile(ctx context.Context, r Runtime, arch string, o Options) (string, error) {
 	out := filepath.Join(o.WorkDir, r.Name+"-linux-"+arch)
 	if err := os.MkdirAll(o.WorkDir, 0o750); err != nil {
 		return "", errors.Wrap(err, "cannot create work directory")
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", //nolint:gosec // A package from the Runtimes table.
-		"-ldflags", "-s -w -buildid=", "-o", out, r.Package)
+	args := append([]string{"build"}, buildFlags()...)
+	args = append(args, "-buildvcs=false", "-ldflags", "-s -w -buildid=", "-o", out, r.Package)
+	cmd := exec.CommandContext(ctx, "go", args...) //nolint:gosec // A package from the Runtimes table.
 	cmd.Dir = o.RepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=-mod=readonly")
 	var stderr bytes.Buffer
@@ -194,6 +197,10 @@ func compile(ctx context.Context, r Runtime, arch string, o Options) (string, er
 	}
 	return out, nil
 }
+
+// buildFlags are the compiler flags of every Go build here: the Makefile's
+// GO_BUILD_FLAGS (TestBuildFlagsMatchMakefile).
+func buildFlags() []string { return []string{"-trimpath", "-gcflags=all=-dwarf=false"} }
 
 // WriteTarball writes img as an image tarball (the format `crossplane xpkg
 // build --embed-runtime-image-tarball` reads) tagged ref.

@@ -7,7 +7,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/armadaproject/armada-crossplane/internal/harness/testutil"
 )
 
 // entry is what the tests check of one file in an image.
@@ -245,5 +249,23 @@ func TestWriteLayout(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("WriteLayout(...) index: -want, +got:\n%s", diff)
+	}
+}
+
+// TestBuildFlagsMatchMakefile checks the images compile with the flags of
+// every other Go build here (the Makefile's GO_BUILD_FLAGS): Go's build
+// cache keys a compiled package by them, and with other flags the whole
+// dependency tree the tests compiled compiles again for the images.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	b, err := os.ReadFile(testutil.Path("Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GO_BUILD_FLAGS := (.*)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("the Makefile sets no GO_BUILD_FLAGS")
+	}
+	if diff := cmp.Diff(strings.Fields(string(m[1])), buildFlags()); diff != "" {
+		t.Errorf("buildFlags(): -the Makefile's GO_BUILD_FLAGS, +the images':\n%s", diff)
 	}
 }
