@@ -177,9 +177,9 @@ func Assemble(r Runtime, arch, bin string, o Options) (v1.Image, error) {
 // compile cross-compiles the runtime's static binary for linux/arch into
 // WorkDir and returns its path. The flags make the binary depend only on
 // the source and the Go version: no cgo, no file system paths, no VCS
-// stamp, no build id; no DWARF, which -w leaves out anyway, compiled
-// either. They are the Makefile's (GO_BUILD_FLAGS), so the tests' build
-// cache serves the host architecture's packages.
+// stamp, no build id, and no DWARF compiled (the link's -w would drop
+// it). The compiler flags are the Makefile's (GO_BUILD_FLAGS), so the
+// tests' build cache serves the host architecture's packages.
 func compile(ctx context.Context, r Runtime, arch string, o Options) (string, error) {
 	out := filepath.Join(o.WorkDir, r.Name+"-linux-"+arch)
 	if err := os.MkdirAll(o.WorkDir, 0o750); err != nil {
